@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Every CI gate, in order (DESIGN.md): notebook pairs in sync, notebooks stripped, unit tests and
+# doctests, then every notebook under nbval on the smoke profile. Run via the setup script:
+#   bash setup_notebook_tpu_single_host.sh --test
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-python}
+t0=$SECONDS
+
+echo "== gate 1: notebooks/*.ipynb in sync with their .py (jupytext --update on a copy)"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cp notebooks/[0-9]*.py notebooks/[0-9]*.ipynb jupytext.toml "$tmp"/
+(cd "$tmp" && jupytext --to ipynb --update [0-9]*.py >/dev/null 2>&1)
+for nb in notebooks/[0-9]*.ipynb; do
+  diff -q "$nb" "$tmp/$(basename "$nb")" >/dev/null || { echo "out of sync: $nb (run: jupytext --to ipynb --update notebooks/*.py)"; exit 1; }
+done
+
+echo "== gate 2: notebooks carry no outputs"
+nbstripout --keep-id --verify notebooks/*.ipynb
+
+echo "== gate 3: unit tests, API drift, doctests"
+set +e; $PY -m pytest -q tests tunixkit; rc=$?; set -e
+[[ $rc == 0 ]] || { echo "unit tests failed (exit $rc)"; exit $rc; }
+
+echo "== gate 4: notebooks under nbval (smoke profile, 4 emulated CPU devices, offline)"
+set +e; $PY -m pytest -q --nbval-lax --nbval-current-env -p no:randomly notebooks/ --ignore-glob='notebooks/*.py'; rc=$?; set -e
+[[ $rc == 5 ]] && { echo "nbval collected no notebook"; exit 1; }
+[[ $rc == 0 ]] || { echo "notebooks failed (exit $rc)"; exit $rc; }
+echo "== all gates passed in $((SECONDS - t0))s"

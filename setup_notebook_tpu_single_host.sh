@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Set up tunixkit on this machine (idempotent), then optionally run a notebook, the tests or Jupyter.
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+Usage: bash setup_notebook_tpu_single_host.sh [--run NOTEBOOK [-p NAME VALUE]...] [--test] [--jupyter] [--tpu]
+
+Sets up tunixkit for the machine it finds:
+  plain machine / TPU VM  creates .venv, installs the pinned requirements.txt and tunixkit (editable),
+                          registers a Jupyter kernel "tunixkit", prints versions and JAX devices.
+                          On a TPU VM (or with --tpu) it adds jax[tpu] matching the pinned jax.
+  Kaggle / Colab          installs tunixkit into the running Python without upgrading the
+                          preinstalled jax/libtpu, then checks the installed tunix has every API
+                          tunixkit calls (python -m tunixkit.doctor) and says what to run if not.
+Re-running skips what is already installed.
+
+Then:
+  --run NOTEBOOK   execute NOTEBOOK headless with papermill into runs/<name>/ (OUTPUT_DIR too);
+                   extra papermill parameters follow as -p NAME VALUE
+  --test           run every CI gate (scripts/test.sh): notebook sync, stripped outputs,
+                   unit/doctests, and all notebooks under nbval on the smoke profile
+  --jupyter        start JupyterLab on 127.0.0.1:8888 (forward the port: ssh -L 8888:localhost:8888 ...)
+  --tpu            treat this machine as a TPU VM
+  -h, --help       this text
+EOF
+}
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+RUN_NB="" ; TEST=0 ; JUPYTER=0 ; TPU=0 ; PM_ARGS=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    -h|--help) usage; exit 0 ;;
+    --run) RUN_NB="${2:?--run needs a notebook path}"; shift 2 ;;
+    -p) PM_ARGS+=(-p "${2:?}" "${3:?}"); shift 3 ;;
+    --test) TEST=1; shift ;;
+    --jupyter) JUPYTER=1; shift ;;
+    --tpu) TPU=1; shift ;;
+    *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+say() { printf '\n[setup] %s\n' "$*"; }
+
+if [[ -n "${KAGGLE_KERNEL_RUN_TYPE:-}" ]] || python3 -c "import google.colab" 2>/dev/null; then
+  say "Kaggle/Colab detected: installing tunixkit into $(command -v python3) without touching jax/libtpu"
+  python3 -m pip install -q --no-deps -e "$ROOT"
+  # Light dependencies these images may lack; --no-deps so nothing upgrades jax.
+  for pkg in humanize qwix grain safetensors sentencepiece; do
+    python3 -c "import ${pkg}" 2>/dev/null || python3 -m pip install -q --no-deps "$(grep -i "^${pkg}==" "$ROOT/requirements.txt" || echo "$pkg")"
+  done
+  python3 -c "import tunix" 2>/dev/null || python3 -m pip install -q --no-deps "google-tunix==0.1.7"
+  python3 -m tunixkit.doctor || { echo "[setup] fix the APIs above, then re-run this script" >&2; exit 1; }
+  PY=python3
+else
+  VENV="$ROOT/.venv"
+  [[ -x "$VENV/bin/python" ]] || { say "creating $VENV"; python3 -m venv "$VENV"; }
+  PY="$VENV/bin/python"
+  STAMP="$VENV/.tunixkit-requirements.sha256"
+  WANT="$(cat "$ROOT/requirements.txt" "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+  if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
+    say "installing pinned requirements (first time: ~1-2 minutes)"
+    "$PY" -m pip install -q --upgrade pip
+    "$PY" -m pip install -q -r "$ROOT/requirements.txt"
+    "$PY" -m pip install -q --no-deps -e "$ROOT"
+    "$PY" -m ipykernel install --user --name tunixkit --display-name "Python (tunixkit)" >/dev/null
+    echo "$WANT" > "$STAMP"
+  else
+    say "requirements already installed (delete $STAMP to force)"
+  fi
+  if [[ $TPU == 1 || -e /dev/accel0 || -e /dev/vfio/0 ]]; then
+    JAXV="$(grep '^jax==' "$ROOT/requirements.txt" | cut -d= -f3)"
+    "$PY" -c "import libtpu" 2>/dev/null || { say "TPU VM: installing jax[tpu]==$JAXV"; "$PY" -m pip install -q "jax[tpu]==$JAXV"; }
+  fi
+fi
+
+"$PY" - <<'EOF'
+import importlib.metadata as md
+import jax
+vers = {p: md.version(p) for p in ("jax", "flax", "google-tunix", "qwix")}
+print("[setup] " + ", ".join(f"{k} {v}" for k, v in vers.items()))
+print(f"[setup] JAX backend {jax.default_backend()}: {jax.devices()}")
+EOF
+
+BIN="$(dirname "$PY")"
+if [[ -n "$RUN_NB" ]]; then
+  name="$(basename "$RUN_NB" .ipynb)"; name="${name%.py}"
+  out="$ROOT/runs/$name"; mkdir -p "$out"
+  nb="$ROOT/notebooks/$name.ipynb"; [[ -f "$RUN_NB" ]] && nb="$(cd "$(dirname "$RUN_NB")" && pwd)/$name.ipynb"
+  say "running $nb -> $out/executed.ipynb"
+  "$PY" -m papermill "$nb" "$out/executed.ipynb" -p OUTPUT_DIR "$out" "${PM_ARGS[@]}" --cwd "$out"
+  say "done: $out/summary.json"; cat "$out/summary.json"; echo
+fi
+if [[ $TEST == 1 ]]; then
+  PATH="$BIN:$PATH" bash "$ROOT/scripts/test.sh"
+fi
+if [[ $JUPYTER == 1 ]]; then
+  "$PY" -c "import jupyterlab" 2>/dev/null || "$PY" -m pip install -q jupyterlab
+  exec "$BIN/jupyter" lab --no-browser --ip=127.0.0.1 --port 8888 --notebook-dir "$ROOT/notebooks"
+fi

@@ -1,0 +1,56 @@
+"""Profile resolution, mesh and secrets."""
+
+import pytest
+
+from tunixkit import runtime
+
+
+def test_profile_precedence(monkeypatch):
+    monkeypatch.delenv(runtime.ENV_PROFILE, raising=False)
+    auto = runtime.resolve(verbose=False)
+    assert (auto.profile, auto.reason) == ("smoke", "automatic: cpu backend")
+    monkeypatch.setenv(runtime.ENV_PROFILE, "full")
+    assert runtime.resolve(verbose=False).profile == "full"
+    assert runtime.resolve("smoke", verbose=False).profile == "smoke"  # argument beats env
+
+
+def test_unknown_profile_lists_valid(monkeypatch):
+    monkeypatch.setenv(runtime.ENV_PROFILE, "fast")
+    with pytest.raises(
+        ValueError, match=r"'fast' from \$TUNIXKIT_PROFILE; expected one of smoke, full"
+    ):
+        runtime.resolve(verbose=False)
+
+
+def test_banner_says_which_and_why(capsys):
+    runtime.resolve("smoke")
+    out = capsys.readouterr().out
+    assert "profile: SMOKE  (set by the PROFILE parameter)" in out and "cpu x 2" in out
+
+
+def test_mesh_on_emulated_devices():
+    mesh = runtime.make_mesh()
+    assert dict(mesh.shape) == {"fsdp": 2, "tp": 1}
+    assert dict(runtime.make_mesh((1, 2)).shape) == {"fsdp": 1, "tp": 2}
+    with pytest.raises(ValueError, match="has 4 slots but JAX sees 2 devices"):
+        runtime.make_mesh((2, 2))
+
+
+def test_secret_lookup_order_and_never_printed(monkeypatch, tmp_path, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TK_TEST_SECRET", raising=False)
+    (tmp_path / ".env").write_text("# comment\nexport TK_TEST_SECRET='from-dotenv'\n")
+    assert runtime.get_secret("TK_TEST_SECRET") == "from-dotenv"
+    monkeypatch.setenv("TK_TEST_SECRET", "from-env")
+    assert runtime.get_secret("TK_TEST_SECRET") == "from-env"
+    assert "from-" not in capsys.readouterr().out
+
+
+def test_missing_secret_names_where_to_add(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TK_NOPE", raising=False)
+    assert runtime.get_secret("TK_NOPE", required=False) is None
+    with pytest.raises(runtime.MissingSecretError) as e:
+        runtime.get_secret("TK_NOPE", purpose="a test")
+    msg = str(e.value)
+    assert "'TK_NOPE'" in msg and "Kaggle: Add-ons > Secrets" in msg and "Colab:" in msg

@@ -1,0 +1,264 @@
+"""GSM8K-style math data: one record schema, file and hub loaders, the chat template, pipelines.
+
+Every source becomes a list of records ``{"question", "solution", "answer"}`` (``answer`` is the
+canonical numeric string, ``solution`` the worked steps without GSM8K's ``<<calc>>`` notes).
+
+Sources: Hugging Face ``openai/gsm8k`` (``datasets``), TFDS ``gsm8k``, the Kaggle CSV
+(``kagglehub``), or a local ``.jsonl`` / ``.json`` / ``.csv`` / ``.parquet`` file. A malformed file
+names the file and line; rows without a parseable answer are counted in a :class:`LoadReport` and
+printed, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import pathlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from tunixkit.answers import format_number, parse_number
+
+REASONING_START, REASONING_END = "<reasoning>", "</reasoning>"
+ANSWER_START, ANSWER_END = "<answer>", "</answer>"
+START_OF_TURN, END_OF_TURN = "<start_of_turn>", "<end_of_turn>"
+SYSTEM_PROMPT = (
+    f"You are given a problem. Think about the problem and provide your reasoning. Place it "
+    f"between {REASONING_START} and {REASONING_END}. Then, provide the final answer (i.e., just "
+    f"one numerical value) between {ANSWER_START} and {ANSWER_END}."
+)
+KAGGLE_GSM8K = "thedevastator/grade-school-math-8k-q-a"
+_CALC_RE = re.compile(r"<<[^>]*>>")
+Record = dict[str, str]
+
+
+class DataError(ValueError):
+    """A data file or row is not what the loader expects."""
+
+
+def format_prompt(question: str, system_prompt: str | None = SYSTEM_PROMPT) -> str:
+    """The Gemma chat prompt (no BOS; the tokenizer adds it), ending where the model speaks.
+
+    Gemma has no system role: the system prompt opens the user turn, as Gemma's template does.
+
+    >>> print(format_prompt("1+1?", system_prompt=None))
+    <start_of_turn>user
+    1+1?<end_of_turn>
+    <start_of_turn>model
+    <BLANKLINE>
+    """
+    user = f"{system_prompt}\n\n{question}" if system_prompt else question
+    return f"{START_OF_TURN}user\n{user}{END_OF_TURN}\n{START_OF_TURN}model\n"
+
+
+def format_completion(reasoning: str, answer: str) -> str:
+    """The target completion in the reasoning format, closed by ``<end_of_turn>``.
+
+    >>> format_completion("2 plus 2 is 4.", "4")
+    '<reasoning>2 plus 2 is 4.</reasoning>\\n<answer>4</answer><end_of_turn>'
+    """
+    return f"{REASONING_START}{reasoning}{REASONING_END}\n{ANSWER_START}{answer}{ANSWER_END}{END_OF_TURN}"
+
+
+def parse_gsm8k_answer(text: str) -> tuple[str, str | None]:
+    """Split a GSM8K answer field into (solution steps, canonical answer or None).
+
+    >>> parse_gsm8k_answer("He has 3+4=<<3+4=7>>7 pens.\\n#### 1,007")
+    ('He has 3+4=7 pens.', '1007')
+    >>> parse_gsm8k_answer("no final line")
+    ('no final line', None)
+    """
+    steps, sep, final = (text or "").rpartition("####")
+    if not sep:
+        return _CALC_RE.sub("", text or "").strip(), None
+    value = parse_number(final)
+    return _CALC_RE.sub("", steps).strip(), None if value is None else format_number(value)
+
+
+@dataclasses.dataclass
+class LoadReport:
+    """What a loader read and what it could not use (with reasons and row numbers)."""
+
+    source: str
+    kept: int = 0
+    skipped: list[tuple[int, str]] = dataclasses.field(default_factory=list)
+
+    def __str__(self) -> str:
+        msg = f"{self.source}: {self.kept} records"
+        if self.skipped:
+            first = "; ".join(f"row {i}: {why}" for i, why in self.skipped[:3])
+            msg += (
+                f", {len(self.skipped)} skipped ({first}{' ...' if len(self.skipped) > 3 else ''})"
+            )
+        return msg
+
+
+def to_records(
+    rows: Iterable[Mapping[str, Any]], source: str, *, verbose: bool = True
+) -> tuple[list[Record], LoadReport]:
+    """Map raw GSM8K rows (``question``/``answer`` with ``####``) to records, with a report.
+
+    Rows that already hold ``question``/``solution``/``answer`` are kept as they are.
+    """
+    records: list[Record] = []
+    report = LoadReport(source)
+    for i, row in enumerate(rows, start=1):
+        row = {str(k).strip().lower(): v for k, v in row.items()}
+        question = _text(row.get("question"))
+        if not question:
+            report.skipped.append((i, "empty or missing 'question'"))
+            continue
+        if "solution" in row and row.get("answer") not in (None, ""):
+            value = parse_number(_text(row["answer"]))
+            solution, answer = (
+                _text(row["solution"]),
+                None if value is None else format_number(value),
+            )
+        else:
+            solution, answer = parse_gsm8k_answer(_text(row.get("answer")))
+        if answer is None:
+            report.skipped.append((i, "no parseable '#### <number>' answer"))
+            continue
+        records.append({"question": question, "solution": solution, "answer": answer})
+    report.kept = len(records)
+    if verbose:
+        print(report)
+    return records, report
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        value = value.decode("utf-8")
+    return "" if value is None else str(value).strip()
+
+
+def read_rows(path: str | pathlib.Path) -> list[dict[str, Any]]:
+    """Read raw rows from ``.jsonl``, ``.json``, ``.csv`` or ``.parquet``; errors name file and line."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such data file")
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        rows = []
+        with path.open(encoding="utf-8") as f:
+            for lineno, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise DataError(
+                        f"{path}:{lineno}: invalid JSON ({e.msg}); expected one object per line"
+                    ) from e
+                if not isinstance(row, dict):
+                    raise DataError(
+                        f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}"
+                    )
+                rows.append(row)
+        return rows
+    if suffix == ".json":
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, list):
+            raise DataError(f"{path}: expected a JSON list of objects, got {type(data).__name__}")
+        return data
+    if suffix == ".csv":
+        with path.open(encoding="utf-8", newline="") as f:
+            reader = csv.DictReader(f)
+            missing = {"question", "answer"} - {c.strip().lower() for c in reader.fieldnames or []}
+            if missing:
+                raise DataError(
+                    f"{path}:1: header lacks column(s) {sorted(missing)}; found {reader.fieldnames}"
+                )
+            return list(reader)
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pylist()
+    raise DataError(
+        f"{path}: unsupported extension {suffix!r}; use .jsonl, .json, .csv or .parquet"
+    )
+
+
+def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | pathlib.Path) -> pathlib.Path:
+    """Write rows as JSON lines (UTF-8), creating parent folders."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return path
+
+
+def load_gsm8k(
+    split: str = "train", *, source: str = "hf", path: str | None = None, limit: int | None = None
+) -> list[Record]:
+    """Load GSM8K ``split`` from ``source``: ``"hf"``, ``"tfds"``, ``"kaggle"`` or ``"file"`` (``path``)."""
+    if source == "file":
+        if path is None:
+            raise ValueError("source='file' needs path=<.jsonl/.json/.csv/.parquet file>")
+        rows: Iterable[Mapping[str, Any]] = read_rows(path)
+        name = str(path)
+    elif source == "hf":
+        import datasets
+
+        rows = datasets.load_dataset("openai/gsm8k", "main", split=split)
+        name = f"openai/gsm8k:{split}"
+    elif source == "tfds":
+        import tensorflow_datasets as tfds
+
+        rows = tfds.as_numpy(tfds.load("gsm8k", split=split))
+        name = f"tfds gsm8k:{split}"
+    elif source == "kaggle":
+        import kagglehub
+
+        folder = pathlib.Path(kagglehub.dataset_download(KAGGLE_GSM8K))
+        files = sorted(folder.rglob(f"*{split}*.csv"))
+        if not files:
+            raise DataError(f"{folder}: no CSV whose name contains {split!r} in {KAGGLE_GSM8K}")
+        rows, name = read_rows(files[0]), str(files[0])
+    else:
+        raise ValueError(f"unknown source {source!r}; expected 'hf', 'tfds', 'kaggle' or 'file'")
+    records, _ = to_records(rows, name)
+    return records[:limit] if limit is not None else records
+
+
+def sft_pair(
+    record: Mapping[str, str], system_prompt: str | None = SYSTEM_PROMPT
+) -> tuple[str, str]:
+    """(prompt, target completion) for SFT: the solution steps become the reasoning."""
+    return format_prompt(record["question"], system_prompt), format_completion(
+        record["solution"], record["answer"]
+    )
+
+
+def grpo_dataset(
+    records: Sequence[Mapping[str, str]],
+    *,
+    batch_size: int,
+    num_batches: int | None = None,
+    seed: int = 0,
+    system_prompt: str | None = SYSTEM_PROMPT,
+):
+    """A grain dataset of GRPO batches: dicts of numpy arrays with ``prompts``, ``question``, ``answer``.
+
+    Shuffled with ``seed`` and repeated as needed so that ``num_batches`` batches exist; the order is
+    reproducible, which trainer resume relies on.
+    """
+    import grain
+
+    items = [
+        {
+            "prompts": format_prompt(r["question"], system_prompt),
+            "question": r["question"],
+            "answer": r["answer"],
+        }
+        for r in records
+    ]
+    ds = grain.MapDataset.source(items).shuffle(seed=seed)
+    if num_batches is not None:
+        epochs = -(-num_batches * batch_size // max(len(items), 1))
+        ds = ds.repeat(epochs)
+    ds = ds.batch(batch_size, drop_remainder=True)
+    return ds[:num_batches] if num_batches is not None else ds

@@ -1,0 +1,137 @@
+"""Reward functions for GRPO in the ``<reasoning>...</reasoning><answer>...</answer>`` format.
+
+Each is ``fn(prompts, completions, **kwargs) -> list[float]``, as tunix's ``GRPOLearner`` calls
+them: ``kwargs`` carries every other dataset column repeated per generation (``answer`` here),
+plus ``trajectory_ids`` and ``mode``; several functions are summed. All are pure, never raise on
+any string, and are bounded (see :data:`BOUNDS`).
+
+>>> done = "<reasoning>3 + 4 = 7</reasoning>\\n<answer>7</answer>"
+>>> format_exact([""], [done]), answer_match([""], [done], answer=["7"])
+([3.0], [3.0])
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from tunixkit.answers import extract_answer, last_number, numbers_equal, parse_number
+
+FORMAT_RE = re.compile(
+    r"^\s*<reasoning>(?:(?!</?reasoning>).)+?</reasoning>\s*<answer>(?:(?!</?answer>).)+?</answer>\s*(?:<end_of_turn>)?\s*$",
+    re.S,
+)
+BOUNDS = {"format_exact": (0.0, 3.0), "format_approx": (-2.0, 2.0), "answer_match": (-1.0, 3.0),
+          "number_match": (0.0, 1.5), "strict_answer": (-1.0, 3.0)}  # fmt: skip
+_TAGS = ("<reasoning>", "</reasoning>", "<answer>", "</answer>")
+
+
+def has_format(completion: str) -> bool:
+    """Exactly one reasoning block then one answer block, nothing before or after.
+
+    >>> has_format("<reasoning>x</reasoning><answer>1</answer>"), has_format("<answer>1</answer>")
+    (True, False)
+    """
+    return bool(FORMAT_RE.match(completion or ""))
+
+
+def format_exact(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any) -> list[float]:
+    """3.0 when the completion is exactly ``<reasoning>..</reasoning><answer>..</answer>``, else 0.
+
+    Args:
+        prompts: the prompts (unused).
+        completions: the generated texts.
+    Returns:
+        one reward per completion, in [0, 3].
+
+    >>> format_exact(["q", "q"], ["<reasoning>r</reasoning>\\n<answer>5</answer>", "5"])
+    [3.0, 0.0]
+    """
+    return [3.0 if has_format(c) else 0.0 for c in completions]
+
+
+def format_approx(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any) -> list[float]:
+    """+0.5 for each of the four tags present exactly once, -0.5 for each missing or repeated.
+
+    Returns:
+        one reward per completion, in [-2, 2].
+
+    >>> format_approx(["q"], ["<reasoning>r</reasoning><answer>5"])
+    [1.0]
+    """
+    return [sum(0.5 if (c or "").count(t) == 1 else -0.5 for t in _TAGS) for c in completions]
+
+
+def answer_match(
+    prompts: Sequence[str], completions: Sequence[str], *, answer: Sequence[str], **kwargs: Any
+) -> list[float]:
+    """3.0 for the exact answer in ``<answer>``; partial credit near it; -1 for a wrong number.
+
+    Partial credit: 1.5 within 10% of the gold answer, 0.5 within 20%; 0 when there is no answer.
+
+    Args:
+        completions: the generated texts.
+        answer: gold answers, one per completion.
+    Returns:
+        one reward per completion, in [-1, 3].
+
+    >>> answer_match(["q"] * 4, ["<answer>100</answer>", "<answer>95</answer>", "<answer>7</answer>", "none"],
+    ...              answer=["100"] * 4)
+    [3.0, 1.5, -1.0, 0.0]
+    """
+    out = []
+    for c, gold in zip(completions, answer, strict=True):
+        got, want = extract_answer(c, strict=True).value, parse_number(str(gold))
+        if got is None or want is None:
+            out.append(0.0)
+        elif numbers_equal(got, want):
+            out.append(3.0)
+        else:
+            ratio = abs(got - want) / max(abs(want), 1e-9)
+            out.append(1.5 if ratio <= 0.1 else 0.5 if ratio <= 0.2 else -1.0)
+    return out
+
+
+def number_match(
+    prompts: Sequence[str], completions: Sequence[str], *, answer: Sequence[str], **kwargs: Any
+) -> list[float]:
+    """1.5 when the first number inside ``<answer>`` (or else the last number) equals the answer.
+
+    Returns:
+        one reward per completion, in [0, 1.5].
+
+    >>> number_match(["q", "q"], ["so 1,200 total", "<answer>12 apples</answer>"], answer=["1200", "12"])
+    [1.5, 1.5]
+    """
+    out = []
+    for c, gold in zip(completions, answer, strict=True):
+        ex = extract_answer(c, strict=True)
+        got = ex.value if ex.value is not None else last_number(c or "")
+        out.append(1.5 if numbers_equal(got, parse_number(str(gold))) else 0.0)
+    return out
+
+
+def strict_answer(
+    prompts: Sequence[str],
+    completions: Sequence[str],
+    *,
+    answer: Sequence[str],
+    max_chars: int = 2000,
+    **kwargs: Any,
+) -> list[float]:
+    """Like :func:`answer_match`, but nothing for unformatted, unterminated or rambling output.
+
+    A completion earns a reward only if it has the exact format and at most ``max_chars`` characters;
+    otherwise 0 (or -1 when it rambles past ``max_chars``).
+
+    >>> strict_answer(["q", "q"], ["<reasoning>r</reasoning><answer>4</answer>", "<answer>4</answer>"],
+    ...               answer=["4", "4"])
+    [3.0, 0.0]
+    """
+    base = answer_match(prompts, completions, answer=answer)
+    return [-1.0 if len(c or "") > max_chars else (b if has_format(c) else 0.0)
+            for c, b in zip(completions, base, strict=True)]  # fmt: skip
+
+
+DEFAULT_REWARDS = (format_exact, format_approx, answer_match, number_match)

@@ -1,0 +1,212 @@
+"""Where am I running, with which profile, and on which devices?
+
+The one dial of every notebook is the *profile*: ``smoke`` (tiny real model, offline, CPU, minutes)
+or ``full`` (real weights and data, TPU/GPU). :func:`resolve` picks it, in this order:
+
+1. the explicit argument (the notebook's ``PROFILE`` parameter),
+2. the ``TUNIXKIT_PROFILE`` environment variable,
+3. automatic: ``full`` on TPU/GPU, ``smoke`` on CPU,
+
+and returns a :class:`Runtime` whose ``banner()`` says which and why.
+
+Also here: platform detection (TPU/GPU/CPU; Kaggle/Colab/local), the device mesh over
+``("fsdp", "tp")`` and secret lookup that never prints a value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+import sys
+from collections.abc import Sequence
+
+PROFILES = ("smoke", "full")
+ENV_PROFILE = "TUNIXKIT_PROFILE"
+MESH_AXES = ("fsdp", "tp")
+
+
+class MissingSecretError(RuntimeError):
+    """A credential the full profile needs is not configured anywhere."""
+
+
+def detect_environment() -> str:
+    """Return ``"kaggle"``, ``"colab"`` or ``"local"``.
+
+    >>> detect_environment() in ("kaggle", "colab", "local")
+    True
+    """
+    if os.environ.get("KAGGLE_KERNEL_RUN_TYPE"):
+        return "kaggle"
+    if "google.colab" in sys.modules or os.environ.get("COLAB_RELEASE_TAG"):
+        return "colab"
+    return "local"
+
+
+def detect_backend() -> str:
+    """Return JAX's default backend: ``"tpu"``, ``"gpu"`` or ``"cpu"``."""
+    import jax
+
+    backend = jax.default_backend()
+    return "gpu" if backend in ("gpu", "cuda", "rocm") else backend
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Runtime:
+    """The resolved profile and the platform it runs on."""
+
+    profile: str
+    reason: str
+    backend: str
+    environment: str
+    device_count: int
+    process_count: int
+
+    @property
+    def smoke(self) -> bool:
+        return self.profile == "smoke"
+
+    def banner(self) -> str:
+        """One readable block: profile and why, platform, devices."""
+        hosts = f" on {self.process_count} hosts" if self.process_count > 1 else ""
+        lines = [
+            f"tunixkit profile: {self.profile.upper()}  ({self.reason})",
+            f"platform: {self.backend} x {self.device_count}{hosts}, environment: {self.environment}",
+        ]
+        width = max(len(line) for line in lines)
+        bar = "=" * width
+        return "\n".join([bar, *lines, bar])
+
+
+def _check_profile(value: str, source: str) -> str:
+    value = value.strip().lower()
+    if value not in PROFILES:
+        raise ValueError(
+            f"Unknown profile {value!r} from {source}; expected one of {', '.join(PROFILES)}."
+        )
+    return value
+
+
+def resolve(profile: str | None = None, *, verbose: bool = True) -> Runtime:
+    """Resolve the profile (argument > ``$TUNIXKIT_PROFILE`` > automatic) and print a banner.
+
+    >>> resolve("smoke", verbose=False).profile
+    'smoke'
+    >>> resolve("tiny", verbose=False)
+    Traceback (most recent call last):
+    ...
+    ValueError: Unknown profile 'tiny' from the PROFILE argument; expected one of smoke, full.
+    """
+    import jax
+
+    backend = detect_backend()
+    if profile is not None:
+        chosen = _check_profile(profile, "the PROFILE argument")
+        reason = "set by the PROFILE parameter"
+    elif os.environ.get(ENV_PROFILE):
+        chosen = _check_profile(os.environ[ENV_PROFILE], f"${ENV_PROFILE}")
+        reason = f"set by ${ENV_PROFILE}"
+    else:
+        chosen = "smoke" if backend == "cpu" else "full"
+        reason = f"automatic: {backend} backend"
+    rt = Runtime(
+        profile=chosen,
+        reason=reason,
+        backend=backend,
+        environment=detect_environment(),
+        device_count=jax.device_count(),
+        process_count=jax.process_count(),
+    )
+    if verbose:
+        print(rt.banner())
+    return rt
+
+
+def mesh_shape(device_count: int) -> tuple[int, int]:
+    """Default ``(fsdp, tp)`` shape for ``device_count`` devices.
+
+    Pure FSDP: Gemma3 1B/270M have a single KV head, which tensor parallelism cannot split,
+    and FSDP over 8 chips already fits them. Pass an explicit shape to :func:`make_mesh` for TP.
+
+    >>> [mesh_shape(n) for n in (1, 4, 8)]
+    [(1, 1), (4, 1), (8, 1)]
+    """
+    if device_count < 1:
+        raise ValueError(f"device_count must be >= 1, got {device_count}")
+    return (device_count, 1)
+
+
+def make_mesh(shape: Sequence[int] | None = None, axis_names: Sequence[str] = MESH_AXES):
+    """Build a ``jax.sharding.Mesh`` over every device of every host (multi-host pods included).
+
+    ``shape`` overrides the default from :func:`mesh_shape`; its product must equal the
+    global device count.
+    """
+    import jax
+
+    n = jax.device_count()
+    shape = tuple(shape) if shape is not None else mesh_shape(n)
+    if len(shape) != len(axis_names):
+        raise ValueError(f"mesh shape {shape} needs one size per axis {tuple(axis_names)}")
+    if int(_prod(shape)) != n:
+        raise ValueError(f"mesh shape {shape} has {_prod(shape)} slots but JAX sees {n} devices")
+    return jax.make_mesh(
+        shape, tuple(axis_names), axis_types=(jax.sharding.AxisType.Auto,) * len(shape)
+    )
+
+
+def _prod(xs: Sequence[int]) -> int:
+    out = 1
+    for x in xs:
+        out *= x
+    return out
+
+
+def _read_dotenv(path: pathlib.Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if not path.is_file():
+        return out
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, value = line.split("=", 1)
+        out[key.strip().removeprefix("export ").strip()] = value.strip().strip("'\"")
+    return out
+
+
+def get_secret(name: str, *, purpose: str = "", required: bool = True) -> str | None:
+    """Look a secret up in Kaggle secrets, Colab secrets, the environment, then ``./.env``.
+
+    The value is returned, never printed or logged. When ``required`` and nothing is found, raise
+    :class:`MissingSecretError` naming the secret and where to add it on Kaggle and on Colab.
+    """
+    env = detect_environment()
+    if env == "kaggle":
+        try:
+            from kaggle_secrets import UserSecretsClient  # type: ignore[import-not-found]
+
+            value = UserSecretsClient().get_secret(name)
+            if value:
+                return value
+        except Exception:  # noqa: BLE001 - an unset Kaggle secret raises a generic error
+            pass
+    if env == "colab":
+        try:
+            from google.colab import userdata  # type: ignore[import-not-found]
+
+            value = userdata.get(name)
+            if value:
+                return value
+        except Exception:  # noqa: BLE001 - SecretNotFoundError / NotebookAccessError
+            pass
+    value = os.environ.get(name) or _read_dotenv(pathlib.Path.cwd() / ".env").get(name)
+    if value or not required:
+        return value or None
+    why = f" (needed for {purpose})" if purpose else ""
+    raise MissingSecretError(
+        f"Secret {name!r} is not set{why}.\n"
+        f"  Kaggle: Add-ons > Secrets > Add a new secret named {name}, and tick it for this notebook.\n"
+        f"  Colab:  the key icon in the left bar > Add new secret named {name}, with notebook access on.\n"
+        f"  Elsewhere: export {name}=... or put {name}=... in a .env file in the working directory."
+    )

@@ -1,0 +1,278 @@
+"""Public testing kit: a tiny real Gemma3, an offline tokenizer and GSM8K-style problems.
+
+What the ``smoke`` profile and the tests run on, so they exercise the real code paths offline:
+
+- :func:`synthetic_gsm8k`: seeded GSM8K-style rows (``question``, ``answer`` with worked steps,
+  ``<<calc>>`` notes and ``#### N``), one- and two-step problems a tiny model can learn.
+- :func:`tokenizer_path` / :func:`load_tokenizer`: a SentencePiece model shipped as package data,
+  built deterministically by ``scripts/build_tokenizer.py`` (:func:`build_tokenizer`), with the
+  Gemma chat markers and the reasoning/answer tags as single tokens, pad id 0 and newlines kept.
+- :data:`TINY_GEMMA3`: the tiny Gemma3-architecture shape; :func:`randomize_mlp` re-randomises the
+  MLP kernels that tunix initialises to zero (a random model would never learn through them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.resources
+import pathlib
+import random
+import tempfile
+
+from tunixkit.data import (
+    ANSWER_END,
+    ANSWER_START,
+    END_OF_TURN,
+    REASONING_END,
+    REASONING_START,
+    START_OF_TURN,
+    SYSTEM_PROMPT,
+    format_completion,
+    format_prompt,
+    parse_gsm8k_answer,
+)
+
+SPECIAL_TOKENS = (
+    START_OF_TURN,
+    END_OF_TURN,
+    REASONING_START,
+    REASONING_END,
+    ANSWER_START,
+    ANSWER_END,
+)
+TOKENIZER_VOCAB = 400
+_NAMES = ("Tom", "Ann", "Bob", "Mia", "Sam", "Lea", "Max", "Zoe", "Ben", "Eva")
+_ITEMS = ("apples", "pens", "books", "coins", "cards", "eggs", "shells", "stamps")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TinyShape:
+    """Sizes of the tiny Gemma3 (Gemma3 1B has one KV head too)."""
+
+    num_layers: int = 2  # transformer blocks
+    embed_dim: int = 128  # residual width
+    hidden_dim: int = 512  # MLP width
+    num_heads: int = 4  # query heads
+    head_dim: int = 32  # per-head width
+    num_kv_heads: int = 1  # multi-query attention, as in Gemma3 270M/1B
+    sliding_window_size: int = 64  # local attention window
+
+
+TINY_GEMMA3 = TinyShape()
+
+
+def _problem(rng: random.Random) -> tuple[str, str]:
+    """One GSM8K-style (question, answer field) pair."""
+    name, item = rng.choice(_NAMES), rng.choice(_ITEMS)
+    kind = rng.randrange(4)
+    if kind == 0:
+        a, b = rng.randint(2, 30), rng.randint(2, 30)
+        q = f"{name} has {a} {item} and buys {b} more. How many {item} does {name} have now?"
+        steps = f"{name} has {a} + {b} = <<{a}+{b}={a + b}>>{a + b} {item}."
+        ans = a + b
+    elif kind == 1:
+        a = rng.randint(5, 40)
+        b = rng.randint(1, a - 1)
+        q = f"{name} has {a} {item} and gives {b} to a friend. How many {item} are left?"
+        steps = f"{name} has {a} - {b} = <<{a}-{b}={a - b}>>{a - b} {item} left."
+        ans = a - b
+    elif kind == 2:
+        a, b = rng.randint(2, 9), rng.randint(2, 9)
+        q = f"{name} buys {a} boxes with {b} {item} in each box. How many {item} does {name} buy?"
+        steps = f"{name} buys {a} * {b} = <<{a}*{b}={a * b}>>{a * b} {item}."
+        ans = a * b
+    else:
+        a, b = rng.randint(2, 20), rng.randint(2, 20)
+        c = rng.randint(1, a + b - 1)
+        q = (
+            f"{name} has {a} {item}, buys {b} more and then gives {c} away. "
+            f"How many {item} does {name} have?"
+        )
+        s = a + b
+        steps = (
+            f"{name} has {a} + {b} = <<{a}+{b}={s}>>{s} {item}.\n"
+            f"After giving {c} away, {s} - {c} = <<{s}-{c}={s - c}>>{s - c} are left."
+        )
+        ans = s - c
+    return q, f"{steps}\n#### {ans}"
+
+
+def synthetic_gsm8k(n: int, seed: int = 0) -> list[dict[str, str]]:
+    """``n`` seeded GSM8K-style rows in the raw GSM8K schema (``question``, ``answer``).
+
+    >>> rows = synthetic_gsm8k(2, seed=1)
+    >>> sorted(rows[0]), rows[0]["answer"].splitlines()[-1].startswith("#### ")
+    (['answer', 'question'], True)
+    >>> synthetic_gsm8k(3, seed=5) == synthetic_gsm8k(3, seed=5)
+    True
+    """
+    rng = random.Random(seed)
+    return [dict(zip(("question", "answer"), _problem(rng), strict=True)) for _ in range(n)]
+
+
+def tokenizer_corpus() -> list[str]:
+    """The deterministic text the shipped tokenizer is trained on."""
+    lines = []
+    for row in synthetic_gsm8k(4000, seed=12345):
+        steps, answer = parse_gsm8k_answer(row["answer"])
+        lines.append(format_prompt(row["question"]) + format_completion(steps, answer or ""))
+        lines.append(format_prompt(row["question"], system_prompt=None))
+    lines.append(SYSTEM_PROMPT)
+    lines += [" ".join(str(i) for i in range(k, k + 30)) for k in range(0, 200, 10)]
+    return lines
+
+
+def build_tokenizer(
+    model_prefix: str | pathlib.Path, vocab_size: int = TOKENIZER_VOCAB
+) -> pathlib.Path:
+    """Train the tiny SentencePiece model deterministically; return the ``.model`` path.
+
+    pad=0, unk=1, bos=2, eos=3 (pad 0 is what tunix's adapter expects); the chat markers, tags and
+    ``\\n`` are user-defined symbols so they are single tokens; digits are split as in Gemma.
+    """
+    import os
+    import shutil
+
+    import sentencepiece as spm
+
+    prefix = pathlib.Path(model_prefix).resolve()
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        # Relative names only: SentencePiece stores its input and prefix paths in the model file.
+        os.chdir(tmp)
+        try:
+            # One sentence per line: a sample's own newlines split it; "\n" is a symbol anyway.
+            pathlib.Path("corpus.txt").write_text(
+                "\n".join(tokenizer_corpus()) + "\n", encoding="utf-8"
+            )
+            spm.SentencePieceTrainer.train(
+                input="corpus.txt", model_prefix="tok", vocab_size=vocab_size, model_type="bpe",
+                character_coverage=1.0, pad_id=0, unk_id=1, bos_id=2, eos_id=3,
+                user_defined_symbols=[*SPECIAL_TOKENS, "\n"], split_digits=True,
+                normalization_rule_name="identity", remove_extra_whitespaces=False,
+                add_dummy_prefix=False, byte_fallback=False, num_threads=1,
+                shuffle_input_sentence=False, input_sentence_size=0, minloglevel=2,
+            )  # fmt: skip
+            shutil.copyfile("tok.model", prefix.with_suffix(".model"))
+        finally:
+            os.chdir(cwd)
+    return prefix.with_suffix(".model")
+
+
+def tokenizer_path() -> pathlib.Path:
+    """Path of the shipped tokenizer model (package data)."""
+    ref = importlib.resources.files("tunixkit") / "assets" / "tiny_tokenizer.model"
+    return pathlib.Path(str(ref))
+
+
+def load_tokenizer(path: str | pathlib.Path | None = None):
+    """A ``SentencePieceProcessor`` for the shipped (or given) tokenizer model."""
+    import sentencepiece as spm
+
+    return spm.SentencePieceProcessor(model_file=str(path or tokenizer_path()))
+
+
+def gemma3_config(vocab_size: int, shape: TinyShape = TINY_GEMMA3, *, dtype=None):
+    """A tunix ``gemma3.ModelConfig`` of the tiny shape (float32 by default: tiny models learn cleanly)."""
+    import jax.numpy as jnp
+    from tunix.models.gemma3 import model as g3
+
+    return g3.ModelConfig(
+        num_layers=shape.num_layers, num_embed=vocab_size, embed_dim=shape.embed_dim,
+        hidden_dim=shape.hidden_dim, num_heads=shape.num_heads, head_dim=shape.head_dim,
+        num_kv_heads=shape.num_kv_heads, sliding_window_size=shape.sliding_window_size,
+        local_base_frequency=10_000, global_base_frequency=1_000_000,
+        param_dtype=dtype or jnp.float32,
+    )  # fmt: skip
+
+
+def randomize_mlp(model, seed: int = 0, scale: float = 0.02):
+    """Re-randomise Gemma3 MLP kernels, which tunix initialises to zero (TUNIX_NOTES pitfall 1)."""
+    import jax
+
+    key = jax.random.key(seed)
+    for layer in model.layers:
+        for name in ("gate_proj", "up_proj", "down_proj"):
+            kernel = getattr(layer.mlp, name).kernel
+            key, sub = jax.random.split(key)
+            kernel.value = (scale * jax.random.normal(sub, kernel.value.shape)).astype(
+                kernel.value.dtype
+            )
+    return model
+
+
+def random_gemma3(config, seed: int = 0):
+    """A randomly initialised tunix Gemma3 whose MLP can learn."""
+    from flax import nnx
+    from tunix.models.gemma3 import model as g3
+
+    return randomize_mlp(g3.Gemma3(config, rngs=nnx.Rngs(params=seed)), seed)
+
+
+SPLIT_SEEDS = {"train": 0, "test": 1}
+
+
+def write_synthetic_gsm8k(
+    folder: str | pathlib.Path, *, n_train: int = 2000, n_test: int = 200
+) -> dict[str, pathlib.Path]:
+    """Write ``train.jsonl`` and ``test.jsonl`` in the raw GSM8K schema, for the real file loaders."""
+    from tunixkit.data import write_jsonl
+
+    folder = pathlib.Path(folder)
+    return {split: write_jsonl(synthetic_gsm8k(n, seed=SPLIT_SEEDS[split]), folder / f"{split}.jsonl")
+            for split, n in (("train", n_train), ("test", n_test))}  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WarmStart:
+    """The short full fine-tune that gives ``tiny-gemma3-sft`` its partial skill."""
+
+    steps: int = 500  # optimizer steps
+    batch_size: int = 16  # examples per step
+    learning_rate: float = 3e-3  # peak AdamW learning rate
+    max_len: int = 144  # tokens per example (prompt + target)
+    seed: int = 0  # init and data order
+
+    def key(self) -> str:
+        import hashlib
+
+        return hashlib.sha256(repr(self).encode()).hexdigest()[:8]
+
+
+WARM_START = WarmStart()
+
+
+def warm_start(config, ws: WarmStart = WARM_START):
+    """Train a random tiny Gemma3 on synthetic problems with tunix's ``PeftTrainer`` (full FT)."""
+    from tunix.sft import peft_trainer
+
+    from tunixkit import training
+    from tunixkit.data import sft_pair, to_records
+
+    tok = load_tokenizer()
+    model = random_gemma3(config, ws.seed)
+    records, _ = to_records(
+        synthetic_gsm8k(ws.steps * ws.batch_size // 2, seed=SPLIT_SEEDS["train"]),
+        "synthetic",
+        verbose=False,
+    )
+    ds = training.sft_dataset(
+        [sft_pair(r) for r in records],
+        tok,
+        max_len=ws.max_len,
+        batch_size=ws.batch_size,
+        num_batches=ws.steps,
+        seed=ws.seed,
+    )
+    trainer = peft_trainer.PeftTrainer(
+        model,
+        training.optimizer(ws.learning_rate, ws.steps, clip_norm=1.0),
+        peft_trainer.TrainingConfig(
+            eval_every_n_steps=10**9,
+            max_steps=ws.steps,
+            pbar_description="tiny-gemma3-sft warm start",
+        ),
+    )
+    trainer.with_gen_model_input_fn(training.model_inputs_fn(tok.pad_id())).train(ds)
+    return model

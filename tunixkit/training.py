@@ -1,0 +1,156 @@
+"""Training glue shared by the notebooks: SFT batches, optimizer, wall-clock budget, metric curves.
+
+The trainers are tunix's (``PeftTrainer``, ``DPOTrainer``, ``DistillationTrainer``,
+``GRPOLearner``); this module only builds what they take:
+
+- :func:`sft_dataset`: prompt/target pairs -> fixed-shape ``TrainingInput`` batches (loss on the
+  target only), with a report of truncated examples rather than silent clipping;
+- :func:`model_inputs_fn`: the ``gen_model_input_fn`` that adds positions and the causal mask;
+- :func:`optimizer`: AdamW with warmup-cosine and gradient clipping;
+- :func:`within_budget`: wraps a dataset so training stops in time (the 9-hour Kaggle session);
+- :func:`checkpointing` and :func:`metrics_logging`: tunix trainer options for resume and TensorBoard;
+- :func:`history`: a metric's values from a tunix metrics logger.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+
+def tokenize_pair(
+    tokenizer, prompt: str, target: str, max_len: int
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``[BOS] prompt target`` padded to ``max_len``; mask is 1 on target tokens. Returns (ids, mask, truncated)."""
+    p = [tokenizer.bos_id()] + list(
+        tokenizer.EncodeAsIds(prompt)
+        if hasattr(tokenizer, "EncodeAsIds")
+        else tokenizer.encode(prompt, add_special_tokens=False)
+    )
+    t = list(
+        tokenizer.EncodeAsIds(target)
+        if hasattr(tokenizer, "EncodeAsIds")
+        else tokenizer.encode(target, add_special_tokens=False)
+    )
+    ids, mask = (p + t)[:max_len], ([0] * len(p) + [1] * len(t))[:max_len]
+    pad = _pad_id(tokenizer)
+    truncated = len(p) + len(t) > max_len
+    return (np.array(ids + [pad] * (max_len - len(ids)), np.int32),
+            np.array(mask + [0] * (max_len - len(mask)), np.int32), truncated)  # fmt: skip
+
+
+def _pad_id(tokenizer) -> int:
+    return tokenizer.pad_id() if hasattr(tokenizer, "pad_id") else tokenizer.pad_token_id
+
+
+def sft_dataset(
+    pairs: Sequence[tuple[str, str]],
+    tokenizer,
+    *,
+    max_len: int,
+    batch_size: int,
+    num_batches: int | None = None,
+    seed: int = 0,
+    verbose: bool = True,
+):
+    """A reproducible grain dataset of ``peft_trainer.TrainingInput`` batches from (prompt, target) pairs.
+
+    Examples longer than ``max_len`` are truncated (and counted in the printed report); with
+    ``num_batches`` the data is shuffled and repeated to that many batches.
+    """
+    import grain
+    from tunix.sft import peft_trainer
+
+    encoded = [tokenize_pair(tokenizer, p, t, max_len) for p, t in pairs]
+    n_trunc = sum(e[2] for e in encoded)
+    if verbose and n_trunc:
+        print(
+            f"sft_dataset: {n_trunc}/{len(encoded)} examples longer than max_len={max_len} were truncated"
+        )
+    items = [{"input_tokens": ids, "input_mask": mask} for ids, mask, _ in encoded]
+    ds = grain.MapDataset.source(items)
+    if num_batches is not None:
+        ds = ds.shuffle(seed=seed).repeat(-(-num_batches * batch_size // max(len(items), 1)))
+    ds = ds.batch(batch_size, drop_remainder=num_batches is not None)
+    if num_batches is not None:
+        ds = ds[:num_batches]
+    return ds.map(lambda b: peft_trainer.TrainingInput(**b))
+
+
+def model_inputs_fn(pad_id: int) -> Callable[[Any], dict[str, Any]]:
+    """``gen_model_input_fn`` for tunix trainers: tokens and mask plus positions and causal mask."""
+    from tunix.sft import utils as sft_utils
+
+    def fn(x) -> dict[str, Any]:
+        valid = x.input_tokens != pad_id
+        return {"input_tokens": x.input_tokens, "input_mask": x.input_mask,
+                "positions": sft_utils.build_positions_from_mask(valid),
+                "attention_mask": sft_utils.make_causal_attn_mask(valid)}  # fmt: skip
+
+    return fn
+
+
+def optimizer(
+    learning_rate: float,
+    total_steps: int,
+    *,
+    warmup_ratio: float = 0.1,
+    clip_norm: float | None = 1.0,
+    weight_decay: float = 0.0,
+    b2: float = 0.999,
+):
+    """AdamW on a warmup-cosine schedule, after global-norm gradient clipping."""
+    import optax
+
+    warmup = max(1, int(warmup_ratio * total_steps))
+    schedule = optax.warmup_cosine_decay_schedule(
+        init_value=0.0, peak_value=learning_rate, warmup_steps=warmup,
+        decay_steps=max(total_steps, warmup + 1), end_value=0.1 * learning_rate,
+    )  # fmt: skip
+    adamw = optax.adamw(schedule, b2=b2, weight_decay=weight_decay)
+    return optax.chain(optax.clip_by_global_norm(clip_norm), adamw) if clip_norm else adamw
+
+
+def within_budget(
+    data: Iterable[Any], seconds: float | None, *, label: str = "training"
+) -> Iterator[Any]:
+    """Yield from ``data`` until ``seconds`` have passed since the first item, then stop (and say so).
+
+    Trainers end when their data ends, then save: this is how a run fits a session's time limit.
+    """
+    start = time.monotonic()
+    for i, item in enumerate(data):
+        if seconds is not None and time.monotonic() - start > seconds:
+            print(
+                f"within_budget: {label} stopped after {i} batches, wall-clock budget of {seconds:.0f}s reached"
+            )
+            return
+        yield item
+
+
+def checkpointing(directory: str | pathlib.Path, *, every_steps: int, keep: int = 2):
+    """(checkpoint_root_directory, CheckpointManagerOptions) for tunix trainers; resume is automatic."""
+    import orbax.checkpoint as ocp
+
+    opts = ocp.CheckpointManagerOptions(save_interval_steps=every_steps, max_to_keep=keep)
+    return str(pathlib.Path(directory).resolve()), opts
+
+
+def metrics_logging(log_dir: str | pathlib.Path, flush_every: int = 10):
+    """TensorBoard logging options for tunix trainers (W&B only if the user configured it)."""
+    from tunix.sft import metrics_logger
+
+    return metrics_logger.MetricsLoggerOptions(
+        log_dir=str(pathlib.Path(log_dir).resolve()), flush_every_n_steps=flush_every
+    )
+
+
+def history(logger, name: str, mode: str = "train", prefix: str = "") -> np.ndarray:
+    """All logged values of ``name`` (empty if never logged)."""
+    if not logger.metric_exists(prefix, name, mode):
+        return np.zeros((0,))
+    return np.asarray(logger.get_metric_history(prefix, name, mode), dtype=float)
