@@ -57,11 +57,12 @@ else
   [[ -x "$VENV/bin/python" ]] || { say "creating $VENV"; python3 -m venv "$VENV"; }
   PY="$VENV/bin/python"
   STAMP="$VENV/.tunixkit-requirements.sha256"
-  WANT="$(cat "$ROOT/requirements.txt" "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+  REQS=("$ROOT/requirements.txt"); [[ $TEST == 1 ]] && REQS+=("$ROOT/requirements-test.txt")
+  WANT="$(cat "${REQS[@]}" "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
   if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
     say "installing pinned requirements (first time: ~1-2 minutes)"
     "$PY" -m pip install -q --upgrade pip
-    "$PY" -m pip install -q -r "$ROOT/requirements.txt"
+    for r in "${REQS[@]}"; do "$PY" -m pip install -q -r "$r"; done
     "$PY" -m pip install -q --no-deps -e "$ROOT"
     "$PY" -m ipykernel install --user --name tunixkit --display-name "Python (tunixkit)" >/dev/null
     echo "$WANT" > "$STAMP"

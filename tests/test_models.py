@@ -133,3 +133,18 @@ def test_lora_shares_backbone_and_orbax_roundtrip(tmp_path, tiny):
     np.testing.assert_array_equal(_logits(again), _logits(merged.model))
     with pytest.raises(checkpoints.CheckpointError, match="merge first"):
         checkpoints.export_orbax(lora, tmp_path / "bad")
+
+
+def test_config_json_round_trip_and_extra_tensors_rejected(tmp_path, tiny):
+    cfg, src = tiny
+    folder = checkpoints.write_hf_checkpoint(src, cfg, tmp_path / "m")
+    back = checkpoints.gemma3_config_from_hf(folder, dtype=cfg.param_dtype)
+    assert {f: getattr(back, f) for f in ("num_layers", "num_embed", "embed_dim", "hidden_dim", "num_heads", "head_dim",
+            "num_kv_heads", "sliding_window_size", "local_base_frequency", "global_base_frequency",
+            "global_scale_factor", "query_pre_attn_norm")} == {
+        f: getattr(cfg, f) for f in ("num_layers", "num_embed", "embed_dim", "hidden_dim", "num_heads", "head_dim",
+            "num_kv_heads", "sliding_window_size", "local_base_frequency", "global_base_frequency",
+            "global_scale_factor", "query_pre_attn_norm")}  # fmt: skip
+    fewer = testing.gemma3_config(cfg.num_embed, testing.TinyShape(num_layers=1))
+    with pytest.raises(checkpoints.CheckpointError, match="does not expect.*num_layers=1"):
+        checkpoints.validate_hf_checkpoint(folder, fewer)

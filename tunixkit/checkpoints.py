@@ -90,6 +90,41 @@ def expected_hf_shapes(cfg) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+def gemma3_config_from_hf(folder: str | pathlib.Path, *, dtype=None):
+    """The tunix ``gemma3.ModelConfig`` a HF ``config.json`` describes (the inverse of :func:`hf_config`)."""
+    import jax.numpy as jnp
+    from tunix.models.gemma3 import model as g3
+
+    path = pathlib.Path(folder) / CONFIG_FILE
+    try:
+        c = json.loads(path.read_text())
+        c = c.get("text_config", c)  # multimodal configs nest the text model
+        rope = c.get("rope_parameters") or {}
+        global_theta = c.get("rope_theta") or rope.get("full_attention", {}).get(
+            "rope_theta", 1_000_000
+        )
+        local_theta = c.get("rope_local_base_freq") or rope.get("sliding_attention", {}).get(
+            "rope_theta", 10_000
+        )
+        scaling = c.get("rope_scaling") or rope.get("full_attention") or {}
+        qn = g3.QueryPreAttentionNormalisation
+        norm = (
+            qn.BY_ONE_OVER_SQRT_HEAD_DIM
+            if c.get("query_pre_attn_scalar", c["head_dim"]) == c["head_dim"]
+            else qn.BY_ONE_OVER_SQRT_EMBED_DIM_DIV_NUM_HEADS
+        )
+        return g3.ModelConfig(
+            num_layers=c["num_hidden_layers"], num_embed=c["vocab_size"], embed_dim=c["hidden_size"],
+            hidden_dim=c["intermediate_size"], num_heads=c["num_attention_heads"], head_dim=c["head_dim"],
+            num_kv_heads=c["num_key_value_heads"], sliding_window_size=c.get("sliding_window"),
+            local_base_frequency=int(local_theta), global_base_frequency=int(global_theta),
+            global_scale_factor=float(scaling.get("factor", 1.0)) if scaling.get("rope_type") == "linear" else 1.0,
+            query_pre_attn_norm=norm, param_dtype=dtype or jnp.bfloat16,
+        )  # fmt: skip
+    except KeyError as e:
+        raise CheckpointError(f"{path}: missing field {e} needed to build a Gemma3 config") from e
+
+
 def to_hf_state_dict(model, cfg) -> dict[str, np.ndarray]:
     """tunix Gemma3 weights -> HF tensor names and layouts (numpy, model dtype)."""
     n, h, d = cfg.num_heads, cfg.head_dim, cfg.embed_dim
@@ -178,6 +213,14 @@ def validate_hf_checkpoint(model_dir: str | pathlib.Path, cfg) -> None:
     missing = [name for name in expected if name not in found]
     if missing:
         raise CheckpointError(f"{folder}: {len(missing)} tensor(s) missing, e.g. {missing[:3]}")
+    extra = [
+        n for n in found if n not in expected and n.startswith("model.") and "rotary_emb" not in n
+    ]
+    if extra:
+        raise CheckpointError(
+            f"{folder}: {len(extra)} tensor(s) the config does not expect, e.g. {extra[:3]} "
+            f"(config: num_layers={cfg.num_layers}); is this checkpoint for another model size?"
+        )
     for name, shape in expected.items():
         if found[name][0] != shape:
             raise CheckpointError(

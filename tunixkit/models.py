@@ -209,8 +209,9 @@ def load_model(
     """Load ``model_id`` (see :data:`MODELS`) onto ``mesh`` with its tokenizer.
 
     ``source``: ``"auto"`` (Kaggle on Kaggle, else Hugging Face), ``"hf"``, ``"kaggle"``, or
-    ``"local"`` with ``path``. Smoke models ignore ``source``. ``dtype`` (e.g. ``jnp.bfloat16``)
-    sets the parameter dtype; by default the config's.
+    ``"local"`` with ``path``. Smoke models ignore ``source``. For a local Gemma3 folder, its own
+    ``config.json`` gives the shape (an exported fine-tune loads as itself); downloads use tunix's
+    preset for ``model_id``. ``dtype`` (e.g. ``jnp.bfloat16``) sets the parameter dtype.
     """
     import jax.numpy as jnp
 
@@ -226,6 +227,14 @@ def load_model(
     else:
         folder = _download(spec, model_id, source)
     cfg = spec.config()
+    if (
+        (path is not None or spec.smoke)
+        and spec.family == "gemma3"
+        and (folder / checkpoints.CONFIG_FILE).is_file()
+    ):
+        cfg = checkpoints.gemma3_config_from_hf(
+            folder, dtype=cfg.param_dtype
+        )  # the folder knows its shape
     if dtype is not None:
         cfg = dataclasses.replace(cfg, param_dtype=dtype)
     if spec.family == "gemma3":

@@ -1,0 +1,69 @@
+"""Data loaders: one schema from every file type; errors name the file and line; skips are reported."""
+
+import json
+
+import pytest
+
+from tunixkit import data, testing
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "csv", "parquet"])
+def test_every_file_format_gives_the_same_records(tmp_path, fmt):
+    rows = testing.synthetic_gsm8k(20, seed=2)
+    path = tmp_path / f"d.{fmt}"
+    if fmt == "jsonl":
+        data.write_jsonl(rows, path)
+    elif fmt == "json":
+        path.write_text(json.dumps(rows))
+    elif fmt == "csv":
+        import csv
+
+        with path.open("w", newline="") as f:
+            w = csv.DictWriter(f, ["question", "answer"])
+            w.writeheader()
+            w.writerows(rows)
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist(rows), path)
+    records = data.load_gsm8k("train", source="file", path=str(path))
+    assert records == data.to_records(rows, "ref", verbose=False)[0]
+
+
+def test_bad_json_line_names_file_and_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"question": "q", "answer": "#### 1"}\n{oops\n')
+    with pytest.raises(data.DataError, match=r"bad.jsonl:2: invalid JSON"):
+        data.read_rows(path)
+
+
+def test_csv_without_answer_column(tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_text("question,solution\nq,s\n")
+    with pytest.raises(data.DataError, match=r"x.csv:1: header lacks column\(s\) \['answer'\]"):
+        data.read_rows(path)
+
+
+def test_rows_without_answers_are_counted_not_dropped_silently(capsys):
+    rows = [
+        {"question": "a", "answer": "steps\n#### 3"},
+        {"question": "b", "answer": "no final"},
+        {"question": "", "answer": "#### 1"},
+    ]
+    records, report = data.to_records(rows, "mem")
+    assert [r["answer"] for r in records] == ["3"]
+    assert report.skipped == [
+        (2, "no parseable '#### <number>' answer"),
+        (3, "empty or missing 'question'"),
+    ]
+    assert "2 skipped" in capsys.readouterr().out
+
+
+def test_grpo_batches_are_numpy_dicts():
+    records, _ = data.to_records(testing.synthetic_gsm8k(10), "s", verbose=False)
+    ds = data.grpo_dataset(records, batch_size=4, num_batches=5)
+    assert len(ds) == 5
+    batch = ds[0]
+    assert set(batch) == {"prompts", "question", "answer"} and batch["prompts"].shape == (4,)
+    assert batch["prompts"][0].startswith("<start_of_turn>user\n")

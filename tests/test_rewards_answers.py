@@ -1,0 +1,66 @@
+"""Rewards and answer checking: never raise on any string, bounded, and right on known cases."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tunixkit import answers, rewards
+
+FNS = {"format_exact": rewards.format_exact, "format_approx": rewards.format_approx,
+       "answer_match": rewards.answer_match, "number_match": rewards.number_match,
+       "strict_answer": rewards.strict_answer}  # fmt: skip
+text = st.one_of(
+    st.text(max_size=200),
+    st.builds(
+        lambda a, b: f"<reasoning>{a}</reasoning><answer>{b}</answer>",
+        st.text(max_size=40),
+        st.text(max_size=20),
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(completion=text, gold=st.one_of(st.integers(-(10**6), 10**6).map(str), st.text(max_size=10)))
+def test_rewards_never_raise_and_stay_bounded(completion, gold):
+    for name, fn in FNS.items():
+        (value,) = fn(["prompt"], [completion], answer=[gold], trajectory_ids=["t"], mode="train")
+        lo, hi = rewards.BOUNDS[name]
+        assert lo <= value <= hi, (name, completion, value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300))
+def test_extraction_never_raises(s):
+    answers.extract_answer(s)
+    answers.extract_answer(s, strict=True)
+    answers.parse_number(s)
+
+
+@pytest.mark.parametrize(
+    ("completion", "gold", "ok"),
+    [
+        ("<reasoning>..</reasoning><answer>1,234</answer>", "1234", True),
+        ("<answer>$18.00</answer>", "18", True),
+        ("<answer>-5</answer>", "-5", True),
+        ("<answer>50%</answer>", "50", True),
+        ("<answer>3/4</answer>", "0.75", True),
+        ("The answer is 42.", "42", True),
+        ("\\boxed{7}", "7", True),
+        ("#### 12", "12", True),
+        ("<answer>12</answer> wait, 13", "12", True),  # the tagged answer wins over a later number
+        ("<answer>17</answer>", "18", False),
+        ("no numbers here", "0", False),
+    ],
+)
+def test_is_correct_cases(completion, gold, ok):
+    assert answers.is_correct(completion, gold) is ok
+
+
+def test_rewards_rank_good_over_bad():
+    good = "<reasoning>3 + 4 = 7</reasoning>\n<answer>7</answer>"
+    bad = "7 maybe"
+    total = [
+        sum(fn([""] * 2, [good, bad], answer=["7", "7"])[i] for fn in rewards.DEFAULT_REWARDS)
+        for i in (0, 1)
+    ]
+    assert total[0] > total[1] + 5
