@@ -148,3 +148,22 @@ def test_config_json_round_trip_and_extra_tensors_rejected(tmp_path, tiny):
     fewer = testing.gemma3_config(cfg.num_embed, testing.TinyShape(num_layers=1))
     with pytest.raises(checkpoints.CheckpointError, match="does not expect.*num_layers=1"):
         checkpoints.validate_hf_checkpoint(folder, fewer)
+
+
+def test_qlora_nf4_quantizes_the_frozen_base_and_trains_only_adapters(tmp_path, tiny):
+    cfg, src = tiny
+    folder = checkpoints.write_hf_checkpoint(
+        src, cfg, tmp_path / "m", extra_files={"tokenizer.model": testing.tokenizer_path()}
+    )
+    q = models.apply_lora(
+        models.load_model("tiny-gemma3", path=folder, verbose=False).model,
+        rank=4,
+        alpha=8.0,
+        qlora=True,
+        tile_size=32,
+        verbose=False,
+    )
+    diff = np.abs(_logits(q) - _logits(src)).max()
+    assert 0 < diff < 0.5 * np.abs(_logits(src)).max()  # nf4 changes the base a little, not a lot
+    trainable, total = models.count_params(q)
+    assert 0 < trainable < total
