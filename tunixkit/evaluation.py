@@ -94,6 +94,8 @@ def generate(
     results: dict[int, Generation] = {}
     bs = config.batch_size
     top_k = None if config.top_k is None else min(config.top_k, loaded.config.num_embed)
+    # tunix samples only when top_p is given; with top_p=None a temperature is silently ignored.
+    top_p = config.top_p if config.top_p is not None or not config.temperature else 1.0
     for start in tqdm(
         range(0, len(order), bs), desc="generating", unit="batch", disable=not progress
     ):
@@ -102,7 +104,7 @@ def generate(
         batch += [batch[-1]] * (bs - len(batch))  # fixed batch shape: no recompilation
         out = sampler(batch, max_generation_steps=config.max_generation_steps,
                       max_prompt_length=config.max_prompt_length, eos_tokens=loaded.eos_ids,
-                      temperature=config.temperature, top_k=top_k, top_p=config.top_p,
+                      temperature=config.temperature, top_k=top_k, top_p=top_p,
                       seed=config.seed, echo=False)  # fmt: skip
         for j, i in enumerate(idx):
             n = len(out.tokens[j])

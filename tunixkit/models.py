@@ -329,3 +329,43 @@ def apply_lora(
             f"{'QLoRA (nf4)' if qlora else 'LoRA'} rank {rank}, alpha {alpha:g}: {describe(lora_model)}"
         )
     return lora_model
+
+
+def export(
+    model,
+    base: LoadedModel,
+    out_dir: str | pathlib.Path,
+    *,
+    lora_rank: int | None = None,
+    lora_alpha: float | None = None,
+    mesh=None,
+) -> dict[str, pathlib.Path]:
+    """Export a fine-tuned Gemma3 two ways: ``out_dir/hf`` (HF layout, loads in tunix and
+    ``transformers``) and ``out_dir/orbax`` (params only, for Kaggle Models).
+
+    With ``lora_rank``, the adapters are merged into ``base``'s checkpoint by tunix's merger and the
+    merged folder is loaded back for the Orbax export; a fully fine-tuned model is written directly.
+    The tokenizer files of ``base`` are copied alongside.
+    """
+    import json
+
+    if base.family != "gemma3":
+        raise NotImplementedError(f"export supports Gemma3 models, not {base.family}")
+    out = pathlib.Path(out_dir)
+    hf_dir = out / "hf"
+    if lora_rank:
+        checkpoints.export_merged(
+            model, base.path, hf_dir, rank=lora_rank, alpha=float(lora_alpha or lora_rank)
+        )
+        plain = load_model(base.model_id, path=hf_dir, mesh=mesh, dtype=base.config.param_dtype,
+                           verbose=False).model  # fmt: skip
+    else:
+        src = json.loads((base.path / checkpoints.CONFIG_FILE).read_text())
+        ids = {k: src[k] for k in ("eos_token_id", "pad_token_id", "bos_token_id") if k in src}
+        extras = {p.name: p for p in base.path.iterdir()
+                  if p.is_file() and p.suffix != ".safetensors" and p.name not in
+                  (checkpoints.CONFIG_FILE, checkpoints.INDEX_FILE)}  # fmt: skip
+        checkpoints.write_hf_checkpoint(model, base.config, hf_dir, extra_files=extras, **ids)
+        plain = model
+    orbax_dir = checkpoints.export_orbax(plain, out / "orbax")
+    return {"hf": hf_dir, "orbax": orbax_dir}

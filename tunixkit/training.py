@@ -140,13 +140,52 @@ def checkpointing(directory: str | pathlib.Path, *, every_steps: int, keep: int 
     return str(pathlib.Path(directory).resolve()), opts
 
 
-def metrics_logging(log_dir: str | pathlib.Path, flush_every: int = 10):
-    """TensorBoard logging options for tunix trainers (W&B only if the user configured it)."""
+def metrics_logging(log_dir: str | pathlib.Path, flush_every: int = 10, *, run_name: str = ""):
+    """Logging options for tunix trainers: TensorBoard always, W&B only when the user set it up.
+
+    W&B is used when a ``WANDB_API_KEY`` secret exists and ``WANDB_MODE`` is not ``disabled``; it
+    never prompts. Both backends go quiet once closed: tunix registers them as JAX monitoring
+    listeners for good, and a closed W&B run would otherwise make the next compilation (an
+    evaluation after training) raise ``You must call wandb.init() before wandb.log()``.
+    """
+    import os
+
+    from metrax import logging as metrax_logging
     from tunix.sft import metrics_logger
 
-    return metrics_logger.MetricsLoggerOptions(
-        log_dir=str(pathlib.Path(log_dir).resolve()), flush_every_n_steps=flush_every
+    from tunixkit import runtime
+
+    log_dir = str(pathlib.Path(log_dir).resolve())
+    factories = [lambda: _Closable(metrax_logging.TensorboardBackend(log_dir=log_dir,
+                                                                     flush_every_n_steps=flush_every))]  # fmt: skip
+    use_wandb = os.environ.get("WANDB_MODE") != "disabled" and runtime.get_secret(
+        "WANDB_API_KEY", purpose="optional Weights & Biases logging", required=False
     )
+    if use_wandb:
+        os.environ["WANDB_API_KEY"] = use_wandb  # wandb reads it from there, no login prompt
+        factories.append(
+            lambda: _Closable(metrax_logging.WandbBackend(project="tunixkit", name=run_name))
+        )
+    return metrics_logger.MetricsLoggerOptions(
+        log_dir=log_dir, flush_every_n_steps=flush_every,
+        backend_kwargs={"custom_backend": factories},
+    )  # fmt: skip
+
+
+class _Closable:
+    """A metrax logging backend that ignores scalars after ``close()``."""
+
+    def __init__(self, backend: Any) -> None:
+        self._backend, self._open = backend, True
+
+    def log_scalar(self, event: str, value: Any, **kwargs: Any) -> None:
+        if self._open:
+            self._backend.log_scalar(event, value, **kwargs)
+
+    def close(self) -> None:
+        if self._open:
+            self._open = False
+            self._backend.close()
 
 
 def history(logger, name: str, mode: str = "train", prefix: str = "") -> np.ndarray:

@@ -1,0 +1,239 @@
+"""GRPO with tunix's ``RLCluster`` + ``GRPOLearner``: one call that wires them, and the curves after.
+
+What this module adds to tunix (and nothing more):
+
+- :class:`GRPOSettings`: the knobs a notebook sets, with the flagship defaults (G=4, beta 0.08,
+  epsilon 0.2, lr 3e-6 warmup-cosine, clip 0.1, temperature 0.9, top-k 50);
+- :func:`build_grpo`: actor, reference and rollout on one mesh, rollouts that stop at
+  ``<end_of_turn>`` (TUNIX_NOTES pitfall 5), top-k clamped to the vocabulary, checkpoints with
+  automatic resume and TensorBoard logs;
+- :func:`curves`: reward, per-function reward, KL and completion length per step, from tunix's
+  metrics logger, as numpy arrays for plots and ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from tunixkit import training
+from tunixkit.data import format_prompt
+
+RewardFn = Callable[..., list[float]]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GRPOSettings:
+    """GRPO hyper-parameters and shapes; defaults are the full-profile ones."""
+
+    num_generations: int = 4  # G: completions per prompt
+    beta: float = 0.08  # KL penalty to the reference model (0 = no reference pass)
+    epsilon: float = 0.2  # PPO clip range
+    num_iterations: int = 1  # policy updates per batch of rollouts
+    learning_rate: float = 3e-6  # peak AdamW learning rate
+    warmup_ratio: float = 0.1  # share of steps spent warming up
+    clip_norm: float = 0.1  # global-norm gradient clipping
+    weight_decay: float = 0.1
+    temperature: float = 0.9  # rollout sampling
+    top_k: int | None = 50
+    top_p: float | None = 1.0
+    max_prompt_length: int = 256  # prompt tokens (longer prompts are truncated by tunix)
+    max_generation_steps: int = 768  # rollout tokens at most
+    batch_size: int = 4  # prompts per step (batch_size * G rollouts)
+    mini_batch_size: int | None = None  # prompts per policy update (default: batch_size)
+    micro_batch_size: int | None = None  # prompts per forward/backward (memory)
+    num_steps: int = 3_000  # optimizer steps (the wall-clock budget may stop earlier)
+    checkpoint_every: int = 100  # steps between checkpoints (resume restarts from the last)
+    keep_checkpoints: int = 2
+    seed: int = 42  # rollout sampling seed
+
+
+def rollout_config(settings: GRPOSettings, *, eos_ids: Sequence[int], vocab_size: int):
+    """tunix ``RolloutConfig``: stops at every id in ``eos_ids``; ``top_k`` clamped to the vocabulary."""
+    from tunix.rl.rollout import base_rollout
+
+    top_k = None if settings.top_k is None else min(settings.top_k, vocab_size)
+    return base_rollout.RolloutConfig(
+        max_tokens_to_generate=settings.max_generation_steps,
+        max_prompt_length=settings.max_prompt_length,
+        kv_cache_size=settings.max_prompt_length + settings.max_generation_steps + 16,
+        temperature=settings.temperature, top_k=top_k, top_p=settings.top_p,
+        eos_tokens=list(eos_ids), seed=settings.seed,
+    )  # fmt: skip
+
+
+def build_grpo(
+    actor,
+    reference,
+    tokenizer,
+    *,
+    mesh,
+    settings: GRPOSettings,
+    reward_fns: Sequence[RewardFn],
+    output_dir: str | pathlib.Path,
+    eos_ids: Sequence[int],
+    vocab_size: int,
+):
+    """A ready ``GRPOLearner`` (call ``.train(dataset)``) and its ``RLCluster``.
+
+    ``actor`` and ``reference`` may share a backbone (LoRA applied on the reference object, see
+    :func:`tunixkit.models.apply_lora`). Checkpoints go to ``output_dir/checkpoints`` and are resumed
+    from automatically when the same ``output_dir`` is used again; TensorBoard logs to
+    ``output_dir/tensorboard``.
+    """
+    from tunix.rl import rl_cluster as rl_cluster_lib
+    from tunix.rl.grpo import grpo_learner
+
+    out = pathlib.Path(output_dir)
+    ckpt_root, ckpt_opts = training.checkpointing(
+        out / "checkpoints", every_steps=settings.checkpoint_every, keep=settings.keep_checkpoints
+    )
+    mini = settings.mini_batch_size or settings.batch_size
+    micro = settings.micro_batch_size or mini
+    for name, value in (("mini_batch_size", mini), ("micro_batch_size", micro)):
+        if settings.batch_size % value:
+            raise ValueError(
+                f"GRPOSettings.{name}={value} must divide batch_size={settings.batch_size}"
+            )
+    roles = rl_cluster_lib.Role
+    cluster_config = rl_cluster_lib.ClusterConfig(
+        role_to_mesh={roles.ACTOR: mesh, roles.REFERENCE: mesh, roles.ROLLOUT: mesh},
+        rollout_engine="vanilla",
+        offload_to_cpu=False,
+        training_config=rl_cluster_lib.RLTrainingConfig(
+            actor_optimizer=training.optimizer(
+                settings.learning_rate, settings.num_steps, warmup_ratio=settings.warmup_ratio,
+                clip_norm=settings.clip_norm, weight_decay=settings.weight_decay, b2=0.99,
+            ),
+            eval_every_n_steps=10**9,
+            max_steps=settings.num_steps,
+            mini_batch_size=mini,
+            train_micro_batch_size=micro,
+            rollout_micro_batch_size=micro,
+            compute_logps_micro_batch_size=micro,
+            metrics_logging_options=training.metrics_logging(out / "tensorboard", flush_every=10),
+            checkpoint_root_directory=ckpt_root,
+            checkpointing_options=ckpt_opts,
+        ),
+        rollout_config=rollout_config(settings, eos_ids=eos_ids, vocab_size=vocab_size),
+    )  # fmt: skip
+    cluster = rl_cluster_lib.RLCluster(
+        actor=actor, reference=reference, tokenizer=tokenizer, cluster_config=cluster_config
+    )
+    algo = grpo_learner.GRPOConfig(
+        num_generations=settings.num_generations,
+        num_iterations=settings.num_iterations,
+        beta=settings.beta,
+        epsilon=settings.epsilon,
+    )
+    learner = grpo_learner.GRPOLearner(
+        rl_cluster=cluster, algo_config=algo, reward_fns=list(reward_fns)
+    )
+    return learner, cluster
+
+
+def curves(cluster) -> dict[str, np.ndarray]:
+    """Per-step training metrics of an ``RLCluster`` as arrays: ``reward`` (mean summed reward),
+    ``reward/<fn>`` for each reward function, ``kl``, ``loss`` and ``completion_length``."""
+    wanted = {("rewards", "score/mean"): "reward", ("actor", "kl"): "kl",
+              ("actor", "loss"): "loss", ("completions", "mean_length"): "completion_length"}  # fmt: skip
+    out: dict[str, np.ndarray] = {}
+    # tunix 0.1.7 has no public accessor; its modes mix str and enum keys, so compare as strings.
+    for prefix, modes in cluster._rl_metrics_logger._metrics.items():
+        for mode, metrics in modes.items():
+            if str(mode) != "train":
+                continue
+            for name, values in metrics.items():
+                key = wanted.get((prefix, name))
+                if key is None and prefix == "rewards" and "/" not in name:
+                    key = None if name in ("sum", "mean", "min", "max") else f"reward/{name}"
+                if key is not None:
+                    out[key] = np.asarray(values, dtype=float).reshape(len(values), -1).mean(axis=1)
+    return dict(sorted(out.items()))
+
+
+def window_mean(values: Sequence[float] | np.ndarray, window: int, *, last: bool) -> float:
+    """Mean of the first (or last) ``window`` values; NaN when there are none.
+
+    >>> window_mean(np.array([1.0, 2.0, 3.0, 4.0]), 2, last=True)
+    3.5
+    """
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return float("nan")
+    part = values[-window:] if last else values[:window]
+    return float(np.mean(part))
+
+
+def plot_curves(
+    series: dict[str, np.ndarray], path: str | pathlib.Path, *, smooth: int = 5, title: str = "GRPO"
+) -> Any:
+    """Reward (total and per function), KL and completion length against step; saved as PNG."""
+    import matplotlib.pyplot as plt
+
+    panels = [("reward", [k for k in series if k.startswith("reward")]), ("KL to reference", ["kl"]),
+              ("completion tokens", ["completion_length"])]  # fmt: skip
+    # beta = 0 skips the reference pass: the KL is then logged as zeros, which is not worth a panel
+    panels = [(t, [k for k in keys if k in series and np.any(series[k])]) for t, keys in panels]
+    panels = [(t, keys) for t, keys in panels if keys]
+    if not panels:
+        print("plot_curves: no training steps were logged in this run (resumed at the end?)")
+        return None
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.2), squeeze=False)
+    for ax, (panel_title, keys) in zip(axes[0], panels, strict=True):
+        for k in keys:
+            y = series[k]
+            w = max(1, min(smooth, y.size))
+            smoothed = np.convolve(y, np.ones(w) / w, mode="valid")
+            ax.plot(np.arange(y.size) + 1, y, alpha=0.25, lw=1)
+            ax.plot(
+                np.arange(smoothed.size) + w,
+                smoothed,
+                lw=2,
+                label=k,
+                color=ax.lines[-1].get_color(),
+            )
+        ax.set_title(panel_title)
+        ax.set_xlabel("step")
+        if len(keys) > 1:
+            ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return fig
+
+
+@dataclasses.dataclass(frozen=True)
+class HeldOut:
+    """Held-out rewards of sampled completions (the quantity GRPO optimises, on unseen prompts)."""
+
+    reward: float  # mean summed reward per completion
+    accuracy: float  # share of completions with the exact format and the right answer
+    format_rate: float
+    n: int  # completions scored (questions x samples)
+
+
+def heldout_reward(
+    loaded,
+    records: Sequence[dict[str, str]],
+    reward_fns: Sequence[RewardFn],
+    config,
+    *,
+    samples: int = 4,
+) -> HeldOut:
+    """Sample ``samples`` completions per record with ``config`` (its temperature) and score them
+    with ``reward_fns``, as GRPO does during training but on held-out questions."""
+    from tunixkit import evaluation
+
+    result = evaluation.evaluate(
+        loaded, list(records) * samples, name="heldout", config=config, progress=False
+    )
+    comps = [p["completion"] for p in result.predictions]
+    gold = [p["gold"] for p in result.predictions]
+    prompts = [format_prompt(p["question"], config.system_prompt) for p in result.predictions]
+    total = np.sum([fn(prompts, comps, answer=gold) for fn in reward_fns], axis=0)
+    return HeldOut(float(np.mean(total)), result.accuracy, result.format_rate, result.n)
