@@ -93,12 +93,15 @@ def extract_answer(completion: str, *, strict: bool = False) -> Extraction:
     'the_answer_is'
     >>> extract_answer("The total is 7 + 8 = 15", strict=True).value is None
     True
+    >>> extract_answer("<answer>7 + 8 = 15</answer>").value
+    15.0
     """
     completion = completion or ""
     tags = ANSWER_TAG_RE.findall(completion)
     if tags:
         inner = tags[-1].strip()
-        return Extraction(parse_number(inner), "answer_tag", inner)
+        # "<answer>5 + 5 = 10</answer>": the result is what follows the last "="
+        return Extraction(parse_number(inner.rsplit("=", 1)[-1]), "answer_tag", inner)
     if strict:
         return Extraction(None, "none", "")
     opened = OPEN_ANSWER_RE.search(completion)
