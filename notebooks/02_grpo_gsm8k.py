@@ -163,7 +163,9 @@ print(f"{steps} steps ({steps - resumed_from} in this run) in {train_seconds:.0f
 # %%
 series = rl.curves(cluster)
 window = max(1, min(10, len(series.get("reward", [])) // 4))
-fig = rl.plot_curves(series, out_dir / "curves.png", smooth=window, title=f"GRPO, {recipe.model_id}")
+fig = rl.plot_curves(
+    series, out_dir / "curves.png", smooth=window, title=f"GRPO, {recipe.model_id}"
+)
 # %% [markdown]
 # ## After training
 

@@ -259,6 +259,20 @@ def load_model(
     return loaded
 
 
+def reference(ref: str, *, base_id: str, source: str = "auto") -> dict[str, Any]:
+    """``load_model`` keyword arguments for ``ref``: a model id from :data:`MODELS`, or a local
+    HF-layout folder (then ``base_id`` says which family and tokenizer rules apply).
+
+    >>> reference("gemma-3-1b-it", base_id="gemma-3-1b-it")
+    {'model_id': 'gemma-3-1b-it', 'source': 'auto'}
+    >>> reference("runs/x/export/hf", base_id="gemma-3-1b-it")
+    {'model_id': 'gemma-3-1b-it', 'path': 'runs/x/export/hf'}
+    """
+    if ref in MODELS:
+        return {"model_id": ref, "source": source}
+    return {"model_id": base_id, "path": ref}
+
+
 def count_params(model) -> tuple[int, int]:
     """(trainable LoRA params, all params) of an nnx model."""
     import jax

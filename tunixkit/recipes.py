@@ -95,3 +95,22 @@ def gsm8k(
         paths = testing.write_synthetic_gsm8k(data_dir, max_operand=max_operand)
         return data.load_gsm8k(split, source="file", path=str(paths[split]), limit=limit)
     return data.load_gsm8k(split, source=source, limit=limit)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MathEval(_Presets):
+    """05_math_eval: several models on the GSM8K test set."""
+
+    models: dict[str, str]  # display name -> model id or HF-layout folder
+    base_id: str  # the model id whose family/tokenizer rules apply to local folders
+    eval: evaluation.EvalConfig
+
+    @classmethod
+    def smoke(cls) -> MathEval:
+        return cls(models={"tiny-random": "tiny-gemma3", "tiny-sft": "tiny-gemma3-sft"},
+                   base_id="tiny-gemma3", eval=evaluation.EvalConfig.smoke())  # fmt: skip
+
+    @classmethod
+    def full(cls) -> MathEval:
+        return cls(models={"gemma-3-1b-it": "gemma-3-1b-it", "grpo": "runs/02_grpo_gsm8k/export/hf"},
+                   base_id="gemma-3-1b-it", eval=evaluation.EvalConfig.full())  # fmt: skip
