@@ -64,7 +64,7 @@ class GRPO(_Presets):
         settings = rl.GRPOSettings(
             learning_rate=1e-4, beta=0.0, clip_norm=1.0, weight_decay=0.0, warmup_ratio=0.05,
             temperature=1.0, max_prompt_length=96, max_generation_steps=64, batch_size=8, num_generations=8,
-            num_steps=80, checkpoint_every=20,
+            num_steps=120, checkpoint_every=40,
         )  # fmt: skip
         return cls(model_id="tiny-gemma3-sft", lora_rank=None, lora_alpha=0.0, qlora=False,
                    grpo=settings, eval=evaluation.EvalConfig.smoke(), eval_questions=None,
