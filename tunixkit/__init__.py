@@ -8,8 +8,10 @@ Modules, one concern each:
   answers      answer extraction and numeric checking
   rewards      GRPO reward functions
   evaluation   batched generation and the GSM8K evaluator
-  training     SFT batches, optimizer, wall-clock budget, trainer options
-  plots        training curves
+  training     SFT batches, optimizer, budget, trainer config and run, metrics on disk, digest
+  rl           GRPO wiring (RLCluster + GRPOLearner), curves, held-out reward
+  preferences  DPO/ORPO pairs (on-policy or a dataset), tokenization, held-out scores
+  recipes      the smoke/full presets of each notebook
   testing      tiny Gemma3, offline tokenizer, synthetic GSM8K (public)
   doctor       checks that the installed tunix offers every API tunixkit calls
 """

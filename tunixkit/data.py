@@ -262,3 +262,52 @@ def grpo_dataset(
         ds = ds.repeat(epochs)
     ds = ds.batch(batch_size, drop_remainder=True)
     return ds[:num_batches] if num_batches is not None else ds
+
+
+def load_rows(
+    dataset: str, split: str = "train", *, name: str | None = None
+) -> list[dict[str, Any]]:
+    """Rows of any dataset: a local ``.jsonl``/``.json``/``.csv``/``.parquet`` file, or a Hugging
+    Face dataset id (``name`` is its config)."""
+    if pathlib.Path(dataset).suffix in (".jsonl", ".json", ".csv", ".parquet"):
+        return read_rows(dataset)
+    import datasets
+
+    return [dict(r) for r in datasets.load_dataset(dataset, name, split=split)]
+
+
+def columns(
+    rows: Sequence[Mapping[str, Any]], fields: Sequence[str], *, source: str, verbose: bool = True
+) -> list[tuple[str, ...]]:
+    """The text of ``fields`` from every row, as tuples (e.g. prompt/response for SFT,
+    prompt/chosen/rejected for DPO). A field the dataset lacks raises :class:`DataError` listing the
+    columns it has; rows with an empty field are counted and reported, not silently dropped.
+
+    >>> columns([{"q": "1+1?", "a": "2"}, {"q": "", "a": "3"}], ["q", "a"], source="demo")
+    demo: 1 records, 1 skipped (row 2: empty 'q')
+    [('1+1?', '2')]
+    """
+    if rows:
+        missing = [f for f in fields if f not in rows[0]]
+        if missing:
+            raise DataError(f"{source}: no column(s) {missing}; the rows have {sorted(rows[0])}")
+    out: list[tuple[str, ...]] = []
+    report = LoadReport(source)
+    for i, row in enumerate(rows, start=1):
+        values = tuple(_chat_text(row.get(f)) for f in fields)
+        empty = [f for f, v in zip(fields, values, strict=True) if not v]
+        if empty:
+            report.skipped.append((i, f"empty {empty[0]!r}"))
+            continue
+        out.append(values)
+    report.kept = len(out)
+    if verbose:
+        print(report)
+    return out
+
+
+def _chat_text(value: Any) -> str:
+    """A field's text; chat-style lists of ``{"role", "content"}`` give their last message."""
+    if isinstance(value, list) and value and isinstance(value[-1], Mapping):
+        value = value[-1].get("content")
+    return _text(value)

@@ -257,6 +257,25 @@ def worst_errors(result: EvalResult, k: int = 5) -> list[dict[str, Any]]:
     return out
 
 
+def side_by_side(results: Sequence[EvalResult], k: int = 3) -> str:
+    """A Markdown table of the first ``k`` questions: the gold answer and each result's completion."""
+
+    def cell(text: str, limit: int = 300) -> str:
+        if not text.strip():
+            return f"*(only whitespace, {len(text)} characters)*"
+        text = text if len(text) <= limit else text[:limit] + " …"
+        text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        return text.replace("|", "\\|").replace("\n", "<br>")
+
+    rows = ["| question | gold | " + " | ".join(r.name for r in results) + " |",
+            "|---|---|" + "---|" * len(results)]  # fmt: skip
+    for i in range(min(k, *(r.n for r in results))):
+        first = results[0].predictions[i]
+        outs = " | ".join(cell(r.predictions[i]["completion"]) for r in results)
+        rows.append(f"| {cell(first['question'])} | {first['gold']} | {outs} |")
+    return "\n".join(rows)
+
+
 def plot_comparison(
     results: Sequence[EvalResult], path: str | pathlib.Path, title: str = "GSM8K evaluation"
 ):

@@ -174,12 +174,18 @@ def materialize_smoke_model(model_id: str) -> pathlib.Path:
 
     tok = testing.tokenizer_path()
     key = hashlib.sha256(tok.read_bytes() + repr(testing.TINY_GEMMA3).encode()).hexdigest()[:10]
-    key += "-" + testing.WARM_START.key() if model_id == "tiny-gemma3-sft" else ""
+    if model_id == "tiny-gemma3-sft":
+        key += "-" + testing.WARM_START.key()
+    else:
+        key += f"-e{testing.TINY_EMBEDDING_STD:g}"
     folder = cache_dir() / "models" / f"{model_id}-{key}"
     if (folder / checkpoints.WEIGHTS_FILE).is_file():
         return folder
     cfg = _tiny_config()
-    model = testing.warm_start(cfg) if model_id == "tiny-gemma3-sft" else testing.random_gemma3(cfg)
+    if model_id == "tiny-gemma3-sft":
+        model = testing.warm_start(cfg)
+    else:
+        model = testing.random_gemma3(cfg, embedding_std=testing.TINY_EMBEDDING_STD)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = pathlib.Path(tempfile.mkdtemp(dir=folder.parent))
     sp = testing.load_tokenizer()
@@ -282,6 +288,18 @@ def count_params(model) -> tuple[int, int]:
         return int(sum(x.size for x in jax.tree.leaves(state)))
 
     return n(nnx.state(model, nnx.LoRAParam)), n(nnx.state(model, nnx.Param))
+
+
+def footprint(model) -> dict[str, int]:
+    """``{"params", "trainable", "bytes"}``: parameter count, LoRA parameter count (0 without LoRA)
+    and the bytes all parameters occupy (nf4/int4 weights count half a byte)."""
+    import jax
+    from flax import nnx
+
+    leaves = jax.tree.leaves(nnx.state(model, nnx.Param))
+    nbytes = sum(x.size * jax.dtypes.itemsize_bits(x.dtype) // 8 for x in leaves)
+    lora, total = count_params(model)
+    return {"params": total, "trainable": lora, "bytes": int(nbytes)}
 
 
 def describe(model) -> str:

@@ -15,11 +15,14 @@ Also here: platform detection (TPU/GPU/CPU; Kaggle/Colab/local), the device mesh
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import pathlib
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 PROFILES = ("smoke", "full")
 ENV_PROFILE = "TUNIXKIT_PROFILE"
@@ -153,6 +156,32 @@ def make_mesh(shape: Sequence[int] | None = None, axis_names: Sequence[str] = ME
     return jax.make_mesh(
         shape, tuple(axis_names), axis_types=(jax.sharding.AxisType.Auto,) * len(shape)
     )
+
+
+@contextlib.contextmanager
+def mesh_context(mesh) -> Iterator[Any]:
+    """Activate ``mesh`` the way tunix 0.1.7's trainers read it (the legacy ``with mesh:``, which
+    shards each batch over ``fsdp``; ``jax.set_mesh`` does not set what they read), quietly."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        mesh.__enter__()
+    try:
+        yield mesh
+    finally:
+        mesh.__exit__(None, None, None)
+
+
+def peak_memory() -> tuple[int, str]:
+    """(bytes, what was measured): the peak bytes in use on accelerator device 0, or on CPU the
+    process's peak resident memory (model, data and JAX's own buffers together)."""
+    import resource
+
+    import jax
+
+    stats = jax.devices()[0].memory_stats() or {}
+    if "peak_bytes_in_use" in stats:
+        return int(stats["peak_bytes_in_use"]), f"peak {jax.devices()[0].device_kind} memory"
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "peak process RSS (CPU)"
 
 
 def _prod(xs: Sequence[int]) -> int:

@@ -208,12 +208,26 @@ def randomize_mlp(model, seed: int = 0, scale: float = 0.02):
     return model
 
 
-def random_gemma3(config, seed: int = 0):
-    """A randomly initialised tunix Gemma3 whose MLP can learn."""
+# tunix draws embeddings with std 0.01. Logits are tied to them and the final norm scale starts at
+# 1, so a random tiny model's logits stay within about +-1 (loss ~ln(vocab)) and LoRA, which cannot
+# touch either, never sharpens them. Real checkpoints have a far larger logit range; 0.1 gives the
+# tiny base model one, so LoRA SFT from it behaves like LoRA SFT from a pretrained model.
+TINY_EMBEDDING_STD = 0.1
+
+
+def random_gemma3(config, seed: int = 0, *, embedding_std: float | None = None):
+    """A randomly initialised tunix Gemma3 whose MLP can learn (embeddings redrawn with
+    ``embedding_std`` when given; tunix's own std is 0.01)."""
+    import jax
     from flax import nnx
     from tunix.models.gemma3 import model as g3
 
-    return randomize_mlp(g3.Gemma3(config, rngs=nnx.Rngs(params=seed)), seed)
+    model = randomize_mlp(g3.Gemma3(config, rngs=nnx.Rngs(params=seed)), seed)
+    if embedding_std is not None:
+        emb = model.embedder.input_embedding
+        noise = jax.random.normal(jax.random.key(seed + 1), emb.value.shape)
+        emb.value = (embedding_std * noise).astype(emb.value.dtype)
+    return model
 
 
 SPLIT_SEEDS = {"train": 0, "test": 1}

@@ -8,18 +8,24 @@ The trainers are tunix's (``PeftTrainer``, ``DPOTrainer``, ``DistillationTrainer
 - :func:`model_inputs_fn`: the ``gen_model_input_fn`` that adds positions and the causal mask;
 - :func:`optimizer`: AdamW with warmup-cosine and gradient clipping;
 - :func:`within_budget`: wraps a dataset so training stops in time (the 9-hour Kaggle session);
-- :func:`checkpointing` and :func:`metrics_logging`: tunix trainer options for resume and TensorBoard;
-- :func:`history`: a metric's values from a tunix metrics logger.
+- :func:`checkpointing`, :func:`metrics_logging`, :func:`trainer_config`: tunix trainer options for
+  resume and TensorBoard; :func:`run`: train (on a mesh, within a budget) and say what happened;
+- :func:`history`: a metric's values from a tunix metrics logger; :class:`MetricsFile`,
+  :func:`read_metrics`, :func:`plot_metrics`: metrics kept on disk across resumed runs, and plotted;
+- :func:`digest`: a fingerprint of the trained weights (did a resumed run end where a straight one did?).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import pathlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+from tunix.sft import hooks
 
 
 def tokenize_pair(
@@ -37,13 +43,14 @@ def tokenize_pair(
         else tokenizer.encode(target, add_special_tokens=False)
     )
     ids, mask = (p + t)[:max_len], ([0] * len(p) + [1] * len(t))[:max_len]
-    pad = _pad_id(tokenizer)
+    pad = pad_id(tokenizer)
     truncated = len(p) + len(t) > max_len
     return (np.array(ids + [pad] * (max_len - len(ids)), np.int32),
             np.array(mask + [0] * (max_len - len(mask)), np.int32), truncated)  # fmt: skip
 
 
-def _pad_id(tokenizer) -> int:
+def pad_id(tokenizer) -> int:
+    """The padding id of a SentencePiece or Hugging Face tokenizer."""
     return tokenizer.pad_id() if hasattr(tokenizer, "pad_id") else tokenizer.pad_token_id
 
 
@@ -172,6 +179,71 @@ def metrics_logging(log_dir: str | pathlib.Path, flush_every: int = 10, *, run_n
     )  # fmt: skip
 
 
+def trainer_config(
+    output_dir: str | pathlib.Path,
+    *,
+    max_steps: int,
+    eval_every: int,
+    checkpoint_every: int,
+    description: str,
+    config_cls: Any = None,
+    **fields: Any,
+):
+    """A tunix trainer config (``PeftTrainer``'s ``TrainingConfig`` or ``config_cls``, e.g. DPO's)
+    with checkpoints in ``output_dir/checkpoints`` (resumed automatically) and TensorBoard logs in
+    ``output_dir/tensorboard``; ``fields`` are the config class's own settings."""
+    from tunix.sft import peft_trainer
+
+    out = pathlib.Path(output_dir)
+    root, opts = checkpointing(out / "checkpoints", every_steps=checkpoint_every)
+    return (config_cls or peft_trainer.TrainingConfig)(
+        eval_every_n_steps=eval_every, max_steps=max_steps, checkpoint_root_directory=root,
+        checkpointing_options=opts, pbar_description=description,
+        metrics_logging_options=metrics_logging(out / "tensorboard", run_name=out.name), **fields,
+    )  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class RunResult:
+    """What :func:`run` did: steps before (restored from a checkpoint) and after, and its wall time."""
+
+    resumed_from: int
+    steps: int
+    seconds: float
+
+
+def run(
+    trainer: Any,
+    train_ds: Iterable[Any],
+    eval_ds: Iterable[Any] | None = None,
+    *,
+    mesh: Any = None,
+    metrics_file: str | pathlib.Path,
+    metric_names: Sequence[str] = ("loss",),
+    budget_seconds: float | None = None,
+) -> RunResult:
+    """Train a tunix ``PeftTrainer`` (or subclass) on ``mesh`` until its data, ``max_steps`` or the
+    wall-clock budget ends; metrics are appended to ``metrics_file`` (:class:`MetricsFile`).
+
+    The trainer restored its last checkpoint when it was built and skips the batches it already
+    trained on, so a rerun continues where the last one stopped.
+    """
+    from tunixkit import runtime
+
+    resumed_from = trainer.train_steps
+    if resumed_from:
+        print(f"resuming from the checkpoint at step {resumed_from}")
+    trainer.with_training_hooks(MetricsFile(metrics_file, metric_names))
+    start = time.perf_counter()
+    with runtime.mesh_context(mesh) if mesh is not None else contextlib.nullcontext():
+        trainer.train(within_budget(train_ds, budget_seconds), eval_ds)
+    result = RunResult(resumed_from, trainer.train_steps, time.perf_counter() - start)
+    print(
+        f"{result.steps} steps ({result.steps - resumed_from} in this run) in {result.seconds:.0f}s"
+    )
+    return result
+
+
 class _Closable:
     """A metrax logging backend that ignores scalars after ``close()``."""
 
@@ -193,3 +265,108 @@ def history(logger, name: str, mode: str = "train", prefix: str = "") -> np.ndar
     if not logger.metric_exists(prefix, name, mode):
         return np.zeros((0,))
     return np.asarray(logger.get_metric_history(prefix, name, mode), dtype=float)
+
+
+class MetricsFile(hooks.TrainingHooks):
+    """A tunix ``TrainingHooks`` that appends each logged step's metrics to a JSONL file.
+
+    tunix keeps its metric history in memory; this file survives a restart, so curves and
+    first/last figures span every session of a resumed run. Rows: ``{"mode", "step", <name>: value}``
+    with the latest value of each of ``names`` that the trainer logged (``loss`` by default; DPO adds
+    ``rewards/margin`` and ``rewards/accuracy``).
+    """
+
+    def __init__(self, path: str | pathlib.Path, names: Sequence[str] = ("loss",)) -> None:
+        self.path, self.names = pathlib.Path(path), tuple(names)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def _write(self, trainer: Any, mode: str, step: int) -> None:
+        import json
+
+        log, prefix = trainer.metrics_logger, trainer.metrics_prefix
+        row: dict[str, Any] = {"mode": mode, "step": int(step)}
+        for name in self.names:
+            if log.metric_exists(prefix, name, mode):
+                row[name] = float(np.asarray(log.get_metric_history(prefix, name, mode))[-1])
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
+
+    def on_train_step_end(self, train_ctx: Any, train_step: int, train_loss: Any) -> None:
+        self._write(train_ctx, "train", train_step)
+
+    def on_eval_step_end(self, train_ctx: Any, eval_loss: Any) -> None:
+        self._write(train_ctx, "eval", train_ctx.train_steps)
+
+    def on_train_start(self, train_ctx: Any) -> None: ...
+    def on_train_end(self, train_ctx: Any) -> None: ...
+    def on_train_step_start(self, train_ctx: Any) -> None: ...
+    def on_eval_step_start(self, train_ctx: Any) -> None: ...
+
+
+def read_metrics(path: str | pathlib.Path) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """``{mode: {name: (steps, values)}}`` from a :class:`MetricsFile`, sorted by step; a step logged
+    twice (a resumed run repeats the evaluation at its start) keeps its last value."""
+    import json
+
+    table: dict[str, dict[str, dict[int, float]]] = {}
+    path = pathlib.Path(path)
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    for n, line in enumerate(lines, 1):
+        try:
+            row = json.loads(line)
+            mode, step = row.pop("mode"), int(row.pop("step"))
+        except (ValueError, KeyError) as e:
+            raise ValueError(f"{path}:{n}: not a metrics row ({e}): {line[:80]!r}") from e
+        for name, value in row.items():
+            table.setdefault(mode, {}).setdefault(name, {})[step] = float(value)
+    return {mode: {name: (np.array(sorted(v)), np.array([v[s] for s in sorted(v)]))
+                   for name, v in names.items()} for mode, names in table.items()}  # fmt: skip
+
+
+def plot_metrics(
+    metrics: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]],
+    path: str | pathlib.Path,
+    *,
+    names: Sequence[str] = ("loss",),
+    title: str = "",
+):
+    """One panel per metric name, train and eval curves together; saved to ``path`` (PNG)."""
+    import matplotlib.pyplot as plt
+
+    shown = [n for n in names if any(n in metrics.get(m, {}) for m in ("train", "eval"))]
+    fig, axes = plt.subplots(
+        1, max(len(shown), 1), figsize=(5 * max(len(shown), 1), 3.6), squeeze=False
+    )
+    for ax, name in zip(axes[0], shown, strict=False):
+        for mode, style in (("train", "-"), ("eval", "o-")):
+            if name in metrics.get(mode, {}):
+                steps, values = metrics[mode][name]
+                ax.plot(steps, values, style, label=mode, markersize=4, alpha=0.9)
+        ax.set(title=name, xlabel="step")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return fig
+
+
+def digest(model, *, trainable_only: bool = True) -> str:
+    """SHA-256 (first 16 hex digits) of a model's parameters in path order: LoRA params when it has
+    any, else all params. Equal digests mean bit-identical weights (e.g. a resumed run ended where an
+    uninterrupted one did)."""
+    import hashlib
+
+    import jax
+    from flax import nnx
+
+    state = nnx.state(model, nnx.LoRAParam) if trainable_only else nnx.state(model, nnx.Param)
+    if trainable_only and not jax.tree.leaves(state):
+        state = nnx.state(model, nnx.Param)
+    h = hashlib.sha256()
+    for path, leaf in sorted(
+        jax.tree_util.tree_flatten_with_path(state)[0], key=lambda kv: str(kv[0])
+    ):
+        h.update(str(path).encode())
+        h.update(np.ascontiguousarray(jax.device_get(leaf)).tobytes())
+    return h.hexdigest()[:16]
