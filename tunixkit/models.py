@@ -45,10 +45,19 @@ class ModelSpec:
     smoke: bool = False  # built locally by tunixkit.testing
 
 
-def _tiny_config():
+def _tiny_shape(model_id: str):
     from tunixkit import testing
 
-    return testing.gemma3_config(testing.load_tokenizer().GetPieceSize())
+    return testing.TINY_STUDENT if model_id == "tiny-gemma3-student" else testing.TINY_GEMMA3
+
+
+def _tiny_config(model_id: str = "tiny-gemma3") -> Callable[[], Any]:
+    def make():
+        from tunixkit import testing
+
+        return testing.gemma3_config(testing.load_tokenizer().GetPieceSize(), _tiny_shape(model_id))
+
+    return make
 
 
 def _g3(name: str) -> Callable[[], Any]:
@@ -73,8 +82,9 @@ MODELS: dict[str, ModelSpec] = {
                                  kaggle_handle="google/gemma-3/transformers/gemma-3-270m-it"),
     "gemma-2-2b-it": ModelSpec(family="gemma2", config=_g2, hf_repo="google/gemma-2-2b-it",
                                kaggle_handle="google/gemma-2/transformers/gemma-2-2b-it"),
-    "tiny-gemma3": ModelSpec(family="gemma3", config=_tiny_config, smoke=True),
-    "tiny-gemma3-sft": ModelSpec(family="gemma3", config=_tiny_config, smoke=True),
+    "tiny-gemma3": ModelSpec(family="gemma3", config=_tiny_config(), smoke=True),
+    "tiny-gemma3-sft": ModelSpec(family="gemma3", config=_tiny_config(), smoke=True),
+    "tiny-gemma3-student": ModelSpec(family="gemma3", config=_tiny_config("tiny-gemma3-student"), smoke=True),
 }  # fmt: skip
 
 
@@ -173,7 +183,8 @@ def materialize_smoke_model(model_id: str) -> pathlib.Path:
     from tunixkit import testing
 
     tok = testing.tokenizer_path()
-    key = hashlib.sha256(tok.read_bytes() + repr(testing.TINY_GEMMA3).encode()).hexdigest()[:10]
+    shape = _tiny_shape(model_id)
+    key = hashlib.sha256(tok.read_bytes() + repr(shape).encode()).hexdigest()[:10]
     if model_id == "tiny-gemma3-sft":
         key += "-" + testing.WARM_START.key()
     else:
@@ -181,7 +192,7 @@ def materialize_smoke_model(model_id: str) -> pathlib.Path:
     folder = cache_dir() / "models" / f"{model_id}-{key}"
     if (folder / checkpoints.WEIGHTS_FILE).is_file():
         return folder
-    cfg = _tiny_config()
+    cfg = get_spec(model_id).config()
     if model_id == "tiny-gemma3-sft":
         model = testing.warm_start(cfg)
     else:

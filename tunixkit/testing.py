@@ -59,6 +59,8 @@ class TinyShape:
 
 
 TINY_GEMMA3 = TinyShape()
+# The distillation student: one block, half the width (~4x fewer non-embedding parameters).
+TINY_STUDENT = TinyShape(num_layers=1, embed_dim=64, hidden_dim=256, num_heads=2, head_dim=32)
 
 
 def _problem(rng: random.Random, max_operand: int = 30) -> tuple[str, str]:

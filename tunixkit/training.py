@@ -220,6 +220,7 @@ def run(
     mesh: Any = None,
     metrics_file: str | pathlib.Path,
     metric_names: Sequence[str] = ("loss",),
+    on_eval: Callable[[], dict[str, float]] | None = None,
     budget_seconds: float | None = None,
 ) -> RunResult:
     """Train a tunix ``PeftTrainer`` (or subclass) on ``mesh`` until its data, ``max_steps`` or the
@@ -233,7 +234,7 @@ def run(
     resumed_from = trainer.train_steps
     if resumed_from:
         print(f"resuming from the checkpoint at step {resumed_from}")
-    trainer.with_training_hooks(MetricsFile(metrics_file, metric_names))
+    trainer.with_training_hooks(MetricsFile(metrics_file, metric_names, on_eval))
     start = time.perf_counter()
     with runtime.mesh_context(mesh) if mesh is not None else contextlib.nullcontext():
         trainer.train(within_budget(train_ds, budget_seconds), eval_ds)
@@ -276,8 +277,13 @@ class MetricsFile(hooks.TrainingHooks):
     ``rewards/margin`` and ``rewards/accuracy``).
     """
 
-    def __init__(self, path: str | pathlib.Path, names: Sequence[str] = ("loss",)) -> None:
-        self.path, self.names = pathlib.Path(path), tuple(names)
+    def __init__(
+        self,
+        path: str | pathlib.Path,
+        names: Sequence[str] = ("loss",),
+        on_eval: Callable[[], dict[str, float]] | None = None,
+    ) -> None:
+        self.path, self.names, self.on_eval = pathlib.Path(path), tuple(names), on_eval
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def _write(self, trainer: Any, mode: str, step: int) -> None:
@@ -288,6 +294,8 @@ class MetricsFile(hooks.TrainingHooks):
         for name in self.names:
             if log.metric_exists(prefix, name, mode):
                 row[name] = float(np.asarray(log.get_metric_history(prefix, name, mode))[-1])
+        if mode == "eval" and self.on_eval is not None:
+            row |= {k: float(v) for k, v in self.on_eval().items()}
         with self.path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(row) + "\n")
 

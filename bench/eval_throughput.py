@@ -1,0 +1,101 @@
+"""Evaluator throughput: tunixkit's evaluator against the upstream notebooks' evaluation loop.
+
+The baseline reproduces the loop of the upstream GRPO notebook: batches of 4 prompts, the tunix
+sampler run for a fixed 768 steps with only the tokenizer's EOS as a stop (Gemma ends its turn with
+``<end_of_turn>``, so it keeps generating), greedy (temperature 1e-4, top-k 1, top-p 1.0, seed 42).
+tunixkit's evaluator (``evaluation.generate``) batches 32 prompts and stops at ``<end_of_turn>``.
+Both answers are read from the text before the first ``<end_of_turn>``.
+
+    .venv/bin/python bench/eval_throughput.py            # tiny model + a larger random config
+    .venv/bin/python bench/eval_throughput.py --quick    # fewer questions
+
+Prints questions per second for both, ``speedup`` and ``answers_identical``; writes
+``bench/results/eval_throughput.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import pathlib
+import platform
+import time
+
+import jax
+
+from tunixkit import answers, data, evaluation, models, testing
+
+RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+STEPS = 768  # the upstream notebook's fixed generation length
+
+
+def baseline(loaded, prompts: list[str], max_prompt_length: int) -> list[str]:
+    """The upstream loop: 4 prompts at a time, always 768 steps, EOS only."""
+    sampler = evaluation.make_sampler(loaded, max_prompt_length + STEPS)
+    texts: list[str] = []
+    for i in range(0, len(prompts), 4):
+        batch = prompts[i : i + 4]
+        batch += [batch[-1]] * (4 - len(batch))
+        out = sampler(batch, max_generation_steps=STEPS, max_prompt_length=max_prompt_length,
+                      temperature=1e-4, top_k=1, top_p=1.0, seed=42, echo=False)  # fmt: skip
+        texts += out.text[: len(prompts) - i]
+    return texts
+
+
+def ours(loaded, prompts: list[str], max_prompt_length: int) -> list[str]:
+    config = evaluation.EvalConfig(max_prompt_length=max_prompt_length, max_generation_steps=STEPS,
+                                   batch_size=32)  # fmt: skip
+    return [g.text for g in evaluation.generate(loaded, prompts, config, progress=False)]
+
+
+def _answers(texts: list[str]) -> list[str | None]:
+    return [answers.extract_answer(t.split(data.END_OF_TURN)[0]).value for t in texts]
+
+
+def measure(name: str, loaded, prompts: list[str], max_prompt_length: int) -> dict:
+    timings, outputs = {}, {}
+    for label, fn in (("baseline", baseline), ("tunixkit", ours)):
+        fn(loaded, prompts[:4], max_prompt_length)  # compile outside the timing
+        t0 = time.perf_counter()
+        outputs[label] = fn(loaded, prompts, max_prompt_length)
+        timings[label] = time.perf_counter() - t0
+    row = {"model": name, "questions": len(prompts),
+           "baseline_qps": len(prompts) / timings["baseline"], "tunixkit_qps": len(prompts) / timings["tunixkit"],
+           "speedup": timings["baseline"] / timings["tunixkit"],
+           "answers_identical": _answers(outputs["baseline"]) == _answers(outputs["tunixkit"]),
+           "baseline_seconds": timings["baseline"], "tunixkit_seconds": timings["tunixkit"]}  # fmt: skip
+    print(f"{name:28s} n={len(prompts):3d}  baseline {row['baseline_qps']:7.2f} q/s  tunixkit "
+          f"{row['tunixkit_qps']:7.2f} q/s  speedup {row['speedup']:5.2f}x  identical {row['answers_identical']}")  # fmt: skip
+    return row
+
+
+def larger_random(tiny):
+    """A random Gemma3 of 4 blocks, width 512, on the tiny tokenizer (no <end_of_turn> ever)."""
+    shape = dataclasses.replace(testing.TINY_GEMMA3, num_layers=4, embed_dim=512, hidden_dim=2048,
+                                num_heads=8, head_dim=64)  # fmt: skip
+    cfg = testing.gemma3_config(tiny.config.num_embed, shape)
+    return dataclasses.replace(tiny, model=testing.random_gemma3(cfg, 0, embedding_std=0.1), config=cfg,
+                               model_id="random-4x512")  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer questions")
+    args = ap.parse_args()
+    tiny = models.load_model("tiny-gemma3-sft", verbose=False)
+    questions = [r["question"] for r in data.to_records(testing.synthetic_gsm8k(64, seed=1, max_operand=9),
+                                                        "synthetic", verbose=False)[0]]  # fmt: skip
+    prompts = [data.format_prompt(q) for q in questions]
+    n_tiny, n_large = (16, 8) if args.quick else (64, 16)
+    rows = [measure("tiny-gemma3-sft", tiny, prompts[:n_tiny], 96),
+            measure("random 4x512 (never stops)", larger_random(tiny), prompts[:n_large], 96)]  # fmt: skip
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = {"device": f"{jax.devices()[0].device_kind} x{jax.device_count()}", "host": platform.node(),
+           "generation_steps": STEPS, "rows": rows}  # fmt: skip
+    (RESULTS / "eval_throughput.json").write_text(json.dumps(out, indent=2))
+    print(f"wrote {RESULTS / 'eval_throughput.json'}")
+
+
+if __name__ == "__main__":
+    main()

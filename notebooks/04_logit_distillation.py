@@ -1,0 +1,196 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 04 · Logit distillation: teacher to a smaller student
+#
+# tunix's `DistillationTrainer` with `LogitStrategy`: on GSM8K worked solutions, the student is
+# trained to match the teacher's next-token distribution (the **soft** loss: KL divergence at
+# temperature T, scaled by T²) and the reference tokens (the **hard** loss: cross-entropy), weighted
+# `alpha` and `1 - alpha`. tunix logs only the sum; this notebook measures both parts on held-out
+# answers every `eval_every` steps, plus the student's plain KL divergence to the teacher.
+#
+# | | smoke (CPU, CI) | full (TPU/GPU) |
+# |---|---|---|
+# | teacher | `tiny-gemma3-sft` (2 blocks, width 128) | `gemma-3-1b-it`, or your 01/02 export via `TEACHER_PATH` |
+# | student | `tiny-gemma3-student` (1 block, width 64, random) | `gemma-3-270m-it` |
+# | data | synthetic GSM8K-style solutions | GSM8K train solutions in the reasoning format |
+# | training | 150 steps x 16, T 2.0, alpha 0.7 | up to 1,000 steps x 16 within a 6 h budget |
+#
+# Teacher and student must share a vocabulary (Gemma 3 sizes do); the notebook checks and stops with
+# a clear message if they do not. Checkpoints every `checkpoint_every` steps; a rerun resumes.
+# Results: `OUTPUT_DIR/summary.json`, `losses.png`, `eval.png`, `metrics.jsonl`, TensorBoard logs,
+# the student's exports in `OUTPUT_DIR/export`.
+
+# %% tags=["parameters"]
+PROFILE = None  # "smoke", "full", or None for automatic ($TUNIXKIT_PROFILE, else by device)
+OUTPUT_DIR = "runs/04_logit_distillation"  # everything this notebook writes goes here
+SOURCE = "auto"  # full profile: "auto" (Kaggle on Kaggle, else Hugging Face), "hf", "kaggle"
+TEACHER_PATH = None  # a local HF-layout folder for the teacher (e.g. 02_grpo_gsm8k's export/hf)
+DATA_SOURCE = "hf"  # full profile GSM8K: "hf", "tfds" or "kaggle"
+BUDGET_HOURS = None  # training wall-clock budget; None: the profile's default
+
+# %%
+import dataclasses
+import json
+import pathlib
+import time
+
+from IPython.display import Markdown, display
+from tunix.distillation import distillation_trainer
+
+from tunixkit import data, distill, evaluation, models, recipes, runtime, training
+
+rt = runtime.resolve(PROFILE)
+recipe = recipes.Distill.for_runtime(rt)
+if BUDGET_HOURS is not None:
+    recipe = dataclasses.replace(recipe, budget_hours=BUDGET_HOURS)
+out_dir = pathlib.Path(OUTPUT_DIR).resolve()
+out_dir.mkdir(parents=True, exist_ok=True)
+started = time.perf_counter()
+recipe
+
+# %% [markdown]
+# ## Teacher and student
+
+# %%
+mesh = runtime.make_mesh()
+teacher = models.load_model(recipe.teacher_id, source=SOURCE, path=TEACHER_PATH, mesh=mesh)
+student = models.load_model(recipe.student_id, source=SOURCE, mesh=mesh)
+distill.check_vocab(teacher, student)
+sizes = {
+    name: models.footprint(m.model) for name, m in (("teacher", teacher), ("student", student))
+}
+display(Markdown("| model | parameters | MiB |\n|---|---|---|\n" + "\n".join(
+    f"| {name} | {s['params']:,} | {s['bytes'] / 2**20:.1f} |" for name, s in sizes.items())
+    + f"\n\nThe student has {sizes['student']['params'] / sizes['teacher']['params']:.0%} of the teacher's parameters."))  # fmt: skip
+
+# %% [markdown]
+# ## Data
+# Prompts with their reference solutions in the reasoning format; the losses count the answer tokens.
+
+# %%
+load = dict(data_dir=out_dir / "data", source=DATA_SOURCE)
+train_records = recipes.gsm8k(rt, "train", **load)
+test_records = recipes.gsm8k(rt, "test", limit=recipe.eval_questions, **load)
+tok, pad = teacher.tokenizer, training.pad_id(teacher.tokenizer)
+batches = training.sft_dataset([data.sft_pair(r) for r in train_records], tok, max_len=recipe.max_len,
+                               batch_size=recipe.batch_size, num_batches=recipe.steps)  # fmt: skip
+heldout = training.sft_dataset([data.sft_pair(r) for r in test_records[: recipe.eval_examples]], tok,
+                               max_len=recipe.max_len, batch_size=recipe.batch_size)  # fmt: skip
+
+
+def heldout_losses():
+    return distill.heldout_losses(student.model, teacher.model, heldout, pad_id=pad,
+                                  temperature=recipe.temperature)  # fmt: skip
+
+
+# %% [markdown]
+# ## Before training
+
+# %%
+losses_before = heldout_losses()
+teacher_eval = evaluation.evaluate(
+    teacher, test_records, name="teacher", config=recipe.eval, output_dir=out_dir
+)
+before = evaluation.evaluate(
+    student, test_records, name="student before", config=recipe.eval, output_dir=out_dir
+)
+losses_before
+
+# %% [markdown]
+# ## Train
+
+# %%
+config = training.trainer_config(out_dir, max_steps=recipe.steps, eval_every=recipe.eval_every,
+                                 checkpoint_every=recipe.checkpoint_every, description="distillation",
+                                 config_cls=distillation_trainer.TrainingConfig)  # fmt: skip
+trainer = distillation_trainer.DistillationTrainer(
+    student.model, teacher.model,
+    distill.strategy(student.config.num_embed, temperature=recipe.temperature, alpha=recipe.alpha),
+    training.optimizer(recipe.learning_rate, recipe.steps), config,
+).with_gen_model_input_fn(training.model_inputs_fn(pad))  # fmt: skip
+trained = training.run(trainer, batches, heldout, mesh=mesh, metrics_file=out_dir / "metrics.jsonl",
+                       on_eval=heldout_losses, budget_seconds=recipe.budget_hours * 3600)  # fmt: skip
+
+# %%
+metrics = training.read_metrics(out_dir / "metrics.jsonl")
+fig = training.plot_metrics(metrics, out_dir / "losses.png", names=("loss", "soft", "student_loss", "kl"),
+                            title=f"{recipe.teacher_id} -> {recipe.student_id}  (held-out: soft, hard = student_loss, KL)")  # fmt: skip
+
+# %% [markdown]
+# ## After training
+
+# %%
+losses_after = heldout_losses()
+after = evaluation.evaluate(
+    student, test_records, name="student after", config=recipe.eval, output_dir=out_dir
+)
+rows = [
+    ("KL(teacher ‖ student)", "kl"),
+    ("soft loss (T²·KL at T)", "soft"),
+    ("hard loss, student", "student_loss"),
+]
+display(Markdown("| held-out, per answer token | before | after |\n|---|---|---|\n" + "\n".join(
+    f"| {label} | {losses_before[k]:.3f} | {losses_after[k]:.3f} |" for label, k in rows)
+    + f"\n| hard loss, teacher | {losses_before['teacher_loss']:.3f} | {losses_after['teacher_loss']:.3f} |"))  # fmt: skip
+display(Markdown(evaluation.comparison_table([teacher_eval, before, after])))
+fig = evaluation.plot_comparison(
+    [teacher_eval, before, after], out_dir / "eval.png", title="GSM8K: teacher and student"
+)
+
+# %% [markdown]
+# ## Export (the student)
+
+# %%
+exports = models.export(student.model, student, out_dir / "export", mesh=mesh)
+unrestricted_kaggle_model = str(exports["orbax"])
+exports
+
+# %%
+summary = {
+    "profile": rt.profile,
+    "teacher_id": recipe.teacher_id,
+    "student_id": recipe.student_id,
+    "steps": trained.steps,
+    "resumed_from": trained.resumed_from,
+    "seconds": time.perf_counter() - started,
+    "train_seconds": trained.seconds,
+    "student_kl_before": losses_before["kl"],
+    "student_kl_after": losses_after["kl"],
+    "soft_loss_before": losses_before["soft"],
+    "soft_loss_after": losses_after["soft"],
+    "teacher_eval_loss": losses_after["teacher_loss"],
+    "student_eval_loss_before": losses_before["student_loss"],
+    "student_eval_loss_after": losses_after["student_loss"],
+    "accuracy": {"teacher": teacher_eval.accuracy, "student_before": before.accuracy, "student_after": after.accuracy},
+    "format_rate": {"teacher": teacher_eval.format_rate, "student_before": before.format_rate,
+                    "student_after": after.format_rate},
+    "sizes": sizes,
+    "exports": {k: str(v) for k, v in exports.items()},
+}  # fmt: skip
+(out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+{k: v for k, v in summary.items() if not isinstance(v, dict)}
+
+# %% [markdown]
+# ## Checks
+# The smoke run must show the student moving onto the teacher: its KL divergence to the teacher on
+# held-out answers at least halved, and its eval loss at least half-way closer to the teacher's.
+
+# %%
+assert trained.steps == recipe.steps or trained.seconds >= recipe.budget_hours * 3600, trained
+if rt.smoke:
+    assert summary["student_kl_after"] <= 0.5 * summary["student_kl_before"], summary
+    gap_before = summary["student_eval_loss_before"] - summary["teacher_eval_loss"]
+    gap_after = summary["student_eval_loss_after"] - summary["teacher_eval_loss"]
+    assert gap_after <= 0.5 * gap_before, (gap_before, gap_after)
+print("distillation OK")

@@ -1,0 +1,60 @@
+"""Preference tokenization, metrics on disk, distillation's vocabulary check, dataset columns."""
+
+import types
+
+import numpy as np
+import pytest
+
+from tunixkit import data, distill, preferences, testing, training
+
+
+def test_preference_tokens_follow_the_prompt_without_a_second_bos():
+    tok = testing.load_tokenizer()
+    pair = {"prompt": data.format_prompt("1+1?"), "chosen": "<answer>2</answer>", "rejected": "3"}
+    item = preferences.tokenize([pair], tok, max_prompt_length=96, max_response_length=16)[0]
+    prompt = item["prompt_ids"][item["prompt_mask"] == 1]
+    assert prompt[0] == tok.bos_id() and item["prompt_mask"][0] == 0  # left-padded, BOS first
+    chosen = item["chosen_ids"][item["chosen_mask"] == 1]
+    assert chosen[0] != tok.bos_id() and list(chosen) == tok.EncodeAsIds(pair["chosen"])
+    assert item["rejected_mask"].sum() == len(tok.EncodeAsIds("3"))
+
+
+def test_metrics_file_rows_dedupe_by_step_and_bad_lines_name_the_line(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"mode": "eval", "step": 0, "loss": 3.0}\n{"mode": "train", "step": 1, "loss": 2.0}\n'
+                    '{"mode": "eval", "step": 0, "loss": 2.5}\n')  # fmt: skip
+    m = training.read_metrics(path)
+    steps, values = m["eval"]["loss"]
+    assert steps.tolist() == [0] and values.tolist() == [2.5]
+    path.write_text(path.read_text() + "not json\n")
+    with pytest.raises(ValueError, match=r"metrics.jsonl:4"):
+        training.read_metrics(path)
+
+
+def _lm(model_id, vocab, tok):
+    return types.SimpleNamespace(
+        model_id=model_id, config=types.SimpleNamespace(num_embed=vocab), tokenizer=tok
+    )
+
+
+def test_distillation_refuses_different_vocabularies():
+    tok = testing.load_tokenizer()
+    distill.check_vocab(_lm("t", 400, tok), _lm("s", 400, tok))
+    with pytest.raises(distill.VocabularyMismatch, match="400 vocabulary entries, student s 512"):
+        distill.check_vocab(_lm("t", 400, tok), _lm("s", 512, tok))
+
+
+def test_columns_name_missing_fields():
+    with pytest.raises(data.DataError, match=r"no column\(s\) \['chosen'\]"):
+        data.columns([{"prompt": "p", "rejected": "r"}], ["prompt", "chosen"], source="prefs.jsonl")
+
+
+def test_digest_changes_with_weights():
+    import jax.numpy as jnp
+
+    cfg = testing.gemma3_config(testing.load_tokenizer().GetPieceSize())
+    model = testing.random_gemma3(cfg, 0)
+    before = training.digest(model)
+    emb = model.embedder.input_embedding
+    emb.value = emb.value + jnp.asarray(np.float32(1e-3))
+    assert training.digest(model) != before and len(before) == 16

@@ -1,0 +1,111 @@
+"""Logit distillation glue: vocabulary check, tunix's ``LogitStrategy`` wiring, held-out losses.
+
+The trainer is tunix's ``DistillationTrainer`` with ``strategies.LogitStrategy``; tunix logs only
+their weighted sum. :func:`heldout_losses` measures the parts separately on held-out examples, on
+the answer tokens only: the student's KL divergence to the teacher, the soft (distillation) loss
+at the training temperature, and the hard (task) cross-entropy of student and teacher.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from tunixkit import data
+
+
+class VocabularyMismatch(ValueError):
+    """Teacher and student do not share a vocabulary: their logits cannot be compared."""
+
+
+def check_vocab(teacher, student) -> None:
+    """Raise :class:`VocabularyMismatch` unless both models have the same vocabulary size and their
+    tokenizers encode a probe text (chat markers, tags, digits, words) to the same ids."""
+    from tunixkit.training import tokenize_pair
+
+    nt, ns = teacher.config.num_embed, student.config.num_embed
+    if nt != ns:
+        raise VocabularyMismatch(
+            f"teacher {teacher.model_id} has {nt} vocabulary entries, student {student.model_id} "
+            f"{ns}: logit distillation needs one vocabulary (pick a student of the same family)"
+        )
+    probe = data.format_prompt("Tom has 12 apples and buys 30 more.") + data.format_completion(
+        "12 + 30 = 42", "42"
+    )
+    a = tokenize_pair(teacher.tokenizer, probe, "", 512)[0]
+    b = tokenize_pair(student.tokenizer, probe, "", 512)[0]
+    if not np.array_equal(a, b):
+        first = int(np.argmax(a != b))
+        raise VocabularyMismatch(
+            f"teacher and student tokenizers disagree at token {first} of a probe text "
+            f"({a[first]} vs {b[first]}): same vocabulary size, different tokenizers"
+        )
+
+
+def forward(model, input_tokens, input_mask, positions, attention_mask):
+    """Next-token logits for every position but the last (what the labels line up with)."""
+    del input_mask
+    logits, _ = model(input_tokens, positions, None, attention_mask)
+    return logits[:, :-1, :]
+
+
+def strategy(vocab_size: int, *, temperature: float, alpha: float):
+    """tunix ``LogitStrategy``: ``alpha`` x soft loss (KL at ``temperature``, scaled by its square)
+    + (1 - ``alpha``) x hard loss (cross-entropy on the target tokens)."""
+    import jax
+    from tunix.distillation import strategies
+
+    def labels(input_tokens, input_mask, positions, attention_mask):
+        del positions, attention_mask
+        return jax.nn.one_hot(input_tokens[:, 1:], vocab_size) * input_mask[:, 1:, None]
+
+    return strategies.LogitStrategy(student_forward_fn=forward, teacher_forward_fn=forward,
+                                    labels_fn=labels, temperature=temperature, alpha=alpha)  # fmt: skip
+
+
+def _batch_sums(student, teacher, inputs: dict[str, Any], temperature: float) -> np.ndarray:
+    from flax import nnx
+
+    # One compiled program: eager ops on sharded models can deadlock emulated CPU devices.
+    return np.asarray(nnx.jit(_sums, static_argnums=3)(student, teacher, inputs, temperature))
+
+
+def _sums(student, teacher, inputs: dict[str, Any], temperature: float):
+    import jax
+    import jax.numpy as jnp
+
+    s = forward(student, **inputs).astype(jnp.float32)
+    t = forward(teacher, **inputs).astype(jnp.float32)
+    mask = inputs["input_mask"][:, 1:].astype(jnp.float32)
+    target = inputs["input_tokens"][:, 1:]
+
+    def kl(temp):
+        lt, ls = jax.nn.log_softmax(t / temp), jax.nn.log_softmax(s / temp)
+        return jnp.sum(jnp.exp(lt) * (lt - ls), -1)
+
+    def ce(logits):
+        return -jnp.take_along_axis(jax.nn.log_softmax(logits), target[..., None], -1)[..., 0]
+
+    parts = [kl(1.0), temperature**2 * kl(temperature), ce(s), ce(t)]
+    return jnp.stack([jnp.sum(p * mask) for p in parts] + [jnp.sum(mask)])
+
+
+def heldout_losses(
+    student, teacher, batches: Iterable[Any], *, pad_id: int, temperature: float
+) -> dict[str, float]:
+    """Per answer token on ``batches`` (``TrainingInput``): ``kl`` (teacher || student at T=1),
+    ``soft`` (T^2 x KL at ``temperature``, the distillation loss), ``student_loss`` and
+    ``teacher_loss`` (cross-entropy on the reference answer, the hard loss)."""
+    from tunixkit.training import model_inputs_fn
+
+    to_inputs = model_inputs_fn(pad_id)
+    total = sum(_batch_sums(student, teacher, to_inputs(b), temperature) for b in batches)
+    kl, soft, hard_s, hard_t, n = total
+    return {
+        "kl": float(kl / n),
+        "soft": float(soft / n),
+        "student_loss": float(hard_s / n),
+        "teacher_loss": float(hard_t / n),
+    }

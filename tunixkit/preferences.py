@@ -1,0 +1,180 @@
+"""Preference data for DPO/ORPO: pairs from the model's own samples or a dataset, tokenized, scored.
+
+- :func:`on_policy_pairs`: sample answers to GSM8K questions; a correct, well-formatted answer
+  becomes *chosen* and a wrong or badly formatted one *rejected* (works offline).
+- :func:`dataset_pairs`: any preference dataset (Hugging Face id or local file) mapped to
+  prompt/chosen/rejected columns.
+- :func:`preference_dataset`: tokenized batches for tunix's ``DPOTrainer``. tunix's own string
+  path puts a BOS token in front of every *response* (``[BOS] prompt [BOS] answer``), a sequence the
+  model never sees when it generates; here the response follows the prompt directly.
+- :func:`score`: on held-out pairs, how often the policy ranks chosen above rejected (sequence
+  log-probability) and DPO's implicit reward accuracy and margin against the reference.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tunixkit import data, evaluation
+
+Pair = dict[str, str]  # {"prompt", "chosen", "rejected"}
+_REJECT_ORDER = {"broken_format": 0, "no_answer": 1, "truncated": 2, "wrong_number": 3}
+
+
+def on_policy_pairs(
+    loaded,
+    records: Sequence[Mapping[str, str]],
+    config: evaluation.EvalConfig,
+    *,
+    samples: int,
+    gold_fallback: bool = True,
+    verbose: bool = True,
+) -> list[Pair]:
+    """One pair per question from ``samples`` sampled answers: a correct, well-formatted one is
+    *chosen*, a wrong, badly formatted or truncated one *rejected* (a format error before a wrong
+    number: it is the unambiguous failure). When no sample is correct, the
+    reference solution in the reasoning format is chosen (``gold_fallback``); questions without a
+    pair are counted."""
+    prompts = [data.format_prompt(r["question"], config.system_prompt) for r in records]
+    gens = evaluation.generate(loaded, [p for p in prompts for _ in range(samples)], config)
+    pairs: list[Pair] = []
+    all_right = all_wrong = 0
+    for i, r in enumerate(records):
+        group = gens[i * samples : (i + 1) * samples]
+        cats = [evaluation.categorize(g.text, r["answer"], g.truncated) for g in group]
+        # The sampler drops the stop token; put it back where the answer stopped on its own.
+        texts = [g.text + ("" if g.truncated else data.END_OF_TURN) for g in group]
+        good = [t for t, c in zip(texts, cats, strict=True) if c == "correct"]
+        # The clearest failure is rejected: format errors first, a wrong number last.
+        bad = [t for _, t in sorted((_REJECT_ORDER[c], t) for t, c in zip(texts, cats, strict=True)
+                                    if c != "correct")]  # fmt: skip
+        if bad and (good or gold_fallback):
+            chosen = good[0] if good else data.format_completion(r["solution"], r["answer"])
+            pairs.append({"prompt": prompts[i], "chosen": chosen, "rejected": bad[0]})
+        all_right += not bad
+        all_wrong += not good
+    if verbose:
+        print(f"on-policy pairs: {len(pairs)} from {len(records)} questions x {samples} samples "
+              f"({all_right} all correct: no pair; {all_wrong} all wrong"
+              f"{': chosen = reference solution' if gold_fallback else ': no pair'})")  # fmt: skip
+    return pairs
+
+
+def dataset_pairs(
+    dataset: str,
+    split: str = "train",
+    *,
+    fields: Sequence[str] = ("prompt", "chosen", "rejected"),
+    name: str | None = None,
+    limit: int | None = None,
+) -> list[Pair]:
+    """Pairs from a preference dataset; ``fields`` name its prompt, chosen and rejected columns. The
+    prompt goes into the Gemma chat template; responses get ``<end_of_turn>``."""
+    rows = data.load_rows(dataset, split, name=name)[:limit]
+    return [{"prompt": data.format_prompt(p, system_prompt=None), "chosen": c + data.END_OF_TURN,
+             "rejected": r + data.END_OF_TURN}
+            for p, c, r in data.columns(rows, fields, source=dataset)]  # fmt: skip
+
+
+def _ids(tokenizer, text: str) -> list[int]:
+    return list(tokenizer.EncodeAsIds(text) if hasattr(tokenizer, "EncodeAsIds")
+                else tokenizer.encode(text, add_special_tokens=False))  # fmt: skip
+
+
+def tokenize(
+    pairs: Sequence[Pair], tokenizer, *, max_prompt_length: int, max_response_length: int
+) -> list[dict[str, np.ndarray]]:
+    """``DPOTrainer``'s tokenized fields per pair: ``[BOS] prompt`` left-padded (long prompts keep
+    their end), each response right-padded. Truncated pairs are counted and reported."""
+    from tunixkit.training import pad_id
+
+    pad, bos = (
+        pad_id(tokenizer),
+        tokenizer.bos_id() if hasattr(tokenizer, "bos_id") else tokenizer.bos_token_id,
+    )
+    out, cut = [], 0
+    for pair in pairs:
+        prompt = ([bos] + _ids(tokenizer, pair["prompt"]))[-max_prompt_length:]
+        item = {
+            "prompt_ids": np.array([pad] * (max_prompt_length - len(prompt)) + prompt, np.int32)
+        }
+        cut += len(_ids(tokenizer, pair["prompt"])) + 1 > max_prompt_length
+        for key in ("chosen", "rejected"):
+            ids = _ids(tokenizer, pair[key])
+            cut += len(ids) > max_response_length
+            ids = ids[:max_response_length]
+            item[f"{key}_ids"] = np.array(ids + [pad] * (max_response_length - len(ids)), np.int32)
+        out.append(item | {k.replace("_ids", "_mask"): (v != pad).astype(np.int32)
+                           for k, v in list(item.items())})  # fmt: skip
+    if cut:
+        print(
+            f"preferences.tokenize: {cut} prompts/responses longer than the limits were truncated"
+        )
+    return out
+
+
+def preference_dataset(
+    pairs: Sequence[Pair], tokenizer, *, batch_size: int, num_batches: int | None = None,
+    max_prompt_length: int, max_response_length: int, seed: int = 0,
+):  # fmt: skip
+    """A reproducible grain dataset of tokenized DPO batches (shuffled and repeated to
+    ``num_batches`` when given; resume relies on the fixed order)."""
+    import grain
+
+    items = tokenize(pairs, tokenizer, max_prompt_length=max_prompt_length,
+                     max_response_length=max_response_length)  # fmt: skip
+    ds = grain.MapDataset.source(items)
+    if num_batches is not None:
+        ds = ds.shuffle(seed=seed).repeat(-(-num_batches * batch_size // max(len(items), 1)))
+    ds = ds.batch(batch_size, drop_remainder=num_batches is not None)
+    return ds[:num_batches] if num_batches is not None else ds
+
+
+@dataclasses.dataclass(frozen=True)
+class Scores:
+    """Held-out preference figures (see :func:`score`)."""
+
+    pref_accuracy: float  # policy log p(chosen) > log p(rejected)
+    reward_accuracy: float  # DPO implicit reward of chosen > rejected, ties half (0.5 at step 0)
+    margin: float  # mean implicit reward margin, beta * (policy - reference) log-ratio difference
+    n: int
+
+
+def sequence_logps(model, batch: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Summed log-probabilities of the chosen and rejected responses of a tokenized batch, computed
+    exactly as ``DPOTrainer`` computes them for training."""
+    import jax.numpy as jnp
+    from tunix.rl import common
+    from tunix.sft.dpo import dpo_trainer
+
+    prompt = jnp.concatenate([batch["prompt_ids"]] * 2)
+    prompt_mask = jnp.concatenate([batch["prompt_mask"]] * 2)
+    completion = jnp.concatenate([batch["chosen_ids"], batch["rejected_ids"]])
+    completion_mask = jnp.concatenate([batch["chosen_mask"], batch["rejected_mask"]])
+    ids, mask = (
+        jnp.concatenate([prompt, completion], 1),
+        jnp.concatenate([prompt_mask, completion_mask], 1),
+    )
+    chosen, rejected = dpo_trainer.compute_logps(
+        model, ids, common.build_positions_from_mask(mask), model.get_attention_mask(ids, inputs_mask=mask),
+        completion.shape[1], completion_mask,
+    )  # fmt: skip
+    return np.asarray(chosen), np.asarray(rejected)
+
+
+def score(policy, reference, batches, *, beta: float) -> Scores:
+    """:class:`Scores` of ``policy`` against ``reference`` over tokenized ``batches``."""
+    rows = []
+    for batch in batches:
+        pc, pr = sequence_logps(policy, batch)
+        rc, rr = sequence_logps(reference, batch)
+        rows.append(np.stack([pc, pr, rc, rr], 1))
+    pc, pr, rc, rr = np.concatenate(rows).T
+    margin = beta * ((pc - rc) - (pr - rr))
+    tie = np.abs(margin) < 1e-6  # at step 0 the policy is the reference: all ties
+    wins = np.mean(~tie & (margin > 0)) + 0.5 * np.mean(tie)
+    return Scores(float(np.mean(pc > pr)), float(wins), float(np.mean(margin)), len(pc))
