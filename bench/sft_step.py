@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import pathlib
 import subprocess
 import sys
@@ -53,7 +54,7 @@ def one_mode(mode: str, shape: str, steps: int, batch: int, seq: int, rank: int)
     model = testing.random_gemma3(cfg, 0, embedding_std=0.1)
     if mode != "full":
         model = models.apply_lora(model, rank=rank, alpha=float(rank), qlora=mode == "qlora",
-                                  tile_size=min(128, cfg.embed_dim // 2), verbose=False)  # fmt: skip
+                                  tile_size=math.gcd(128, cfg.embed_dim, cfg.head_dim, cfg.hidden_dim), verbose=False)  # fmt: skip
     size = models.footprint(model)
     rng = np.random.default_rng(0)
     items = [{"input_tokens": rng.integers(3, cfg.num_embed, seq).astype(np.int32),
