@@ -58,3 +58,36 @@ def test_digest_changes_with_weights():
     emb = model.embedder.input_embedding
     emb.value = emb.value + jnp.asarray(np.float32(1e-3))
     assert training.digest(model) != before and len(before) == 16
+
+
+def test_on_policy_pairs_choose_the_likeliest_correct_and_a_format_error(monkeypatch):
+    from tunixkit import evaluation
+
+    good = "<reasoning>2 + 2 = 4</reasoning>\n<answer>4</answer>"
+    garbled = "<reasoning>2 us+ = zz</reasoning>\n<answer>4</answer>"
+    samples = [evaluation.Generation(garbled, 9, False, -3.0),
+               evaluation.Generation("<reasoning>2 + 2 = 5</reasoning>\n<answer>5</answer>", 9, False, -0.5),
+               evaluation.Generation("4", 1, False, -1.0),  # no format: rejected before the wrong number
+               evaluation.Generation(good, 9, False, -0.2)]  # fmt: skip
+    monkeypatch.setattr(evaluation, "generate", lambda *a, **k: samples)
+    record = {"question": "2 + 2?", "answer": "4", "solution": "2 + 2 = 4"}
+    pairs = preferences.on_policy_pairs(
+        None, [record], evaluation.EvalConfig.smoke(), samples=4, verbose=False
+    )
+    assert pairs == [{"prompt": data.format_prompt("2 + 2?"), "chosen": good + data.END_OF_TURN,
+                      "rejected": "4" + data.END_OF_TURN}]  # fmt: skip
+
+
+def test_generate_batches_do_not_change_greedy_answers():
+    from tunixkit import evaluation, models
+
+    loaded = models.load_model("tiny-gemma3-sft", verbose=False)
+    questions = [r["question"] for r in data.to_records(testing.synthetic_gsm8k(6, seed=5), "synthetic",
+                                                        verbose=False)[0]]  # fmt: skip
+    prompts = [data.format_prompt(q) for q in questions]
+    cfg = evaluation.EvalConfig(max_prompt_length=96, max_generation_steps=32, batch_size=4)
+    batched = evaluation.generate(loaded, prompts, cfg, progress=False, logprobs=True)
+    single = [evaluation.generate(loaded, [p], cfg, progress=False)[0] for p in prompts[:2]]
+    assert [g.text for g in batched[:2]] == [g.text for g in single]
+    assert all(g.mean_logprob is not None and g.mean_logprob <= 0 for g in batched)
+    assert single[0].mean_logprob is None

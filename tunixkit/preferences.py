@@ -36,11 +36,14 @@ def on_policy_pairs(
 ) -> list[Pair]:
     """One pair per question from ``samples`` sampled answers: a correct, well-formatted one is
     *chosen*, a wrong, badly formatted or truncated one *rejected* (a format error before a wrong
-    number: it is the unambiguous failure). When no sample is correct, the
-    reference solution in the reasoning format is chosen (``gold_fallback``); questions without a
-    pair are counted."""
+    number: it is the unambiguous failure). Of several correct answers the most likely one (mean
+    token log-probability) is chosen: at a high temperature a right number can sit in garbled
+    reasoning. When no sample is correct, the reference solution in the reasoning format is chosen
+    (``gold_fallback``); questions without a pair are counted."""
     prompts = [data.format_prompt(r["question"], config.system_prompt) for r in records]
-    gens = evaluation.generate(loaded, [p for p in prompts for _ in range(samples)], config)
+    gens = evaluation.generate(
+        loaded, [p for p in prompts for _ in range(samples)], config, logprobs=True
+    )
     pairs: list[Pair] = []
     all_right = all_wrong = 0
     for i, r in enumerate(records):
@@ -48,7 +51,8 @@ def on_policy_pairs(
         cats = [evaluation.categorize(g.text, r["answer"], g.truncated) for g in group]
         # The sampler drops the stop token; put it back where the answer stopped on its own.
         texts = [g.text + ("" if g.truncated else data.END_OF_TURN) for g in group]
-        good = [t for t, c in zip(texts, cats, strict=True) if c == "correct"]
+        good = [t for _, t in sorted((-g.mean_logprob, t) for g, t, c in zip(group, texts, cats, strict=True)
+                                     if c == "correct")]  # fmt: skip
         # The clearest failure is rejected: format errors first, a wrong number last.
         bad = [t for _, t in sorted((_REJECT_ORDER[c], t) for t, c in zip(texts, cats, strict=True)
                                     if c != "correct")]  # fmt: skip
