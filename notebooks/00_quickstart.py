@@ -34,15 +34,11 @@ MODEL_PATH = None  # with SOURCE="local": a folder with config.json, *.safetenso
 
 # %%
 import json
-import pathlib
 import time
 
 from tunixkit import evaluation, models, recipes, runtime
 
-rt = runtime.resolve(PROFILE)
-recipe = recipes.Quickstart.for_runtime(rt)
-out_dir = pathlib.Path(OUTPUT_DIR).resolve()
-out_dir.mkdir(parents=True, exist_ok=True)
+rt, recipe, out_dir, started = recipes.start(recipes.Quickstart, PROFILE, OUTPUT_DIR)
 recipe
 
 # %% [markdown]

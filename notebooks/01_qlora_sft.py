@@ -46,7 +46,6 @@ BUDGET_HOURS = None  # training wall-clock budget; None: the profile's default
 # %%
 import dataclasses
 import json
-import pathlib
 import time
 
 from IPython.display import Markdown, display
@@ -54,13 +53,9 @@ from tunix.sft import peft_trainer
 
 from tunixkit import data, evaluation, models, recipes, runtime, training
 
-rt = runtime.resolve(PROFILE)
-recipe = recipes.SFT.for_runtime(rt)
-overrides = {"model_id": MODEL_ID, "qlora": QLORA, "budget_hours": BUDGET_HOURS}
-recipe = dataclasses.replace(recipe, **{k: v for k, v in overrides.items() if v is not None})
-out_dir = pathlib.Path(OUTPUT_DIR).resolve()
-out_dir.mkdir(parents=True, exist_ok=True)
-started = time.perf_counter()
+rt, recipe, out_dir, started = recipes.start(
+    recipes.SFT, PROFILE, OUTPUT_DIR, model_id=MODEL_ID, qlora=QLORA, budget_hours=BUDGET_HOURS
+)
 recipe
 
 # %% [markdown]

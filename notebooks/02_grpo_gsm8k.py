@@ -46,20 +46,15 @@ USE_RUBRIC = False  # add the example rubric reward defined below
 # %%
 import dataclasses
 import json
-import pathlib
 import time
 
 from IPython.display import Markdown, display
 
 from tunixkit import data, evaluation, models, recipes, rewards, rl, runtime, training
 
-rt = runtime.resolve(PROFILE)
-recipe = recipes.GRPO.for_runtime(rt)
-if BUDGET_HOURS is not None:
-    recipe = dataclasses.replace(recipe, budget_hours=BUDGET_HOURS)
-out_dir = pathlib.Path(OUTPUT_DIR).resolve()
-out_dir.mkdir(parents=True, exist_ok=True)
-started = time.perf_counter()
+rt, recipe, out_dir, started = recipes.start(
+    recipes.GRPO, PROFILE, OUTPUT_DIR, budget_hours=BUDGET_HOURS
+)
 recipe
 
 # %% [markdown]

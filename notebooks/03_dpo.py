@@ -52,7 +52,6 @@ BUDGET_HOURS = None  # training wall-clock budget; None: the profile's default
 # %%
 import dataclasses
 import json
-import pathlib
 import time
 
 from IPython.display import Markdown, display
@@ -60,13 +59,9 @@ from tunix.sft.dpo import dpo_trainer
 
 from tunixkit import data, evaluation, models, preferences, recipes, runtime, training
 
-rt = runtime.resolve(PROFILE)
-recipe = recipes.DPO.for_runtime(rt)
-overrides = {"algorithm": ALGORITHM, "budget_hours": BUDGET_HOURS}
-recipe = dataclasses.replace(recipe, **{k: v for k, v in overrides.items() if v is not None})
-out_dir = pathlib.Path(OUTPUT_DIR).resolve()
-out_dir.mkdir(parents=True, exist_ok=True)
-started = time.perf_counter()
+rt, recipe, out_dir, started = recipes.start(
+    recipes.DPO, PROFILE, OUTPUT_DIR, algorithm=ALGORITHM, budget_hours=BUDGET_HOURS
+)
 recipe
 
 # %% [markdown]

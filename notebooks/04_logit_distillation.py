@@ -40,9 +40,7 @@ DATA_SOURCE = "hf"  # full profile GSM8K: "hf", "tfds" or "kaggle"
 BUDGET_HOURS = None  # training wall-clock budget; None: the profile's default
 
 # %%
-import dataclasses
 import json
-import pathlib
 import time
 
 from IPython.display import Markdown, display
@@ -50,13 +48,9 @@ from tunix.distillation import distillation_trainer
 
 from tunixkit import data, distill, evaluation, models, recipes, runtime, training
 
-rt = runtime.resolve(PROFILE)
-recipe = recipes.Distill.for_runtime(rt)
-if BUDGET_HOURS is not None:
-    recipe = dataclasses.replace(recipe, budget_hours=BUDGET_HOURS)
-out_dir = pathlib.Path(OUTPUT_DIR).resolve()
-out_dir.mkdir(parents=True, exist_ok=True)
-started = time.perf_counter()
+rt, recipe, out_dir, started = recipes.start(
+    recipes.Distill, PROFILE, OUTPUT_DIR, budget_hours=BUDGET_HOURS
+)
 recipe
 
 # %% [markdown]

@@ -38,17 +38,13 @@ LIMIT = None  # evaluate only the first LIMIT questions (None: all)
 
 # %%
 import json
-import pathlib
 
 from IPython.display import Markdown, display
 
 from tunixkit import evaluation, models, recipes, runtime
 
-rt = runtime.resolve(PROFILE)
-recipe = recipes.MathEval.for_runtime(rt)
+rt, recipe, out_dir, started = recipes.start(recipes.MathEval, PROFILE, OUTPUT_DIR)
 to_evaluate = MODELS or recipe.models
-out_dir = pathlib.Path(OUTPUT_DIR).resolve()
-out_dir.mkdir(parents=True, exist_ok=True)
 recipe
 
 # %%

@@ -9,15 +9,54 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import time
+from typing import Any, NamedTuple
 
 from tunixkit import data, evaluation, rl, testing
-from tunixkit.runtime import Runtime
+from tunixkit.runtime import Runtime, resolve
 
 
 class _Presets:
     @classmethod
     def for_runtime(cls, rt: Runtime):
         return cls.smoke() if rt.smoke else cls.full()
+
+
+class Start(NamedTuple):
+    """What a notebook's first cell needs: ``rt, recipe, out_dir, started = recipes.start(...)``."""
+
+    rt: Runtime
+    recipe: Any
+    out_dir: pathlib.Path
+    started: float  # time.perf_counter() at the start, for summary.json's "seconds"
+
+
+def start(preset: type[_Presets], profile: str | None, output_dir: str | pathlib.Path, *,
+          verbose: bool = True, **overrides: Any) -> Start:  # fmt: skip
+    """Resolve the profile, pick ``preset``'s smoke or full recipe, apply the notebook parameters
+    that are not None (``overrides``, by field name) and create ``output_dir``; prints the runtime
+    banner unless ``verbose`` is False.
+
+    >>> started = start(Quickstart, "smoke", "/tmp/tunixkit_doctest", verbose=False, num_questions=None)
+    >>> started.recipe.num_questions
+    4
+    >>> start(Quickstart, "smoke", "/tmp/tunixkit_doctest", verbose=False, num_question=2)
+    Traceback (most recent call last):
+    ...
+    TypeError: Quickstart has no field 'num_question'; its fields: model_id, num_questions, eval
+    """
+    rt = resolve(profile, verbose=verbose)
+    recipe = preset.for_runtime(rt)
+    fields = [f.name for f in dataclasses.fields(recipe)]
+    for name in overrides:
+        if name not in fields:
+            raise TypeError(
+                f"{preset.__name__} has no field {name!r}; its fields: {', '.join(fields)}"
+            )
+    recipe = dataclasses.replace(recipe, **{k: v for k, v in overrides.items() if v is not None})
+    out_dir = pathlib.Path(output_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return Start(rt, recipe, out_dir, time.perf_counter())
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
