@@ -20,16 +20,16 @@
 #
 # Pairs come from one of two sources:
 # - **on-policy** (default, offline): the model answers GSM8K training questions several times; a
-#   correct, well-formatted answer is chosen (the reference solution when none is), a wrong or badly
-#   formatted one is rejected;
+#   correct, well-formatted answer is chosen (the likeliest of several; the reference solution when
+#   none is), a wrong or badly formatted one is rejected (a format error before a wrong number);
 # - **a preference dataset** (`PAIRS = "<HF dataset id or file>"`, with its column names in `FIELDS`),
 #   e.g. a math preference set or UltraFeedback binarized.
 #
 # | | smoke (CPU, CI) | full (TPU/GPU) |
 # |---|---|---|
 # | model | `tiny-gemma3-sft`, full fine-tuning | `gemma-3-1b-it` + LoRA rank 64 (or 01's export via `MODEL_PATH`) |
-# | pairs | 1,500 synthetic questions x 4 samples at T=1.5 | 2,000 GSM8K questions x 4 samples at T=1.0 |
-# | training | 150 steps x 16 pairs, beta 0.5, lr 1e-4 | up to 1,000 steps x 8 pairs, beta 0.1, lr 3e-5, clip 0.1, 6 h budget |
+# | pairs | 1,000 synthetic questions x 3 samples at T=1.5 | 2,000 GSM8K questions x 4 samples at T=1.0 |
+# | training | 100 steps x 16 pairs, beta 0.5, lr 1e-4 | up to 1,000 steps x 8 pairs, beta 0.1, lr 3e-5, clip 0.1, 6 h budget |
 #
 # **Held-out preference accuracy** is measured on pairs built from *test* questions: the share of pairs
 # where the policy's implicit DPO reward, `beta * (log pi/pi_ref)`, is higher for chosen than for

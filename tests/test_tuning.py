@@ -1,5 +1,6 @@
 """Preference tokenization, metrics on disk, distillation's vocabulary check, dataset columns."""
 
+import dataclasses
 import types
 
 import numpy as np
@@ -71,9 +72,8 @@ def test_on_policy_pairs_choose_the_likeliest_correct_and_a_format_error(monkeyp
                evaluation.Generation(good, 9, False, -0.2)]  # fmt: skip
     monkeypatch.setattr(evaluation, "generate", lambda *a, **k: samples)
     record = {"question": "2 + 2?", "answer": "4", "solution": "2 + 2 = 4"}
-    pairs = preferences.on_policy_pairs(
-        None, [record], evaluation.EvalConfig.smoke(), samples=4, verbose=False
-    )
+    config = dataclasses.replace(evaluation.EvalConfig.smoke(), temperature=1.5)
+    pairs = preferences.on_policy_pairs(None, [record], config, samples=4, verbose=False)
     assert pairs == [{"prompt": data.format_prompt("2 + 2?"), "chosen": good + data.END_OF_TURN,
                       "rejected": "4" + data.END_OF_TURN}]  # fmt: skip
 

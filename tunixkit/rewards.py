@@ -19,7 +19,8 @@ from typing import Any
 from tunixkit.answers import extract_answer, last_number, numbers_equal, parse_number
 
 FORMAT_RE = re.compile(
-    r"^\s*<reasoning>(?:(?!</?reasoning>).)+?</reasoning>\s*<answer>(?:(?!</?answer>).)+?</answer>\s*(?:<end_of_turn>)?\s*$",
+    r"^\s*<reasoning>(?:(?!</?(?:reasoning|answer)>).)+?</reasoning>\s*"
+    r"<answer>(?:(?!</?(?:reasoning|answer)>).)+?</answer>\s*(?:<end_of_turn>)?\s*$",
     re.S,
 )
 BOUNDS = {"format_exact": (0.0, 3.0), "format_approx": (-2.0, 2.0), "answer_match": (-1.0, 3.0),
@@ -32,6 +33,8 @@ def has_format(completion: str) -> bool:
 
     >>> has_format("<reasoning>x</reasoning><answer>1</answer>"), has_format("<answer>1</answer>")
     (True, False)
+    >>> has_format("<reasoning>x <answer>2</reasoning><answer>1</answer>")  # a tag inside a block
+    False
     """
     return bool(FORMAT_RE.match(completion or ""))
 
