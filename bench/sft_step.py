@@ -48,7 +48,7 @@ def one_mode(mode: str, shape: str, steps: int, batch: int, seq: int, rank: int)
     import numpy as np
     from tunix.sft import peft_trainer
 
-    from tunixkit import models, runtime, testing, training
+    from tunixkit import models, runlog, runtime, testing, training
 
     cfg = _config(shape)
     model = testing.random_gemma3(cfg, 0, embedding_std=0.1)
@@ -64,7 +64,7 @@ def one_mode(mode: str, shape: str, steps: int, batch: int, seq: int, rank: int)
                for i in range(0, len(items), batch)]  # fmt: skip
     times: list[float] = []
 
-    class Clock(training.MetricsFile):  # step boundaries from tunix's own hook
+    class Clock(runlog.MetricsFile):  # step boundaries from tunix's own hook
         def on_train_step_end(self, train_ctx, train_step, train_loss) -> None:
             jax.block_until_ready(train_loss)
             times.append(time.perf_counter())

@@ -51,7 +51,7 @@ import time
 from IPython.display import Markdown, display
 from tunix.sft import peft_trainer
 
-from tunixkit import data, evaluation, models, recipes, runtime, training
+from tunixkit import data, evaluation, models, recipes, runlog, runtime, training
 
 rt, recipe, out_dir, started = recipes.start(
     recipes.SFT, PROFILE, OUTPUT_DIR, model_id=MODEL_ID, qlora=QLORA, budget_hours=BUDGET_HOURS
@@ -121,8 +121,8 @@ trained = training.run(trainer, batches, eval_batches, mesh=mesh, metrics_file=o
 peak_bytes, peak_what = runtime.peak_memory()
 
 # %%
-metrics = training.read_metrics(out_dir / "metrics.jsonl")
-fig = training.plot_metrics(metrics, out_dir / "loss.png", title=f"SFT, {recipe.model_id}")
+metrics = runlog.read_metrics(out_dir / "metrics.jsonl")
+fig = runlog.plot_metrics(metrics, out_dir / "loss.png", title=f"SFT, {recipe.model_id}")
 eval_steps, eval_losses = metrics["eval"]["loss"]
 print(
     f"eval loss {eval_losses[0]:.3f} (step {eval_steps[0]}) -> {eval_losses[-1]:.3f} (step {eval_steps[-1]})"
@@ -179,7 +179,7 @@ summary = {
     "eval_loss_first": float(eval_losses[0]),
     "eval_loss_last": float(eval_losses[-1]),
     "eval_loss_steps": [int(eval_steps[0]), int(eval_steps[-1])],
-    "weights_digest": training.digest(model),
+    "weights_digest": runlog.digest(model),
     "memory": memory,
     "eval": {"before": before.summary(), "after": after.summary()},
     "exports": {k: str(v) for k, v in exports.items()},

@@ -57,7 +57,7 @@ import time
 from IPython.display import Markdown, display
 from tunix.sft.dpo import dpo_trainer
 
-from tunixkit import data, evaluation, models, preferences, recipes, runtime, training
+from tunixkit import data, evaluation, models, preferences, recipes, runlog, runtime, training
 
 rt, recipe, out_dir, started = recipes.start(
     recipes.DPO, PROFILE, OUTPUT_DIR, algorithm=ALGORITHM, budget_hours=BUDGET_HOURS
@@ -146,8 +146,8 @@ trained = training.run(trainer, batches, heldout, mesh=mesh, metrics_file=out_di
                        metric_names=names, budget_seconds=recipe.budget_hours * 3600)  # fmt: skip
 
 # %%
-metrics = training.read_metrics(out_dir / "metrics.jsonl")
-fig = training.plot_metrics(metrics, out_dir / "curves.png", names=names,
+metrics = runlog.read_metrics(out_dir / "metrics.jsonl")
+fig = runlog.plot_metrics(metrics, out_dir / "curves.png", names=names,
                             title=f"{recipe.algorithm.upper()}, {recipe.model_id}")  # fmt: skip
 
 # %% [markdown]

@@ -46,7 +46,7 @@ import time
 from IPython.display import Markdown, display
 from tunix.distillation import distillation_trainer
 
-from tunixkit import data, distill, evaluation, models, recipes, runtime, training
+from tunixkit import data, distill, evaluation, models, recipes, runlog, runtime, training
 
 rt, recipe, out_dir, started = recipes.start(
     recipes.Distill, PROFILE, OUTPUT_DIR, budget_hours=BUDGET_HOURS
@@ -117,8 +117,8 @@ trained = training.run(trainer, batches, heldout, mesh=mesh, metrics_file=out_di
                        on_eval=heldout_losses, budget_seconds=recipe.budget_hours * 3600)  # fmt: skip
 
 # %%
-metrics = training.read_metrics(out_dir / "metrics.jsonl")
-fig = training.plot_metrics(metrics, out_dir / "losses.png", names=("loss", "soft", "student_loss", "kl"),
+metrics = runlog.read_metrics(out_dir / "metrics.jsonl")
+fig = runlog.plot_metrics(metrics, out_dir / "losses.png", names=("loss", "soft", "student_loss", "kl"),
                             title=f"{recipe.teacher_id} -> {recipe.student_id}  (held-out: soft, hard = student_loss, KL)")  # fmt: skip
 
 # %% [markdown]

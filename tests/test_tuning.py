@@ -6,7 +6,7 @@ import types
 import numpy as np
 import pytest
 
-from tunixkit import data, distill, preferences, testing, training
+from tunixkit import data, distill, preferences, runlog, testing
 
 
 def test_preference_tokens_follow_the_prompt_without_a_second_bos():
@@ -24,12 +24,12 @@ def test_metrics_file_rows_dedupe_by_step_and_bad_lines_name_the_line(tmp_path):
     path = tmp_path / "metrics.jsonl"
     path.write_text('{"mode": "eval", "step": 0, "loss": 3.0}\n{"mode": "train", "step": 1, "loss": 2.0}\n'
                     '{"mode": "eval", "step": 0, "loss": 2.5}\n')  # fmt: skip
-    m = training.read_metrics(path)
+    m = runlog.read_metrics(path)
     steps, values = m["eval"]["loss"]
     assert steps.tolist() == [0] and values.tolist() == [2.5]
     path.write_text(path.read_text() + "not json\n")
     with pytest.raises(ValueError, match=r"metrics.jsonl:4"):
-        training.read_metrics(path)
+        runlog.read_metrics(path)
 
 
 def _lm(model_id, vocab, tok):
@@ -55,10 +55,10 @@ def test_digest_changes_with_weights():
 
     cfg = testing.gemma3_config(testing.load_tokenizer().GetPieceSize())
     model = testing.random_gemma3(cfg, 0)
-    before = training.digest(model)
+    before = runlog.digest(model)
     emb = model.embedder.input_embedding
     emb.value = emb.value + jnp.asarray(np.float32(1e-3))
-    assert training.digest(model) != before and len(before) == 16
+    assert runlog.digest(model) != before and len(before) == 16
 
 
 def test_on_policy_pairs_choose_the_likeliest_correct_and_a_format_error(monkeypatch):

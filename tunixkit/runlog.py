@@ -1,0 +1,126 @@
+"""What a training run leaves on disk: its metrics across resumed sessions, their plot, a weights digest.
+
+- :class:`MetricsFile`: a tunix ``TrainingHooks`` that appends every logged step to
+  ``OUTPUT_DIR/metrics.jsonl`` (tunix keeps its history in memory only, so a resumed run's curves
+  would start at the resume);
+- :func:`read_metrics` / :func:`plot_metrics`: that file as arrays, and as train/eval curves (PNG);
+- :func:`digest`: a fingerprint of the trained weights (did a resumed run end where a straight one did?).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from tunix.sft import hooks
+
+
+class MetricsFile(hooks.TrainingHooks):
+    """A tunix ``TrainingHooks`` that appends each logged step's metrics to a JSONL file.
+
+    tunix keeps its metric history in memory; this file survives a restart, so curves and
+    first/last figures span every session of a resumed run. Rows: ``{"mode", "step", <name>: value}``
+    with the latest value of each of ``names`` that the trainer logged (``loss`` by default; DPO adds
+    ``rewards/margin`` and ``rewards/accuracy``).
+    """
+
+    def __init__(
+        self,
+        path: str | pathlib.Path,
+        names: Sequence[str] = ("loss",),
+        on_eval: Callable[[], dict[str, float]] | None = None,
+    ) -> None:
+        self.path, self.names, self.on_eval = pathlib.Path(path), tuple(names), on_eval
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def _write(self, trainer: Any, mode: str, step: int) -> None:
+        log, prefix = trainer.metrics_logger, trainer.metrics_prefix
+        row: dict[str, Any] = {"mode": mode, "step": int(step)}
+        for name in self.names:
+            if log.metric_exists(prefix, name, mode):
+                row[name] = float(np.asarray(log.get_metric_history(prefix, name, mode))[-1])
+        if mode == "eval" and self.on_eval is not None:
+            row |= {k: float(v) for k, v in self.on_eval().items()}
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
+
+    def on_train_step_end(self, train_ctx: Any, train_step: int, train_loss: Any) -> None:
+        self._write(train_ctx, "train", train_step)
+
+    def on_eval_step_end(self, train_ctx: Any, eval_loss: Any) -> None:
+        self._write(train_ctx, "eval", train_ctx.train_steps)
+
+    def on_train_start(self, train_ctx: Any) -> None: ...
+    def on_train_end(self, train_ctx: Any) -> None: ...
+    def on_train_step_start(self, train_ctx: Any) -> None: ...
+    def on_eval_step_start(self, train_ctx: Any) -> None: ...
+
+
+def read_metrics(path: str | pathlib.Path) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """``{mode: {name: (steps, values)}}`` from a :class:`MetricsFile`, sorted by step; a step logged
+    twice (a resumed run repeats the evaluation at its start) keeps its last value."""
+    table: dict[str, dict[str, dict[int, float]]] = {}
+    path = pathlib.Path(path)
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    for n, line in enumerate(lines, 1):
+        try:
+            row = json.loads(line)
+            mode, step = row.pop("mode"), int(row.pop("step"))
+        except (ValueError, KeyError) as e:
+            raise ValueError(f"{path}:{n}: not a metrics row ({e}): {line[:80]!r}") from e
+        for name, value in row.items():
+            table.setdefault(mode, {}).setdefault(name, {})[step] = float(value)
+    return {mode: {name: (np.array(sorted(v)), np.array([v[s] for s in sorted(v)]))
+                   for name, v in names.items()} for mode, names in table.items()}  # fmt: skip
+
+
+def plot_metrics(
+    metrics: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]],
+    path: str | pathlib.Path,
+    *,
+    names: Sequence[str] = ("loss",),
+    title: str = "",
+):
+    """One panel per metric name, train and eval curves together; saved to ``path`` (PNG)."""
+    import matplotlib.pyplot as plt
+
+    shown = [n for n in names if any(n in metrics.get(m, {}) for m in ("train", "eval"))]
+    fig, axes = plt.subplots(
+        1, max(len(shown), 1), figsize=(5 * max(len(shown), 1), 3.6), squeeze=False
+    )
+    for ax, name in zip(axes[0], shown, strict=False):
+        for mode, style in (("train", "-"), ("eval", "o-")):
+            if name in metrics.get(mode, {}):
+                steps, values = metrics[mode][name]
+                ax.plot(steps, values, style, label=mode, markersize=4, alpha=0.9)
+        ax.set(title=name, xlabel="step")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return fig
+
+
+def digest(model, *, trainable_only: bool = True) -> str:
+    """SHA-256 (first 16 hex digits) of a model's parameters in path order: LoRA params when it has
+    any, else all params. Equal digests mean bit-identical weights (e.g. a resumed run ended where an
+    uninterrupted one did)."""
+    import hashlib
+
+    import jax
+    from flax import nnx
+
+    state = nnx.state(model, nnx.LoRAParam) if trainable_only else nnx.state(model, nnx.Param)
+    if trainable_only and not jax.tree.leaves(state):
+        state = nnx.state(model, nnx.Param)
+    h = hashlib.sha256()
+    for path, leaf in sorted(
+        jax.tree_util.tree_flatten_with_path(state)[0], key=lambda kv: str(kv[0])
+    ):
+        h.update(str(path).encode())
+        h.update(np.ascontiguousarray(jax.device_get(leaf)).tobytes())
+    return h.hexdigest()[:16]
