@@ -1,0 +1,209 @@
+"""GRPO step time: tunixkit's ``rl.build_grpo`` against a plain tunix script with the same config.
+
+Three variants, each in its own process, on the same model, prompts, rewards and hyper-parameters
+(the smoke profile's GRPO settings unless overridden):
+
+- ``tunixkit``: ``rl.build_grpo`` as notebook 02 calls it (rollouts stop at EOS and ``<end_of_turn>``);
+- ``plain``: the upstream demo's code written out by hand (optax chain, ``ClusterConfig``,
+  ``RolloutConfig``, ``GRPOLearner``) with the same stop tokens: the reference for ``overhead_ratio``;
+- ``plain-upstream``: the same script with the ``RolloutConfig`` of the upstream demo, which passes no
+  ``eos_tokens`` (the tokenizer's EOS only), so rollouts run past ``<end_of_turn>``.
+
+Step times are the intervals between consecutive rollouts (one per step), median after the first
+two (compilation). Every rollout is recorded: ``tokens_after_end_of_turn`` counts the completion
+tokens that follow the first ``<end_of_turn>`` (GRPO trains on them and the rewards read them).
+The model is loaded through tunixkit in every variant; only the GRPO setup differs.
+
+    .venv/bin/python bench/grpo_step.py                   # tiny-gemma3-sft, 14 steps per variant
+    .venv/bin/python bench/grpo_step.py --model gemma-3-1b --generation-steps 768  # GPU/TPU, random
+
+Writes ``bench/results/grpo_step.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+VARIANTS = ("tunixkit", "plain", "plain-upstream")
+
+
+def _model(name: str, mesh):
+    from tunixkit import models, testing
+
+    if name != "gemma-3-1b":
+        return models.load_model(name, mesh=mesh, verbose=False)
+    from tunix.models.gemma3 import model as g3
+
+    tiny = models.load_model("tiny-gemma3", mesh=mesh, verbose=False)
+    cfg = dataclasses.replace(g3.ModelConfig.gemma3_1b_it(), num_embed=tiny.config.num_embed)
+    return dataclasses.replace(tiny, model=testing.random_gemma3(cfg, 0, embedding_std=0.1),
+                               config=cfg, model_id="random gemma-3-1b shape")  # fmt: skip
+
+
+def plain_learner(actor, reference, tokenizer, mesh, s, reward_fns, out: pathlib.Path, eos_tokens):
+    """The upstream GRPO demo's setup, by hand, with tunixkit's hyper-parameters ``s``."""
+    import optax
+    import orbax.checkpoint as ocp
+    from tunix.rl import rl_cluster as rl_cluster_lib
+    from tunix.rl.grpo.grpo_learner import GRPOConfig, GRPOLearner
+    from tunix.rl.rollout import base_rollout
+    from tunix.sft import metrics_logger
+
+    schedule = optax.schedules.warmup_cosine_decay_schedule(
+        init_value=0.0, peak_value=s.learning_rate, warmup_steps=max(1, int(s.warmup_ratio * s.num_steps)),
+        decay_steps=s.num_steps, end_value=0.1 * s.learning_rate,
+    )  # fmt: skip
+    optimizer = optax.chain(
+        optax.clip_by_global_norm(max_norm=s.clip_norm),
+        optax.adamw(learning_rate=schedule, b1=0.9, b2=0.99, weight_decay=s.weight_decay),
+    )
+    rollout = dict(max_tokens_to_generate=s.max_generation_steps, max_prompt_length=s.max_prompt_length,
+                   kv_cache_size=s.max_prompt_length + s.max_generation_steps + 16,
+                   temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed)  # fmt: skip
+    if eos_tokens is not None:
+        rollout["eos_tokens"] = list(eos_tokens)
+    config = rl_cluster_lib.ClusterConfig(
+        role_to_mesh={rl_cluster_lib.Role.ACTOR: mesh, rl_cluster_lib.Role.REFERENCE: mesh,
+                      rl_cluster_lib.Role.ROLLOUT: mesh},
+        rollout_engine="vanilla", offload_to_cpu=False,
+        training_config=rl_cluster_lib.RLTrainingConfig(
+            actor_optimizer=optimizer, eval_every_n_steps=10**9, max_steps=s.num_steps,
+            mini_batch_size=s.batch_size, train_micro_batch_size=s.batch_size,
+            rollout_micro_batch_size=s.batch_size, compute_logps_micro_batch_size=s.batch_size,
+            metrics_logging_options=metrics_logger.MetricsLoggerOptions(log_dir=str(out / "tb"), flush_every_n_steps=10),
+            checkpoint_root_directory=str(out / "ckpt"),
+            checkpointing_options=ocp.CheckpointManagerOptions(save_interval_steps=s.checkpoint_every, max_to_keep=2),
+        ),
+        rollout_config=base_rollout.RolloutConfig(**rollout),
+    )  # fmt: skip
+    cluster = rl_cluster_lib.RLCluster(actor=actor, reference=reference, tokenizer=tokenizer,
+                                       cluster_config=config)  # fmt: skip
+    algo = GRPOConfig(num_generations=s.num_generations, num_iterations=s.num_iterations, beta=s.beta,
+                      epsilon=s.epsilon)  # fmt: skip
+    return GRPOLearner(rl_cluster=cluster, algo_config=algo, reward_fns=list(reward_fns)), cluster
+
+
+def one_variant(variant: str, model_name: str, steps: int, generation_steps: int | None) -> dict:
+    import grain
+    import jax
+    import numpy as np
+
+    from tunixkit import data, recipes, rewards, rl, runtime, testing
+
+    settings = recipes.GRPO.smoke().grpo
+    settings = dataclasses.replace(settings, num_steps=steps, checkpoint_every=10**6,
+                                   max_generation_steps=generation_steps or settings.max_generation_steps)  # fmt: skip
+    mesh = runtime.make_mesh()
+    reference = _model(model_name, mesh)
+    actor = _model(model_name, mesh).model
+    tok = reference.tokenizer
+    eot = (
+        tok.PieceToId(data.END_OF_TURN)
+        if hasattr(tok, "PieceToId")
+        else tok.convert_tokens_to_ids(data.END_OF_TURN)
+    )
+    records = data.to_records(testing.synthetic_gsm8k(steps * settings.batch_size, seed=3, max_operand=9),
+                              "synthetic", verbose=False)[0]  # fmt: skip
+    items = [{"prompts": data.format_prompt(r["question"]), "question": r["question"], "answer": r["answer"]}
+             for r in records]  # fmt: skip
+    batches = grain.MapDataset.source(items).batch(settings.batch_size, drop_remainder=True)
+    out = pathlib.Path(tempfile.mkdtemp(prefix=f"grpo_step_{variant}_"))
+    if variant == "tunixkit":
+        learner, cluster = rl.build_grpo(actor, reference.model, reference.tokenizer, mesh=mesh, settings=settings,
+                                         reward_fns=rewards.DEFAULT_REWARDS, output_dir=out,
+                                         eos_ids=reference.eos_ids, vocab_size=reference.config.num_embed)  # fmt: skip
+    else:
+        settings = dataclasses.replace(
+            settings, top_k=min(settings.top_k, reference.config.num_embed)
+        )
+        learner, cluster = plain_learner(actor, reference.model, reference.tokenizer, mesh, settings,
+                                         rewards.DEFAULT_REWARDS, out,
+                                         reference.eos_ids if variant == "plain" else None)  # fmt: skip
+    stamps: list[float] = []
+    lengths: list[int] = []
+    after_eot: list[int] = []
+    generate = cluster.generate
+
+    def recorded(*args, **kwargs):  # one rollout per step: its start marks the step boundary
+        stamps.append(time.perf_counter())
+        result = generate(*args, **kwargs)
+        for toks in result.tokens:
+            toks = np.asarray(toks).tolist()
+            lengths.append(len(toks))
+            after_eot.append(len(toks) - toks.index(eot) - 1 if eot in toks else 0)
+        return result
+
+    cluster.generate = recorded
+    learner.train(batches)
+    stamps.append(time.perf_counter())
+    step_times = np.diff(stamps)[2:]
+    return {"variant": variant, "model": reference.model_id, "steps": len(stamps) - 1,
+            "median_step_s": float(np.median(step_times)), "mean_step_s": float(np.mean(step_times)),
+            "completions": len(lengths), "mean_completion_tokens": float(np.mean(lengths)),
+            "tokens_after_end_of_turn": int(np.sum(after_eot)),
+            "completions_past_end_of_turn": int(np.sum(np.asarray(after_eot) > 0)),
+            "settings": {k: v for k, v in dataclasses.asdict(settings).items()
+                         if k in ("batch_size", "num_generations", "max_generation_steps", "beta")},
+            "device": f"{jax.devices()[0].device_kind} x{jax.device_count()}"}  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--model", default="tiny-gemma3-sft", help="a tunixkit model id, or gemma-3-1b (random)"
+    )
+    ap.add_argument("--steps", type=int, default=14)
+    ap.add_argument(
+        "--generation-steps", type=int, help="rollout length (default: the smoke profile's)"
+    )
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(one_variant(args.child, args.model, args.steps, args.generation_steps)))
+        return
+    rows = {}
+    for variant in VARIANTS:
+        cmd = [
+            sys.executable,
+            __file__,
+            "--child",
+            variant,
+            "--model",
+            args.model,
+            "--steps",
+            str(args.steps),
+        ]
+        if args.generation_steps:
+            cmd += ["--generation-steps", str(args.generation_steps)]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode:
+            raise SystemExit(f"{variant} failed:\n{res.stderr[-3000:]}")
+        r = rows[variant] = json.loads(res.stdout.strip().splitlines()[-1])
+        print(f"{variant:15s} step {r['median_step_s'] * 1e3:8.1f} ms  completion tokens {r['mean_completion_tokens']:6.1f}  "
+              f"tokens after <end_of_turn> {r['tokens_after_end_of_turn']:6d} "
+              f"({r['completions_past_end_of_turn']}/{r['completions']} completions)")  # fmt: skip
+    ours, plain, upstream = (rows[v] for v in VARIANTS)
+    out = {"model": ours["model"], "device": ours["device"], "steps": args.steps,
+           "overhead_ratio": ours["median_step_s"] / plain["median_step_s"],
+           "speedup_vs_upstream_rollout": upstream["median_step_s"] / ours["median_step_s"],
+           "tokens_after_end_of_turn": ours["tokens_after_end_of_turn"],
+           "upstream_tokens_after_end_of_turn": upstream["tokens_after_end_of_turn"],
+           "rows": list(rows.values())}  # fmt: skip
+    print(f"overhead_ratio {out['overhead_ratio']:.3f} (target <= 1.05)   tokens_after_end_of_turn "
+          f"{out['tokens_after_end_of_turn']} (target 0; upstream rollout: {out['upstream_tokens_after_end_of_turn']})   "
+          f"step time vs upstream rollout: {out['speedup_vs_upstream_rollout']:.2f}x faster")  # fmt: skip
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "grpo_step.json").write_text(json.dumps(out, indent=2))
+    print(f"wrote {RESULTS / 'grpo_step.json'}")
+
+
+if __name__ == "__main__":
+    main()
