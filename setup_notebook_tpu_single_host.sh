@@ -5,14 +5,18 @@ set -euo pipefail
 usage() {
   cat <<'EOF'
 Usage: bash setup_notebook_tpu_single_host.sh [--run NOTEBOOK [-p NAME VALUE]...] [--test] [--jupyter] [--tpu]
+       bash setup_notebook_tpu_single_host.sh --kernel PYTHON
 
 Sets up tunixkit for the machine it finds:
   plain machine / TPU VM  creates .venv, installs the pinned requirements.txt and tunixkit (editable),
                           registers a Jupyter kernel "tunixkit", prints versions and JAX devices.
                           On a TPU VM (or with --tpu) it adds jax[tpu] matching the pinned jax.
-  Kaggle / Colab          installs tunixkit into the running Python without upgrading the
-                          preinstalled jax/libtpu, then checks the installed tunix has every API
-                          tunixkit calls (python -m tunixkit.doctor) and says what to run if not.
+  Kaggle / Colab          (or --kernel PYTHON: what every notebook's first cell runs) installs
+                          tunixkit into that running Python as a regular package (not editable: a
+                          running kernel sees it without a restart), adds the light dependencies it
+                          lacks with --no-deps, never upgrades the preinstalled jax/libtpu, then
+                          checks that the installed tunix offers every API tunixkit calls and has
+                          its own dependencies (python -m tunixkit.doctor), installing missing ones.
 Re-running skips what is already installed.
 
 Then:
@@ -27,7 +31,7 @@ EOF
 }
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-RUN_NB="" ; TEST=0 ; JUPYTER=0 ; TPU=0 ; PM_ARGS=()
+RUN_NB="" ; TEST=0 ; JUPYTER=0 ; TPU=0 ; PM_ARGS=() ; KERNEL_PY=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
@@ -36,22 +40,29 @@ while [[ $# -gt 0 ]]; do
     --test) TEST=1; shift ;;
     --jupyter) JUPYTER=1; shift ;;
     --tpu) TPU=1; shift ;;
+    --kernel) KERNEL_PY="${2:?--kernel needs the kernel's python}"; shift 2 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 
 say() { printf '\n[setup] %s\n' "$*"; }
 
-if [[ -n "${KAGGLE_KERNEL_RUN_TYPE:-}" ]] || python3 -c "import google.colab" 2>/dev/null; then
-  say "Kaggle/Colab detected: installing tunixkit into $(command -v python3) without touching jax/libtpu"
-  python3 -m pip install -q --no-deps -e "$ROOT"
+if [[ -z "$KERNEL_PY" ]] && { [[ -n "${KAGGLE_KERNEL_RUN_TYPE:-}" ]] || python3 -c "import google.colab" 2>/dev/null; }; then
+  KERNEL_PY="$(command -v python3)"
+fi
+pin() { grep -i "^$1==" "$ROOT/requirements.txt" || echo "$1"; }
+if [[ -n "$KERNEL_PY" ]]; then
+  PY="$KERNEL_PY"
+  say "installing tunixkit into $PY (not editable, --no-deps: jax/libtpu stay as they are)"
+  "$PY" -m pip install -q --no-deps --force-reinstall "$ROOT"
   # Light dependencies these images may lack; --no-deps so nothing upgrades jax.
   for pkg in humanize qwix grain safetensors sentencepiece; do
-    python3 -c "import ${pkg}" 2>/dev/null || python3 -m pip install -q --no-deps "$(grep -i "^${pkg}==" "$ROOT/requirements.txt" || echo "$pkg")"
+    "$PY" -c "import ${pkg}" 2>/dev/null || "$PY" -m pip install -q --no-deps "$(pin "$pkg")"
   done
-  python3 -c "import tunix" 2>/dev/null || python3 -m pip install -q --no-deps "google-tunix==0.1.7"
-  python3 -m tunixkit.doctor || { echo "[setup] fix the APIs above, then re-run this script" >&2; exit 1; }
-  PY=python3
+  "$PY" -c "import tunix" 2>/dev/null || "$PY" -m pip install -q --no-deps "$(pin google-tunix)"
+  fix="$("$PY" -m tunixkit.doctor --pins "$ROOT/requirements.txt" --missing-deps-line)"
+  if [[ -n "$fix" ]]; then say "tunix needs: $fix"; "$PY" -m $fix; fi
+  "$PY" -m tunixkit.doctor --pins "$ROOT/requirements.txt" || { echo "[setup] fix the APIs above, then re-run this script" >&2; exit 1; }
 else
   VENV="$ROOT/.venv"
   [[ -x "$VENV/bin/python" ]] || { say "creating $VENV"; python3 -m venv "$VENV"; }
@@ -75,7 +86,8 @@ else
   fi
 fi
 
-"$PY" - <<'EOF'
+# (Not in a kernel's Python: a second process must not grab the TPU the kernel holds.)
+[[ -n "$KERNEL_PY" ]] || "$PY" - <<'EOF'
 import importlib.metadata as md
 import jax
 vers = {p: md.version(p) for p in ("jax", "flax", "google-tunix", "qwix")}

@@ -97,7 +97,7 @@ def larger_random(tiny):
     shape = dataclasses.replace(testing.TINY_GEMMA3, num_layers=4, embed_dim=512, hidden_dim=2048,
                                 num_heads=8, head_dim=64)  # fmt: skip
     cfg = testing.gemma3_config(tiny.config.num_embed, shape)
-    return dataclasses.replace(tiny, model=testing.random_gemma3(cfg, 0, embedding_std=0.1), config=cfg,
+    return dataclasses.replace(tiny, model=testing.random_model(cfg, 0, embedding_std=0.1), config=cfg,
                                model_id="random-4x512")  # fmt: skip
 
 

@@ -44,7 +44,7 @@ def _model(name: str, mesh):
 
     tiny = models.load_model("tiny-gemma3", mesh=mesh, verbose=False)
     cfg = dataclasses.replace(g3.ModelConfig.gemma3_1b_it(), num_embed=tiny.config.num_embed)
-    return dataclasses.replace(tiny, model=testing.random_gemma3(cfg, 0, embedding_std=0.1),
+    return dataclasses.replace(tiny, model=testing.random_model(cfg, 0, embedding_std=0.1),
                                config=cfg, model_id="random gemma-3-1b shape")  # fmt: skip
 
 

@@ -51,7 +51,7 @@ def one_mode(mode: str, shape: str, steps: int, batch: int, seq: int, rank: int)
     from tunixkit import models, runlog, runtime, testing, training
 
     cfg = _config(shape)
-    model = testing.random_gemma3(cfg, 0, embedding_std=0.1)
+    model = testing.random_model(cfg, 0, embedding_std=0.1)
     if mode != "full":
         model = models.apply_lora(model, rank=rank, alpha=float(rank), qlora=mode == "qlora",
                                   tile_size=math.gcd(128, cfg.embed_dim, cfg.head_dim, cfg.hidden_dim), verbose=False)  # fmt: skip

@@ -11,51 +11,80 @@
 # ---
 
 # %% [markdown]
-# # 01 · LoRA / QLoRA SFT into the reasoning format
+# # 01 · QLoRA / LoRA SFT into the reasoning format
 #
-# Supervised fine-tuning with tunix's `PeftTrainer` and qwix LoRA adapters: the model learns to answer
-# as `<reasoning>...</reasoning><answer>...</answer>` from GSM8K's worked solutions. Set `QLORA = True`
-# to train the adapters over an nf4-quantised backbone (about a quarter of the backbone's bf16
-# memory). The result is a good starting point for 02_grpo_gsm8k (`MODEL_PATH = ".../export/hf"`).
+# Supervised fine-tuning with tunix's `PeftTrainer` and qwix adapters: the model learns to answer
+# as `<reasoning>...</reasoning><answer>...</answer>` from GSM8K's worked solutions. By default the
+# adapters train over an nf4-quantised backbone (QLoRA, about a quarter of the backbone's bf16
+# memory); `QLORA = False` trains plain LoRA. The result is a good starting point for
+# 02_grpo_gsm8k (`MODEL_PATH = ".../export/hf"`).
 #
 # | | smoke (CPU, CI) | full (TPU/GPU) |
 # |---|---|---|
-# | model | `tiny-gemma3` (random weights), LoRA rank 16 | `gemma-3-1b-it` (or `gemma-3-270m-it`), LoRA rank 64, alpha 64 |
+# | model | `tiny-gemma3` (random weights), QLoRA rank 16 | `gemma-3-1b-it` (or `gemma-2-2b-it`, `gemma-3-270m-it`), QLoRA rank 64 |
 # | data | synthetic GSM8K-style problems | GSM8K train (7,473 solutions), or any dataset via `DATASET` |
-# | steps | 150 x 16 examples | 930 x 16 (~2 epochs) within a 7 h budget |
+# | steps | 150 x 16 examples | 930 x 16 (~2 epochs), as many as the session allows |
 #
 # **Kaggle TPU v5e-8**: the mesh is `(8, 1)` over `("fsdp", "tp")`; each batch is split over the 8
-# cores. Checkpoints every `checkpoint_every` steps in `OUTPUT_DIR/checkpoints`: **run the notebook
-# again with the same `OUTPUT_DIR` and it resumes** (weights, optimizer and the data position).
+# cores. **Sessions**: one clock (`SESSION_HOURS`, 9 on Kaggle) from the first cell stops training
+# in time to checkpoint, export and evaluate. Checkpoints every `checkpoint_every` steps: run again
+# with the same `OUTPUT_DIR` and it resumes; in a new session set `RESUME_FROM` to the last one's
+# output (read-only is fine, e.g. under `/kaggle/input`).
 #
 # Results: `OUTPUT_DIR/summary.json`, `loss.png`, `eval.png`, `metrics.jsonl` (every logged loss, across
-# resumed sessions), predictions as JSONL, TensorBoard logs in `OUTPUT_DIR/tensorboard`, exports in
-# `OUTPUT_DIR/export/{hf,orbax}`.
+# sessions), predictions as JSONL, TensorBoard logs, exports in `OUTPUT_DIR/export/{hf,orbax}`.
+
+# %%
+# Install: makes `import tunixkit` work in this kernel (Kaggle, Colab) without a restart and without
+# touching the preinstalled jax/libtpu; does nothing where tunixkit is already importable.
+import importlib.util, os, site, subprocess, sys, sysconfig, time  # noqa: E401
+
+os.environ.setdefault("TUNIXKIT_SESSION_START", str(time.time()))  # the session clock starts here
+if importlib.util.find_spec("tunixkit") is None:
+    src = os.environ.get("TUNIXKIT_SOURCE", "https://github.com/tunixkit/tunixkit")
+    if not os.path.isdir(src):
+        subprocess.run(["git", "clone", "-q", "--depth=1", src, "/tmp/tunixkit"], check=True)
+        src = "/tmp/tunixkit"
+    subprocess.run(["bash", f"{src}/setup_notebook_tpu_single_host.sh", "--kernel", sys.executable], check=True)
+    for folder in (sysconfig.get_paths()["purelib"], site.getusersitepackages()):
+        if os.path.isdir(folder) and folder not in sys.path:
+            site.addsitedir(folder)
+    importlib.invalidate_caches()
 
 # %% tags=["parameters"]
 PROFILE = None  # "smoke", "full", or None for automatic ($TUNIXKIT_PROFILE, else by device)
 OUTPUT_DIR = "runs/01_qlora_sft"  # everything this notebook writes goes here
+SESSION_HOURS = None  # the session's hard limit; None: 9 on Kaggle, 12 on Colab, none elsewhere
+RESUME_FROM = None  # a previous session's OUTPUT_DIR (read-only is fine) to continue from
+START_FRESH = False  # True: move an OUTPUT_DIR made with other settings aside and start again
+MODEL_ID = None  # None: the profile's model; e.g. "gemma-2-2b-it", "gemma-3-270m-it"
 SOURCE = "auto"  # full profile: "auto" (Kaggle on Kaggle, else Hugging Face), "hf", "kaggle"
-MODEL_ID = None  # None: the profile's model; e.g. "gemma-3-270m-it"
-QLORA = None  # True: nf4 backbone (QLoRA); None: the profile's default (LoRA)
+NUM_STEPS = None  # optimizer steps; None: the profile's
+LEARNING_RATE = None  # peak learning rate; None: the profile's
+LORA_RANK = None  # adapter rank; None: the profile's
+QLORA = None  # False: plain LoRA (bf16 backbone); None: the profile's (QLoRA)
+EVAL_QUESTIONS = None  # test questions for the before/after evaluation; None: all
 DATA_SOURCE = "hf"  # full profile GSM8K: "hf", "tfds" or "kaggle"
 DATASET = None  # None: GSM8K in the reasoning format; or a HF dataset id / local file ...
 PROMPT_FIELD, RESPONSE_FIELD = "prompt", "response"  # ... and its two text columns
-BUDGET_HOURS = None  # training wall-clock budget; None: the profile's default
+KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
 
 # %%
 import dataclasses
 import json
-import time
 
 from IPython.display import Markdown, display
 from tunix.sft import peft_trainer
 
-from tunixkit import data, evaluation, models, recipes, runlog, runtime, training
+from tunixkit import checkpoints, data, evaluation, models, recipes, runlog, runtime, session, training
 
-rt, recipe, out_dir, started = recipes.start(
-    recipes.SFT, PROFILE, OUTPUT_DIR, model_id=MODEL_ID, qlora=QLORA, budget_hours=BUDGET_HOURS
-)
+rt, recipe, out_dir, clock = recipes.start(
+    recipes.SFT, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
+    start_fresh=START_FRESH, inputs={"data_source": DATA_SOURCE, "dataset": DATASET,
+                                     "fields": [PROMPT_FIELD, RESPONSE_FIELD]},
+    model_id=MODEL_ID, steps=NUM_STEPS, learning_rate=LEARNING_RATE, lora_rank=LORA_RANK, qlora=QLORA,
+    eval_questions=EVAL_QUESTIONS,
+)  # fmt: skip
 recipe
 
 # %% [markdown]
@@ -85,6 +114,7 @@ print(train_pairs[0][0] + train_pairs[0][1])
 # %%
 mesh = runtime.make_mesh()
 base = models.load_model(recipe.model_id, source=SOURCE, mesh=mesh)
+clock.record("load", base.load_seconds)  # sizes the export the session clock keeps time for
 model = models.apply_lora(base.model, family=base.family, rank=recipe.lora_rank,
                           alpha=recipe.lora_alpha, qlora=recipe.qlora, mesh=mesh)  # fmt: skip
 tuned = dataclasses.replace(base, model=model)
@@ -93,12 +123,13 @@ size
 
 # %% [markdown]
 # ## Before training
-# Greedy answers to the test questions: format compliance and accuracy (95% CI).
+# Greedy answers to the test questions: format compliance and accuracy (95% CI). A resumed run
+# reads them back from `OUTPUT_DIR`.
 
 # %%
-before = evaluation.evaluate(
-    tuned, test_records, name="before", config=recipe.eval, output_dir=out_dir
-)
+with clock.timed("evaluation", items=len(test_records)):
+    before = evaluation.evaluate(tuned, test_records, name="before", config=recipe.eval,
+                                 output_dir=out_dir, reuse=True)  # fmt: skip
 print(before.summary())
 
 # %% [markdown]
@@ -115,31 +146,44 @@ config = training.trainer_config(out_dir, max_steps=recipe.steps, eval_every=rec
                                  checkpoint_every=recipe.checkpoint_every, description="SFT")  # fmt: skip
 trainer = peft_trainer.PeftTrainer(
     model, training.optimizer(recipe.learning_rate, recipe.steps), config
-).with_gen_model_input_fn(training.model_inputs_fn(training.pad_id(base.tokenizer)))
+).with_gen_model_input_fn(training.model_inputs_fn(base.tokenizer.pad_id()))
 trained = training.run(trainer, batches, eval_batches, mesh=mesh, metrics_file=out_dir / "metrics.jsonl",
-                       budget_seconds=recipe.budget_hours * 3600)  # fmt: skip
+                       session=clock, label="SFT")  # fmt: skip
 peak_bytes, peak_what = runtime.peak_memory()
 
 # %%
 metrics = runlog.read_metrics(out_dir / "metrics.jsonl")
 fig = runlog.plot_metrics(metrics, out_dir / "loss.png", title=f"SFT, {recipe.model_id}")
 eval_steps, eval_losses = metrics["eval"]["loss"]
-print(
-    f"eval loss {eval_losses[0]:.3f} (step {eval_steps[0]}) -> {eval_losses[-1]:.3f} (step {eval_steps[-1]})"
-)
+print(f"eval loss {eval_losses[0]:.3f} (step {eval_steps[0]}) -> {eval_losses[-1]:.3f} (step {eval_steps[-1]})")
+
+# %% [markdown]
+# ## Export
+# Written before the final evaluation, so a session that runs out of time still leaves a model.
+# `export/hf`: the adapters merged into the base weights in the Hugging Face layout (loads in tunix
+# and `transformers`; 02_grpo_gsm8k's `MODEL_PATH`). `export/orbax`: params, their tunix config and
+# the tokenizer, for a Kaggle Model; with `KAGGLE_MODEL` set it is uploaded.
+
+# %%
+with clock.timed("export"):
+    exports = checkpoints.export(model, base, out_dir / "export", lora_rank=recipe.lora_rank,
+                                 lora_alpha=recipe.lora_alpha, mesh=mesh)  # fmt: skip
+unrestricted_kaggle_model = str(exports["orbax"])
+if KAGGLE_MODEL:
+    unrestricted_kaggle_model = session.upload_to_kaggle(exports["orbax"], KAGGLE_MODEL,
+                                                         notes=f"SFT, {trained.steps} steps")  # fmt: skip
+print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %% [markdown]
 # ## After training
+# The same questions as before training (fewer, and said so, if the session is short of time).
 
 # %%
-after = evaluation.evaluate(
-    tuned, test_records, name="after", config=recipe.eval, output_dir=out_dir
-)
-display(Markdown(evaluation.comparison_table([before, after])))
-display(Markdown(evaluation.side_by_side([before, after], k=3)))
-fig = evaluation.plot_comparison(
-    [before, after], out_dir / "eval.png", title="GSM8K before/after SFT"
-)
+n = clock.fit(len(test_records))
+after = evaluation.evaluate(tuned, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir)
+display(Markdown(evaluation.comparison_table([before.first(n), after])))
+display(Markdown(evaluation.side_by_side([before.first(n), after], k=3)))
+fig = evaluation.plot_comparison([before.first(n), after], out_dir / "eval.png", title="GSM8K before/after SFT")
 
 # %% [markdown]
 # ## Memory
@@ -152,17 +196,6 @@ memory = {"mode": "QLoRA (nf4)" if recipe.qlora else "LoRA", "params": size["par
           "peak_MiB": peak_bytes / 2**20, "peak_measures": peak_what}  # fmt: skip
 memory
 
-# %% [markdown]
-# ## Export
-# `export/hf`: LoRA merged into the base weights in the Hugging Face layout (loads in tunix and
-# `transformers`; 02_grpo_gsm8k's `MODEL_PATH`). `export/orbax`: params for a Kaggle Model.
-
-# %%
-exports = models.export(model, base, out_dir / "export", lora_rank=recipe.lora_rank,
-                        lora_alpha=recipe.lora_alpha, mesh=mesh)  # fmt: skip
-unrestricted_kaggle_model = str(exports["orbax"])
-exports
-
 # %%
 summary = {
     "profile": rt.profile,
@@ -170,19 +203,21 @@ summary = {
     "qlora": recipe.qlora,
     "steps": trained.steps,
     "resumed_from": trained.resumed_from,
-    "seconds": time.perf_counter() - started,
+    "stopped": trained.stopped,
+    "seconds": clock.elapsed(),
     "train_seconds": trained.seconds,
-    "format_rate_before": before.format_rate,
+    "format_rate_before": before.first(n).format_rate,
     "format_rate_after": after.format_rate,
-    "accuracy_before": before.accuracy,
+    "accuracy_before": before.first(n).accuracy,
     "accuracy_after": after.accuracy,
     "eval_loss_first": float(eval_losses[0]),
     "eval_loss_last": float(eval_losses[-1]),
     "eval_loss_steps": [int(eval_steps[0]), int(eval_steps[-1])],
     "weights_digest": runlog.digest(model),
     "memory": memory,
-    "eval": {"before": before.summary(), "after": after.summary()},
+    "eval": {"before": before.first(n).summary(), "after": after.summary()},
     "exports": {k: str(v) for k, v in exports.items()},
+    "unrestricted_kaggle_model": unrestricted_kaggle_model,
 }
 (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
 {k: v for k, v in summary.items() if not isinstance(v, dict)}
@@ -193,9 +228,9 @@ summary = {
 # the held-out loss at least halved.
 
 # %%
-assert trained.steps == recipe.steps or trained.seconds >= recipe.budget_hours * 3600, trained
+assert trained.stopped == "done" or (clock.hours and trained.stopped == "session clock"), trained
 assert summary["eval_loss_last"] < summary["eval_loss_first"], summary
-if rt.smoke:
+if rt.smoke and trained.stopped == "done":  # a whole run (a session stopped early is judged at its end)
     assert before.format_rate <= 0.2, before.format_rate
     assert after.format_rate >= 0.9, after.format_rate
     assert summary["eval_loss_last"] <= 0.5 * summary["eval_loss_first"], summary

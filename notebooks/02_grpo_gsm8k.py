@@ -21,40 +21,70 @@
 # |---|---|---|
 # | model | `tiny-gemma3-sft` (a cached short SFT warm start), full fine-tuning | `gemma-3-1b-it` + LoRA rank 64 (or your 01_qlora_sft output via `MODEL_PATH`) |
 # | data | synthetic GSM8K-style problems, small numbers | GSM8K train; test set (1,319) for evaluation |
-# | steps | 120 x 8 prompts x G=8 | up to 3,000 x 4 prompts x G=4 within a 7 h training budget |
+# | steps | 120 x 8 prompts x G=8 | up to 3,000 x 4 prompts x G=4, as many as the session allows |
 #
 # **Kaggle TPU v5e-8**: the mesh is `(8, 1)` over `("fsdp", "tp")`: Gemma 3 1B has one KV head, so
 # tensor parallelism cannot split attention; FSDP shards the parameters and the batch over the 8 cores.
-# The run fits a 9-hour session: about 30 min to load and evaluate, a 7 h training budget, then the
-# evaluation after and the exports. Checkpoints are written every 100 steps to
-# `OUTPUT_DIR/checkpoints`; **run the notebook again with the same `OUTPUT_DIR` and it resumes**.
 #
-# Results: `OUTPUT_DIR/summary.json`, `curves.png`, `eval.png`, predictions as JSONL, TensorBoard logs
-# in `OUTPUT_DIR/tensorboard`, exports in `OUTPUT_DIR/export/{hf,orbax}`.
+# **Sessions.** One clock (`SESSION_HOURS`, 9 on Kaggle) runs from the first cell: training stops in
+# time to write a checkpoint, export the model and evaluate it before the session ends. Checkpoints
+# every 100 steps go to `OUTPUT_DIR/checkpoints`; run again with the same `OUTPUT_DIR` and it resumes.
+# In a **new** Kaggle session, add the last session's output as an input and set `RESUME_FROM` to it
+# (e.g. `"/kaggle/input/<notebook>/runs/02_grpo_gsm8k"`): training continues where it stopped.
+#
+# Results: `OUTPUT_DIR/summary.json`, `curves.png`, `eval.png`, `metrics.jsonl` and `rollouts.jsonl`
+# (every step, across sessions), predictions as JSONL, TensorBoard logs, exports in
+# `OUTPUT_DIR/export/{hf,orbax}`.
+
+# %%
+# Install: makes `import tunixkit` work in this kernel (Kaggle, Colab) without a restart and without
+# touching the preinstalled jax/libtpu; does nothing where tunixkit is already importable.
+import importlib.util, os, site, subprocess, sys, sysconfig, time  # noqa: E401
+
+os.environ.setdefault("TUNIXKIT_SESSION_START", str(time.time()))  # the session clock starts here
+if importlib.util.find_spec("tunixkit") is None:
+    src = os.environ.get("TUNIXKIT_SOURCE", "https://github.com/tunixkit/tunixkit")
+    if not os.path.isdir(src):
+        subprocess.run(["git", "clone", "-q", "--depth=1", src, "/tmp/tunixkit"], check=True)
+        src = "/tmp/tunixkit"
+    subprocess.run(["bash", f"{src}/setup_notebook_tpu_single_host.sh", "--kernel", sys.executable], check=True)
+    for folder in (sysconfig.get_paths()["purelib"], site.getusersitepackages()):
+        if os.path.isdir(folder) and folder not in sys.path:
+            site.addsitedir(folder)
+    importlib.invalidate_caches()
 
 # %% tags=["parameters"]
 PROFILE = None  # "smoke", "full", or None for automatic ($TUNIXKIT_PROFILE, else by device)
 OUTPUT_DIR = "runs/02_grpo_gsm8k"  # everything this notebook writes goes here
-SOURCE = (
-    "auto"  # full profile: "auto" (Kaggle on Kaggle, else Hugging Face), "hf", "kaggle", "local"
-)
+SESSION_HOURS = None  # the session's hard limit; None: 9 on Kaggle, 12 on Colab, none elsewhere
+RESUME_FROM = None  # a previous session's OUTPUT_DIR (read-only is fine) to continue from
+START_FRESH = False  # True: move an OUTPUT_DIR made with other settings aside and start again
+MODEL_ID = None  # None: the profile's model ("gemma-3-1b-it" or "gemma-2-2b-it" in full)
 MODEL_PATH = None  # a local HF-layout folder to start from (e.g. 01_qlora_sft's export/hf)
+SOURCE = "auto"  # full profile: "auto" (Kaggle on Kaggle, else Hugging Face), "hf", "kaggle"
+NUM_STEPS = None  # GRPO steps; None: the profile's
+LEARNING_RATE = None  # peak learning rate; None: the profile's
+LORA_RANK = None  # LoRA rank; None: the profile's
+NUM_GENERATIONS = None  # completions per prompt (G); None: the profile's
+EVAL_QUESTIONS = None  # test questions for the greedy evaluation; None: all (1,319 in full)
 DATA_SOURCE = "hf"  # full profile: "hf", "tfds" or "kaggle" (GSM8K)
-BUDGET_HOURS = None  # training wall-clock budget; None: the profile's default
 USE_RUBRIC = False  # add the example rubric reward defined below
+KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
 
 # %%
 import dataclasses
 import json
-import time
 
 from IPython.display import Markdown, display
 
-from tunixkit import data, evaluation, models, recipes, rewards, rl, runtime, training
+from tunixkit import checkpoints, data, evaluation, models, recipes, rewards, rl, runtime, session, training
 
-rt, recipe, out_dir, started = recipes.start(
-    recipes.GRPO, PROFILE, OUTPUT_DIR, budget_hours=BUDGET_HOURS
-)
+rt, recipe, out_dir, clock = recipes.start(
+    recipes.GRPO, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
+    start_fresh=START_FRESH, inputs={"model_path": MODEL_PATH, "data_source": DATA_SOURCE, "use_rubric": USE_RUBRIC},
+    model_id=MODEL_ID, num_steps=NUM_STEPS, learning_rate=LEARNING_RATE, lora_rank=LORA_RANK,
+    num_generations=NUM_GENERATIONS, eval_questions=EVAL_QUESTIONS,
+)  # fmt: skip
 recipe
 
 # %% [markdown]
@@ -79,6 +109,7 @@ print(data.format_prompt(train_records[0]["question"]))
 # %%
 mesh = runtime.make_mesh()
 reference = models.load_model(recipe.model_id, source=SOURCE, path=MODEL_PATH, mesh=mesh)
+clock.record("load", reference.load_seconds)  # sizes the export the session clock keeps time for
 if recipe.lora_rank:
     actor = models.apply_lora(reference.model, family=reference.family, rank=recipe.lora_rank,
                               alpha=recipe.lora_alpha, qlora=recipe.qlora, mesh=mesh)  # fmt: skip
@@ -118,25 +149,26 @@ example = ["<reasoning>3 + 4 = 7 apples.</reasoning>\n<answer>7</answer>", "7"]
 # ## Before training
 # Greedy evaluation on the test questions (accuracy with a 95% confidence interval), and the held-out
 # reward: completions sampled at the rollout temperature on unseen questions, scored by the same
-# reward functions that GRPO optimises.
+# reward functions that GRPO optimises. A resumed run reads both back from `OUTPUT_DIR`.
 
 # %%
 sampled = dataclasses.replace(recipe.eval, temperature=recipe.grpo.temperature,
                               top_k=recipe.grpo.top_k, top_p=recipe.grpo.top_p)  # fmt: skip
-before = evaluation.evaluate(
-    policy, test_records, name="before", config=recipe.eval, output_dir=out_dir
-)
-heldout_before = rl.heldout_reward(policy, heldout_records, reward_fns, sampled,
-                                   samples=recipe.heldout_samples)  # fmt: skip
+with clock.timed("evaluation", items=len(test_records)):
+    before = evaluation.evaluate(policy, test_records, name="before", config=recipe.eval,
+                                 output_dir=out_dir, reuse=True)  # fmt: skip
+    heldout_before = rl.heldout_reward(policy, heldout_records, reward_fns, sampled, name="heldout_before",
+                                       samples=recipe.heldout_samples, output_dir=out_dir, reuse=True)  # fmt: skip
 print(before.summary())
 heldout_before
 
 # %% [markdown]
 # ## Train
-# Checkpoints every `checkpoint_every` steps; a rerun with the same `OUTPUT_DIR` restores the last one
-# and continues with the batches it had not seen. Training stops at `num_steps` or when the
-# wall-clock budget is spent, whichever comes first. TensorBoard:
-# `tensorboard --logdir OUTPUT_DIR/tensorboard`; W&B only if a `WANDB_API_KEY` secret is set.
+# Checkpoints every `checkpoint_every` steps; a rerun with the same `OUTPUT_DIR` (or a new session
+# with `RESUME_FROM`) restores the last one and continues with the batches it had not seen. Training
+# ends at `num_steps`, or earlier when the session clock needs the rest of the time for the
+# checkpoint, export and evaluation. TensorBoard: `tensorboard --logdir OUTPUT_DIR/tensorboard`;
+# W&B only if a `WANDB_API_KEY` secret is set.
 
 # %%
 learner, cluster = rl.build_grpo(
@@ -144,34 +176,85 @@ learner, cluster = rl.build_grpo(
     reward_fns=reward_fns, output_dir=out_dir, eos_ids=reference.eos_ids,
     vocab_size=reference.config.num_embed,
 )  # fmt: skip
-resumed_from = cluster.global_steps
-if resumed_from:
-    print(f"resuming from the checkpoint at step {resumed_from}")
 batches = data.grpo_dataset(train_records, batch_size=recipe.grpo.batch_size,
-                            num_batches=recipe.grpo.num_steps, seed=0)[resumed_from:]  # fmt: skip
-t0 = time.perf_counter()
-learner.train(training.within_budget(batches, recipe.budget_hours * 3600, label="GRPO"))
-train_seconds = time.perf_counter() - t0
-steps = cluster.global_steps
-print(f"{steps} steps ({steps - resumed_from} in this run) in {train_seconds:.0f}s")
+                            num_batches=recipe.grpo.num_steps, seed=0)  # fmt: skip
+trained = training.run(learner, batches, mesh=mesh, metrics_file=out_dir / "metrics.jsonl",
+                       session=clock, label="GRPO")  # fmt: skip
 
 # %%
-series = rl.curves(cluster)
-window = max(1, min(10, len(series.get("reward", [])) // 4))
-fig = rl.plot_curves(
-    series, out_dir / "curves.png", smooth=window, title=f"GRPO, {recipe.model_id}"
-)
+series = rl.curves(out_dir / "metrics.jsonl")
+rewards_seen = series.get("reward", ([], []))[1]
+window = max(1, min(10, len(rewards_seen) // 4))
+fig = rl.plot_curves(series, out_dir / "curves.png", smooth=window, title=f"GRPO, {recipe.model_id}")
+
+# %% [markdown]
+# ## Export
+# Written before the final evaluation, so a session that runs out of time still leaves a model.
+# `export/hf`: the Hugging Face layout (LoRA merged), loadable by tunix and `transformers`.
+# `export/orbax`: params, their tunix config and the tokenizer, for a Kaggle Model (the
+# multi-session track wants Orbax, not safetensors).
+
+# %%
+with clock.timed("export"):
+    exports = checkpoints.export(actor, reference, out_dir / "export", lora_rank=recipe.lora_rank,
+                                 lora_alpha=recipe.lora_alpha, mesh=mesh)  # fmt: skip
+unrestricted_kaggle_model = str(exports["orbax"])
+if KAGGLE_MODEL:  # upload the Orbax export as a new version of your Kaggle Model
+    unrestricted_kaggle_model = session.upload_to_kaggle(exports["orbax"], KAGGLE_MODEL,
+                                                         notes=f"GRPO, {trained.steps} steps")  # fmt: skip
+print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
+
+# %% [markdown]
+# ## The judges' check: load the export with tunix alone
+# No tunixkit here: tunix's own model class, its config and Orbax restore the exported params, and
+# tunix's sampler answers one question. (After an upload, `kagglehub.model_download(KAGGLE_MODEL)`
+# gives the same folder.)
+
+# %%
+import importlib
+import pathlib
+
+import jax.numpy as jnp
+import orbax.checkpoint as ocp
+import sentencepiece as spm
+from flax import nnx
+from tunix.generate import sampler as sampler_lib
+
+folder = pathlib.Path(exports["orbax"])  # or kagglehub.model_download(KAGGLE_MODEL)
+meta = json.loads((folder / "tunix_config.json").read_text())
+arch = importlib.import_module(meta["module"])  # tunix.models.gemma3.model (or .gemma.model)
+if meta["preset"]:  # a released size, e.g. ModelConfig.gemma3_1b_it()
+    config = getattr(arch.ModelConfig, meta["preset"])()
+else:  # a custom (smoke) size: the config's fields as written
+    fields = {k: getattr(arch, v["enum"])[v["name"]] if isinstance(v, dict) else v for k, v in meta["config"].items()}
+    config = arch.ModelConfig(**fields | {"param_dtype": jnp.dtype(fields["param_dtype"])})
+abstract = nnx.eval_shape(lambda: getattr(arch, meta["model_class"])(config, rngs=nnx.Rngs(0)))
+graph, state = nnx.split(abstract)
+judged = nnx.merge(graph, ocp.StandardCheckpointer().restore(folder / "params", state))
+sp = spm.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+cache = sampler_lib.CacheConfig(cache_size=512, num_layers=config.num_layers,
+                                num_kv_heads=config.num_kv_heads, head_dim=config.head_dim)  # fmt: skip
+question = f"<start_of_turn>user\n{test_records[0]['question']}<end_of_turn>\n<start_of_turn>model\n"
+answer = sampler_lib.Sampler(judged, sp, cache)(
+    [question], max_generation_steps=64, echo=False,
+    eos_tokens=[sp.eos_id(), sp.PieceToId("<end_of_turn>")],
+).text[0]  # fmt: skip
+print(answer)
+
 # %% [markdown]
 # ## After training
+# The same evaluation as before training. If the session is short of time it covers fewer
+# questions (it says how many), and the comparison uses the same questions on both sides.
 
 # %%
-after = evaluation.evaluate(
-    policy, test_records, name="after", config=recipe.eval, output_dir=out_dir
-)
-heldout_after = rl.heldout_reward(policy, heldout_records, reward_fns, sampled,
-                                  samples=recipe.heldout_samples)  # fmt: skip
-display(Markdown(evaluation.comparison_table([before, after])))
-evaluation.plot_comparison([before, after], out_dir / "eval.png", title="GSM8K before/after GRPO")
+n = clock.fit(len(test_records))  # fewer questions only if the session is short of time
+share = n / len(test_records)
+after = evaluation.evaluate(policy, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir)
+heldout_after = rl.heldout_reward(policy, heldout_records[: max(1, int(share * len(heldout_records)))],
+                                  reward_fns, sampled, name="heldout_after", samples=recipe.heldout_samples,
+                                  output_dir=out_dir)  # fmt: skip
+display(Markdown(evaluation.comparison_table([before.first(n), after])))
+fig = evaluation.plot_comparison([before.first(n), after], out_dir / "eval.png", title="GSM8K before/after GRPO")
 heldout_after
 
 # %% [markdown]
@@ -181,41 +264,30 @@ heldout_after
 for p in evaluation.worst_errors(after, k=3):
     print(f"[{p['category']}] gold {p['gold']}\nQ: {p['question']}\nA: {p['completion']}\n")
 
-# %% [markdown]
-# ## Export
-# `export/hf`: the Hugging Face layout (LoRA merged by tunix), loadable by tunix and `transformers`.
-# `export/orbax`: params for a Kaggle Model (Kaggle's multi-session track wants Orbax, not
-# safetensors).
-
 # %%
-exports = models.export(actor, reference, out_dir / "export", lora_rank=recipe.lora_rank,
-                        lora_alpha=recipe.lora_alpha, mesh=mesh)  # fmt: skip
-unrestricted_kaggle_model = str(exports["orbax"])  # upload this folder as a Kaggle Model
-exports
-
-# %%
-rewards_seen = series.get("reward", [])  # steps trained in this run (empty if resumed at the end)
 w = max(1, min(10, len(rewards_seen) // 4))
 summary = {
     "profile": rt.profile,
     "model_id": recipe.model_id,
-    "steps": steps,
-    "resumed_from": resumed_from,
-    "seconds": time.perf_counter() - started,
-    "train_seconds": train_seconds,
+    "steps": trained.steps,
+    "resumed_from": trained.resumed_from,
+    "stopped": trained.stopped,
+    "seconds": clock.elapsed(),
+    "train_seconds": trained.seconds,
     "reward_first": rl.window_mean(rewards_seen, w, last=False),
     "reward_last": rl.window_mean(rewards_seen, w, last=True),
-    "kl_last": rl.window_mean(series.get("kl", []), w, last=True),
-    "accuracy_before": before.accuracy,
+    "kl_last": rl.window_mean(series.get("kl", ([], []))[1], w, last=True),
+    "accuracy_before": before.first(n).accuracy,
     "accuracy_after": after.accuracy,
-    "format_rate_before": before.format_rate,
+    "format_rate_before": before.first(n).format_rate,
     "format_rate_after": after.format_rate,
     "heldout_reward_before": heldout_before.reward,
     "heldout_reward_after": heldout_after.reward,
     "heldout_accuracy_before": heldout_before.accuracy,
     "heldout_accuracy_after": heldout_after.accuracy,
-    "eval": {"before": before.summary(), "after": after.summary()},
+    "eval": {"before": before.first(n).summary(), "after": after.summary()},
     "exports": {k: str(v) for k, v in exports.items()},
+    "unrestricted_kaggle_model": unrestricted_kaggle_model,
 }
 (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
 {k: v for k, v in summary.items() if not isinstance(v, dict)}
@@ -226,10 +298,12 @@ summary = {
 # answers (the quantities GRPO optimises) rise, and greedy accuracy does not fall beyond noise.
 
 # %%
-assert steps == recipe.grpo.num_steps or train_seconds >= recipe.budget_hours * 3600, steps
-if steps - resumed_from >= 20:  # enough steps in this run to compare windows
+assert trained.stopped == "done" or (clock.hours and trained.stopped == "session clock"), trained
+assert trained.steps == recipe.grpo.num_steps or trained.stopped == "session clock", trained
+assert answer.strip(), "the exported checkpoint, loaded by tunix alone, produced no text"
+if trained.steps >= 20:  # enough logged steps to compare windows
     assert summary["reward_last"] > summary["reward_first"], summary
-if rt.smoke:
+if rt.smoke and trained.stopped == "done":  # a whole run (a session stopped early is judged at its end)
     gain = heldout_after.reward - heldout_before.reward
     assert gain >= 0.2, f"held-out reward rose by only {gain:.3f}"
     acc_gain = heldout_after.accuracy - heldout_before.accuracy

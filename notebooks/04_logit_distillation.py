@@ -24,33 +24,58 @@
 # | teacher | `tiny-gemma3-sft` (2 blocks, width 128) | `gemma-3-1b-it`, or your 01/02 export via `TEACHER_PATH` |
 # | student | `tiny-gemma3-student` (1 block, width 64, random) | `gemma-3-270m-it` |
 # | data | synthetic GSM8K-style solutions | GSM8K train solutions in the reasoning format |
-# | training | 150 steps x 16, T 2.0, alpha 0.7 | up to 1,000 steps x 16 within a 6 h budget |
+# | training | 150 steps x 16, T 2.0, alpha 0.7 | up to 1,000 steps x 16, as many as the session allows |
 #
 # Teacher and student must share a vocabulary (Gemma 3 sizes do); the notebook checks and stops with
-# a clear message if they do not. Checkpoints every `checkpoint_every` steps; a rerun resumes.
-# Results: `OUTPUT_DIR/summary.json`, `losses.png`, `eval.png`, `metrics.jsonl`, TensorBoard logs,
+# a clear message if they do not. **Sessions**: one clock (`SESSION_HOURS`) from the first cell;
+# checkpoints every `checkpoint_every` steps, so a rerun resumes and a new session continues with
+# `RESUME_FROM`. Results: `OUTPUT_DIR/summary.json`, `losses.png`, `eval.png`, `metrics.jsonl`, TensorBoard logs,
 # the student's exports in `OUTPUT_DIR/export`.
+
+# %%
+# Install: makes `import tunixkit` work in this kernel (Kaggle, Colab) without a restart and without
+# touching the preinstalled jax/libtpu; does nothing where tunixkit is already importable.
+import importlib.util, os, site, subprocess, sys, sysconfig, time  # noqa: E401
+
+os.environ.setdefault("TUNIXKIT_SESSION_START", str(time.time()))  # the session clock starts here
+if importlib.util.find_spec("tunixkit") is None:
+    src = os.environ.get("TUNIXKIT_SOURCE", "https://github.com/tunixkit/tunixkit")
+    if not os.path.isdir(src):
+        subprocess.run(["git", "clone", "-q", "--depth=1", src, "/tmp/tunixkit"], check=True)
+        src = "/tmp/tunixkit"
+    subprocess.run(["bash", f"{src}/setup_notebook_tpu_single_host.sh", "--kernel", sys.executable], check=True)
+    for folder in (sysconfig.get_paths()["purelib"], site.getusersitepackages()):
+        if os.path.isdir(folder) and folder not in sys.path:
+            site.addsitedir(folder)
+    importlib.invalidate_caches()
 
 # %% tags=["parameters"]
 PROFILE = None  # "smoke", "full", or None for automatic ($TUNIXKIT_PROFILE, else by device)
 OUTPUT_DIR = "runs/04_logit_distillation"  # everything this notebook writes goes here
+SESSION_HOURS = None  # the session's hard limit; None: 9 on Kaggle, 12 on Colab, none elsewhere
+RESUME_FROM = None  # a previous session's OUTPUT_DIR (read-only is fine) to continue from
+START_FRESH = False  # True: move an OUTPUT_DIR made with other settings aside and start again
 SOURCE = "auto"  # full profile: "auto" (Kaggle on Kaggle, else Hugging Face), "hf", "kaggle"
 TEACHER_PATH = None  # a local HF-layout folder for the teacher (e.g. 02_grpo_gsm8k's export/hf)
+NUM_STEPS = None  # optimizer steps; None: the profile's
+LEARNING_RATE = None  # peak learning rate; None: the profile's
+EVAL_QUESTIONS = None  # test questions for the teacher/student evaluation; None: all
 DATA_SOURCE = "hf"  # full profile GSM8K: "hf", "tfds" or "kaggle"
-BUDGET_HOURS = None  # training wall-clock budget; None: the profile's default
+KAGGLE_MODEL = None  # to upload the student's export: "<user>/<model>/jax/<variation>"
 
 # %%
 import json
-import time
 
 from IPython.display import Markdown, display
 from tunix.distillation import distillation_trainer
 
-from tunixkit import data, distill, evaluation, models, recipes, runlog, runtime, training
+from tunixkit import checkpoints, data, distill, evaluation, models, recipes, runlog, runtime, session, training
 
-rt, recipe, out_dir, started = recipes.start(
-    recipes.Distill, PROFILE, OUTPUT_DIR, budget_hours=BUDGET_HOURS
-)
+rt, recipe, out_dir, clock = recipes.start(
+    recipes.Distill, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
+    start_fresh=START_FRESH, inputs={"teacher_path": TEACHER_PATH, "data_source": DATA_SOURCE},
+    steps=NUM_STEPS, learning_rate=LEARNING_RATE, eval_questions=EVAL_QUESTIONS,
+)  # fmt: skip
 recipe
 
 # %% [markdown]
@@ -60,6 +85,7 @@ recipe
 mesh = runtime.make_mesh()
 teacher = models.load_model(recipe.teacher_id, source=SOURCE, path=TEACHER_PATH, mesh=mesh)
 student = models.load_model(recipe.student_id, source=SOURCE, mesh=mesh)
+clock.record("load", student.load_seconds)  # sizes the export the session clock keeps time for
 distill.check_vocab(teacher, student)
 sizes = {
     name: models.footprint(m.model) for name, m in (("teacher", teacher), ("student", student))
@@ -76,7 +102,7 @@ display(Markdown("| model | parameters | MiB |\n|---|---|---|\n" + "\n".join(
 load = dict(data_dir=out_dir / "data", source=DATA_SOURCE)
 train_records = recipes.gsm8k(rt, "train", **load)
 test_records = recipes.gsm8k(rt, "test", limit=recipe.eval_questions, **load)
-tok, pad = teacher.tokenizer, training.pad_id(teacher.tokenizer)
+tok, pad = teacher.tokenizer, teacher.tokenizer.pad_id()
 batches = training.sft_dataset([data.sft_pair(r) for r in train_records], tok, max_len=recipe.max_len,
                                batch_size=recipe.batch_size, num_batches=recipe.steps)  # fmt: skip
 heldout = training.sft_dataset([data.sft_pair(r) for r in test_records[: recipe.eval_examples]], tok,
@@ -93,12 +119,11 @@ def heldout_losses():
 
 # %%
 losses_before = heldout_losses()
-teacher_eval = evaluation.evaluate(
-    teacher, test_records, name="teacher", config=recipe.eval, output_dir=out_dir
-)
-before = evaluation.evaluate(
-    student, test_records, name="student before", config=recipe.eval, output_dir=out_dir
-)
+with clock.timed("evaluation", items=len(test_records)):
+    before = evaluation.evaluate(student, test_records, name="student_before", config=recipe.eval,
+                                 output_dir=out_dir, reuse=True)  # fmt: skip
+teacher_eval = evaluation.evaluate(teacher, test_records, name="teacher", config=recipe.eval,
+                                   output_dir=out_dir, reuse=True)  # fmt: skip
 losses_before
 
 # %% [markdown]
@@ -114,7 +139,7 @@ trainer = distillation_trainer.DistillationTrainer(
     training.optimizer(recipe.learning_rate, recipe.steps), config,
 ).with_gen_model_input_fn(training.model_inputs_fn(pad))  # fmt: skip
 trained = training.run(trainer, batches, heldout, mesh=mesh, metrics_file=out_dir / "metrics.jsonl",
-                       on_eval=heldout_losses, budget_seconds=recipe.budget_hours * 3600)  # fmt: skip
+                       on_eval=heldout_losses, session=clock, label="distillation")  # fmt: skip
 
 # %%
 metrics = runlog.read_metrics(out_dir / "metrics.jsonl")
@@ -122,13 +147,26 @@ fig = runlog.plot_metrics(metrics, out_dir / "losses.png", names=("loss", "soft"
                             title=f"{recipe.teacher_id} -> {recipe.student_id}  (held-out: soft, hard = student_loss, KL)")  # fmt: skip
 
 # %% [markdown]
+# ## Export (the student)
+# Before the final evaluation, so a session short of time still leaves a model.
+
+# %%
+with clock.timed("export"):
+    exports = checkpoints.export(student.model, student, out_dir / "export", mesh=mesh)
+unrestricted_kaggle_model = str(exports["orbax"])
+if KAGGLE_MODEL:
+    unrestricted_kaggle_model = session.upload_to_kaggle(exports["orbax"], KAGGLE_MODEL,
+                                                         notes=f"distilled student, {trained.steps} steps")  # fmt: skip
+print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
+
+# %% [markdown]
 # ## After training
 
 # %%
 losses_after = heldout_losses()
-after = evaluation.evaluate(
-    student, test_records, name="student after", config=recipe.eval, output_dir=out_dir
-)
+n = clock.fit(len(test_records))
+after = evaluation.evaluate(student, test_records[:n], name="student_after", config=recipe.eval,
+                            output_dir=out_dir)  # fmt: skip
 rows = [
     ("KL(teacher ‖ student)", "kl"),
     ("soft loss (T²·KL at T)", "soft"),
@@ -137,18 +175,9 @@ rows = [
 display(Markdown("| held-out, per answer token | before | after |\n|---|---|---|\n" + "\n".join(
     f"| {label} | {losses_before[k]:.3f} | {losses_after[k]:.3f} |" for label, k in rows)
     + f"\n| hard loss, teacher | {losses_before['teacher_loss']:.3f} | {losses_after['teacher_loss']:.3f} |"))  # fmt: skip
-display(Markdown(evaluation.comparison_table([teacher_eval, before, after])))
-fig = evaluation.plot_comparison(
-    [teacher_eval, before, after], out_dir / "eval.png", title="GSM8K: teacher and student"
-)
-
-# %% [markdown]
-# ## Export (the student)
-
-# %%
-exports = models.export(student.model, student, out_dir / "export", mesh=mesh)
-unrestricted_kaggle_model = str(exports["orbax"])
-exports
+display(Markdown(evaluation.comparison_table([teacher_eval.first(n), before.first(n), after])))
+fig = evaluation.plot_comparison([teacher_eval.first(n), before.first(n), after], out_dir / "eval.png",
+                                 title="GSM8K: teacher and student")  # fmt: skip
 
 # %%
 summary = {
@@ -157,7 +186,8 @@ summary = {
     "student_id": recipe.student_id,
     "steps": trained.steps,
     "resumed_from": trained.resumed_from,
-    "seconds": time.perf_counter() - started,
+    "stopped": trained.stopped,
+    "seconds": clock.elapsed(),
     "train_seconds": trained.seconds,
     "student_kl_before": losses_before["kl"],
     "student_kl_after": losses_after["kl"],
@@ -166,11 +196,13 @@ summary = {
     "teacher_eval_loss": losses_after["teacher_loss"],
     "student_eval_loss_before": losses_before["student_loss"],
     "student_eval_loss_after": losses_after["student_loss"],
-    "accuracy": {"teacher": teacher_eval.accuracy, "student_before": before.accuracy, "student_after": after.accuracy},
-    "format_rate": {"teacher": teacher_eval.format_rate, "student_before": before.format_rate,
+    "accuracy": {"teacher": teacher_eval.first(n).accuracy, "student_before": before.first(n).accuracy,
+                 "student_after": after.accuracy},
+    "format_rate": {"teacher": teacher_eval.first(n).format_rate, "student_before": before.first(n).format_rate,
                     "student_after": after.format_rate},
     "sizes": sizes,
     "exports": {k: str(v) for k, v in exports.items()},
+    "unrestricted_kaggle_model": unrestricted_kaggle_model,
 }  # fmt: skip
 (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
 {k: v for k, v in summary.items() if not isinstance(v, dict)}
@@ -181,8 +213,8 @@ summary = {
 # held-out answers at least halved, and its eval loss at least half-way closer to the teacher's.
 
 # %%
-assert trained.steps == recipe.steps or trained.seconds >= recipe.budget_hours * 3600, trained
-if rt.smoke:
+assert trained.stopped == "done" or (clock.hours and trained.stopped == "session clock"), trained
+if rt.smoke and trained.stopped == "done":  # a whole run (a session stopped early is judged at its end)
     assert summary["student_kl_after"] <= 0.5 * summary["student_kl_before"], summary
     gap_before = summary["student_eval_loss_before"] - summary["teacher_eval_loss"]
     gap_after = summary["student_eval_loss_after"] - summary["teacher_eval_loss"]

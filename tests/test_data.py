@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from tunixkit import data, testing
+from tunixkit import data, smoke
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "json", "csv", "parquet"])
 def test_every_file_format_gives_the_same_records(tmp_path, fmt):
-    rows = testing.synthetic_gsm8k(20, seed=2)
+    rows = smoke.synthetic_gsm8k(20, seed=2)
     path = tmp_path / f"d.{fmt}"
     if fmt == "jsonl":
         data.write_jsonl(rows, path)
@@ -61,9 +61,28 @@ def test_rows_without_answers_are_counted_not_dropped_silently(capsys):
 
 
 def test_grpo_batches_are_numpy_dicts():
-    records, _ = data.to_records(testing.synthetic_gsm8k(10), "s", verbose=False)
+    records, _ = data.to_records(smoke.synthetic_gsm8k(10), "s", verbose=False)
     ds = data.grpo_dataset(records, batch_size=4, num_batches=5)
     assert len(ds) == 5
     batch = ds[0]
     assert set(batch) == {"prompts", "question", "answer"} and batch["prompts"].shape == (4,)
     assert batch["prompts"][0].startswith("<start_of_turn>user\n")
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "csv"])
+def test_empty_file_is_an_error_naming_it(tmp_path, fmt):
+    path = tmp_path / f"empty.{fmt}"
+    path.write_text({"jsonl": "\n\n", "json": "[]", "csv": "question,answer\n"}[fmt])
+    with pytest.raises(data.DataError, match=rf"empty.{fmt}: no records"):
+        data.load_gsm8k("train", source="file", path=str(path))
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "csv"])
+def test_non_utf8_file_names_file_and_line(tmp_path, fmt):
+    path = tmp_path / f"latin1.{fmt}"
+    good = {"jsonl": '{"question": "q", "answer": "#### 1"}\n', "json": "[\n", "csv": "question,answer\n"}[fmt]
+    bad = {"jsonl": '{"question": "caf\u00e9", "answer": "#### 2"}\n', "json": '{"question": "caf\u00e9"}]\n',
+           "csv": "caf\u00e9,#### 2\n"}[fmt]  # fmt: skip
+    path.write_bytes(good.encode() + bad.encode("latin-1"))
+    with pytest.raises(data.DataError, match=rf"latin1.{fmt}:2: not UTF-8 text"):
+        data.read_rows(path)

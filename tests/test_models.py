@@ -1,81 +1,58 @@
-"""Loading real-layout checkpoints, validation errors, LoRA, Orbax round trips, merged export."""
+"""Loading real-layout checkpoints, validation errors, LoRA/QLoRA, Orbax round trips, the export."""
 
 import json
 import pathlib
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
 
-from tunixkit import checkpoints, models, testing
-
-
-def _randomize_everything(model, seed=1):
-    """Every weight random (tunix inits norms and MLPs to zero, which hides mapping errors)."""
-    key = jax.random.key(seed)
-    for _, v in nnx.iter_graph(model):
-        if isinstance(v, nnx.Param):
-            key, sub = jax.random.split(key)
-            v.value = (0.1 * jax.random.normal(sub, v.value.shape)).astype(v.value.dtype)
-    return model
+from tunixkit import checkpoints, families, models, runlog, smoke, testing
 
 
 @pytest.fixture(scope="module")
 def tiny():
-    cfg = testing.gemma3_config(testing.load_tokenizer().GetPieceSize())
-    return cfg, _randomize_everything(testing.random_gemma3(cfg))
+    cfg = smoke.config("tiny-gemma3")
+    return cfg, testing.randomize_all(smoke.random_model(cfg))
 
 
-def _logits(model, n=12):
-    toks = jnp.arange(2, 2 + n, dtype=jnp.int32)[None]
-    mask = jnp.ones_like(toks, dtype=bool)
-    from tunix.sft import utils as su
-
-    out, _ = model(toks, su.build_positions_from_mask(mask), None, su.make_causal_attn_mask(mask))
-    return np.asarray(out)
+def _write(tmp_path, cfg, src, **kw):
+    return checkpoints.write_hf_checkpoint(src, cfg, tmp_path / "m", extra_files={"tokenizer.model": smoke.tokenizer_path()},
+                                           **kw)  # fmt: skip
 
 
 @pytest.mark.parametrize("shards", [1, 2])
 def test_hf_layout_loads_exactly_through_real_path(tmp_path, tiny, shards):
     cfg, src = tiny
-    folder = checkpoints.write_hf_checkpoint(
-        src,
-        cfg,
-        tmp_path / "m",
-        shards=shards,
-        extra_files={"tokenizer.model": testing.tokenizer_path()},
-    )
+    folder = _write(tmp_path, cfg, src, shards=shards)
     if shards > 1:
         index = json.loads((folder / checkpoints.INDEX_FILE).read_text())
         assert len(set(index["weight_map"].values())) == shards
     lm = models.load_model("tiny-gemma3", path=folder, verbose=False)
     a, b = nnx.to_pure_dict(nnx.state(src)), nnx.to_pure_dict(nnx.state(lm.model))
-    diffs = jax.tree.leaves(
-        jax.tree.map(lambda x, y: float(np.abs(np.asarray(x) - np.asarray(y)).max()), a, b)
-    )
+    diffs = jax.tree.leaves(jax.tree.map(lambda x, y: float(np.abs(np.asarray(x) - np.asarray(y)).max()), a, b))
     assert max(diffs) == 0.0
-    np.testing.assert_array_equal(_logits(src), _logits(lm.model))
+    np.testing.assert_array_equal(testing.logits(src), testing.logits(lm.model))
     assert lm.eos_ids == [3, 5]  # EOS and <end_of_turn> of the tiny tokenizer
 
 
 def test_shape_mismatch_names_tensor_and_both_shapes(tmp_path, tiny):
     cfg, src = tiny
     folder = checkpoints.write_hf_checkpoint(src, cfg, tmp_path / "m")
-    wrong = testing.gemma3_config(cfg.num_embed, testing.TinyShape(hidden_dim=256))
-    with pytest.raises(
-        checkpoints.CheckpointError,
-        match=r"'model.layers.0.mlp.gate_proj.weight' has shape \(512, 128\), but the config expects \(256, 128\)",
-    ):
+    wrong = smoke.gemma3_config(cfg.num_embed, smoke.TinyShape(hidden_dim=256))
+    with pytest.raises(checkpoints.CheckpointError,
+                       match=r"'model.layers.0.mlp.gate_proj.weight' has shape \(512, 128\), but the config expects \(256, 128\)"):  # fmt: skip
         checkpoints.validate_hf_checkpoint(folder, wrong)
 
 
 def test_missing_files_and_unknown_ids(tmp_path):
     with pytest.raises(models.UnknownModelError, match="Supported: gemma-2-2b-it, gemma-3-1b-it"):
         models.load_model("gemma-7b")
+    with pytest.raises(families.UnknownFamilyError, match="Known families: .*gemma3"):
+        families.get("qwen3")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(checkpoints.CheckpointError, match="no \\*.safetensors files"):
+    with pytest.raises(checkpoints.CheckpointError, match="no config.json"):
         models.load_model("tiny-gemma3", path=tmp_path / "empty")
     with pytest.raises(FileNotFoundError, match="model folder not found"):
         models.load_model("tiny-gemma3", path=tmp_path / "nowhere")
@@ -83,13 +60,7 @@ def test_missing_files_and_unknown_ids(tmp_path):
 
 def test_missing_credentials_name_the_secret(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
-    for k in (
-        "HF_TOKEN",
-        "KAGGLE_USERNAME",
-        "KAGGLE_KEY",
-        "KAGGLE_API_TOKEN",
-        "KAGGLE_KERNEL_RUN_TYPE",
-    ):
+    for k in ("HF_TOKEN", "KAGGLE_USERNAME", "KAGGLE_KEY", "KAGGLE_API_TOKEN", "KAGGLE_KERNEL_RUN_TYPE"):
         monkeypatch.delenv(k, raising=False)
     with pytest.raises(models.runtime.MissingSecretError, match="'HF_TOKEN'.*google/gemma-3-1b-it"):
         models.load_model("gemma-3-1b-it", source="hf")
@@ -97,73 +68,140 @@ def test_missing_credentials_name_the_secret(monkeypatch, tmp_path):
         models.load_model("gemma-3-270m-it", source="kaggle")
 
 
-def test_lora_shares_backbone_and_orbax_roundtrip(tmp_path, tiny):
+def _backbone(model) -> dict:
+    return dict(jax.tree_util.tree_flatten_with_path(nnx.state(model, nnx.Not(nnx.LoRAParam)))[0])
+
+
+def test_lora_shares_the_backbone_and_round_trips(tmp_path, tiny):
     cfg, src = tiny
-    folder = checkpoints.write_hf_checkpoint(
-        src, cfg, tmp_path / "m", extra_files={"tokenizer.model": testing.tokenizer_path()}
-    )
+    folder = _write(tmp_path, cfg, src)
     base = models.load_model("tiny-gemma3", path=folder, verbose=False).model
     lora = models.apply_lora(base, rank=4, alpha=8.0, verbose=False)
+    shared, own = _backbone(base), _backbone(lora)
+    assert shared.keys() == own.keys() and all(own[k] is shared[k] for k in shared), "LoRA copied the backbone"
     trainable, total = models.count_params(lora)
     assert 0 < trainable < total / 5
-    np.testing.assert_allclose(_logits(lora), _logits(src), atol=1e-5)  # B = 0 at init
+    np.testing.assert_allclose(testing.logits(lora), testing.logits(src), atol=1e-5)  # B = 0 at init
     for _, v in nnx.iter_graph(lora):  # pretend training moved the adapters
         if isinstance(v, nnx.LoRAParam):
             v.value = v.value + 0.05
-    want = _logits(lora)
+    want = testing.logits(lora)
     checkpoints.save_state(lora, tmp_path / "lora", lora_only=True)
-    fresh = models.apply_lora(
-        models.load_model("tiny-gemma3", path=folder, verbose=False).model,
-        rank=4,
-        alpha=8.0,
-        seed=9,
-        verbose=False,
-    )
+    fresh = models.apply_lora(models.load_model("tiny-gemma3", path=folder, verbose=False).model, rank=4,
+                              alpha=8.0, seed=9, verbose=False)  # fmt: skip
     checkpoints.restore_state(fresh, tmp_path / "lora", lora_only=True)
-    np.testing.assert_array_equal(_logits(fresh), want)
+    np.testing.assert_array_equal(testing.logits(fresh), want)
 
-    merged_dir = checkpoints.export_merged(lora, folder, tmp_path / "merged", rank=4, alpha=8.0)
-    merged = models.load_model("tiny-gemma3", path=merged_dir, verbose=False)
-    assert not jax.tree.leaves(nnx.state(merged.model, nnx.LoRAParam))
-    np.testing.assert_allclose(_logits(merged.model), want, atol=1e-5)
-    assert (pathlib.Path(merged_dir) / "tokenizer.model").is_file()
-    orbax_dir = checkpoints.export_orbax(merged.model, tmp_path / "orbax")
-    again = models.load_model("tiny-gemma3", path=folder, verbose=False).model
-    checkpoints.restore_state(again, orbax_dir)
-    np.testing.assert_array_equal(_logits(again), _logits(merged.model))
-    with pytest.raises(checkpoints.CheckpointError, match="merge first"):
-        checkpoints.export_orbax(lora, tmp_path / "bad")
+
+def _train(model, tok, steps: int = 3):
+    from tunix.sft import peft_trainer
+
+    from tunixkit import data, training
+
+    records = data.to_records(smoke.synthetic_gsm8k(32, seed=4), "s", verbose=False)[0]
+    ds = training.sft_dataset([data.sft_pair(r) for r in records], tok, max_len=144, batch_size=4,
+                              num_batches=steps, verbose=False)  # fmt: skip
+    config = peft_trainer.TrainingConfig(eval_every_n_steps=10**6, max_steps=steps, pbar_description=None)
+    trainer = peft_trainer.PeftTrainer(model, training.optimizer(1e-2, steps), config)
+    trainer.with_gen_model_input_fn(training.model_inputs_fn(tok.pad_id())).train(ds)
+
+
+def test_qlora_quantizes_the_backbone_to_nf4_and_trains_only_adapters(tmp_path, tiny):
+    cfg, src = tiny
+    lm = models.load_model("tiny-gemma3", path=_write(tmp_path, cfg, src), verbose=False)
+    q = models.apply_lora(lm.model, rank=4, alpha=8.0, qlora=True, verbose=False)
+    kernels = [n for _, n in nnx.iter_graph(q) if type(n).__name__ == "QArray"]
+    assert len(kernels) == 6 * cfg.num_layers  # q, kv, attn_vec, gate, up, down in every layer
+    assert {k.qtype for k in kernels} == {"nf4"} and {str(k.qvalue.value.dtype) for k in kernels} == {"uint4"}
+    assert models.footprint(q)["bytes"] < 0.5 * models.footprint(lm.model)["bytes"]
+    diff = np.abs(testing.logits(q) - testing.logits(src)).max()
+    assert 0 < diff < 0.5 * np.abs(testing.logits(src)).max()  # nf4 changes the base a little, not a lot
+    frozen = {k: np.asarray(v) for k, v in _backbone(q).items()}
+    adapters = runlog.digest(q)
+    _train(q, lm.tokenizer)
+    after = _backbone(q)
+    assert all(np.array_equal(frozen[k], np.asarray(after[k])) for k in frozen), "QLoRA training moved the backbone"
+    assert runlog.digest(q) != adapters, "QLoRA training did not move the adapters"
 
 
 def test_config_json_round_trip_and_extra_tensors_rejected(tmp_path, tiny):
     cfg, src = tiny
     folder = checkpoints.write_hf_checkpoint(src, cfg, tmp_path / "m")
-    back = checkpoints.gemma3_config_from_hf(folder, dtype=cfg.param_dtype)
-    assert {f: getattr(back, f) for f in ("num_layers", "num_embed", "embed_dim", "hidden_dim", "num_heads", "head_dim",
-            "num_kv_heads", "sliding_window_size", "local_base_frequency", "global_base_frequency",
-            "global_scale_factor", "query_pre_attn_norm")} == {
-        f: getattr(cfg, f) for f in ("num_layers", "num_embed", "embed_dim", "hidden_dim", "num_heads", "head_dim",
-            "num_kv_heads", "sliding_window_size", "local_base_frequency", "global_base_frequency",
-            "global_scale_factor", "query_pre_attn_norm")}  # fmt: skip
-    fewer = testing.gemma3_config(cfg.num_embed, testing.TinyShape(num_layers=1))
+    back = families.get("gemma3").config_from_hf(families.read_hf_config(folder), cfg.param_dtype)
+    assert checkpoints.tunix_config_dict(back) == checkpoints.tunix_config_dict(cfg)
+    fewer = smoke.gemma3_config(cfg.num_embed, smoke.TinyShape(num_layers=1))
     with pytest.raises(checkpoints.CheckpointError, match="does not expect.*num_layers=1"):
         checkpoints.validate_hf_checkpoint(folder, fewer)
 
 
-def test_qlora_nf4_quantizes_the_frozen_base_and_trains_only_adapters(tmp_path, tiny):
+@pytest.mark.parametrize("model_id", sorted(m for m, s in models.MODELS.items() if s.preset))
+def test_released_config_json_gives_tunix_preset(model_id):
+    """The config.json of each released model (as published on the Hugging Face hub, kept in
+    tests/data) parses to tunix's preset for it, so downloads load with the right shape. One known
+    difference: tunix's Gemma2-2B preset pads the vocabulary to 256,128 rows while the checkpoint
+    has 256,000 (tunix's loader quietly uses the checkpoint's; tunixkit's config says so upfront)."""
+    spec = models.get_spec(model_id)
+    fam = families.get(spec.family)
+    hf = json.loads((pathlib.Path(__file__).parent / "data" / f"{model_id}.config.json").read_text())
+    preset = checkpoints.tunix_config_dict(getattr(fam.config_cls(), spec.preset)())
+    parsed = checkpoints.tunix_config_dict(fam.config_from_hf(hf, preset.get("param_dtype")))
+    if spec.family == "gemma2":
+        assert (preset.pop("num_embed"), parsed.pop("num_embed")) == (256128, hf["vocab_size"])
+    assert parsed == preset
+
+
+def _perturb_adapters(model, seed: int) -> None:
+    key = jax.random.key(seed)
+    for _, v in nnx.iter_graph(model):
+        if isinstance(v, nnx.LoRAParam):
+            key, sub = jax.random.split(key)
+            v.value = 0.05 * jax.random.normal(sub, v.value.shape).astype(v.value.dtype)
+
+
+def _copy_adapters(src, dst) -> None:
+    nnx.update(dst, nnx.state(src, nnx.LoRAParam))
+
+
+@pytest.mark.parametrize("qlora", [False, True])
+def test_export_merges_adapters_and_orbax_loads_with_tunix_alone(tmp_path, tiny, qlora):
+    """LoRA is merged into the base weights; QLoRA adapters into the *original* (unquantized) base
+    weights, so the export equals the same adapters on the bf16/fp32 base. The Orbax export loads
+    with tunix's own model class, config and Orbax, as the competition's judges load it."""
+    import importlib
+
+    import orbax.checkpoint as ocp
+
     cfg, src = tiny
-    folder = checkpoints.write_hf_checkpoint(
-        src, cfg, tmp_path / "m", extra_files={"tokenizer.model": testing.tokenizer_path()}
-    )
-    q = models.apply_lora(
-        models.load_model("tiny-gemma3", path=folder, verbose=False).model,
-        rank=4,
-        alpha=8.0,
-        qlora=True,
-        tile_size=32,
-        verbose=False,
-    )
-    diff = np.abs(_logits(q) - _logits(src)).max()
-    assert 0 < diff < 0.5 * np.abs(_logits(src)).max()  # nf4 changes the base a little, not a lot
-    trainable, total = models.count_params(q)
-    assert 0 < trainable < total
+    base = models.load_model("tiny-gemma3", path=_write(tmp_path, cfg, src), verbose=False)
+    tuned = models.apply_lora(base.model, rank=4, alpha=8.0, qlora=qlora, verbose=False)
+    _perturb_adapters(tuned, 5)
+    on_original = models.apply_lora(models.load_model("tiny-gemma3", path=base.path, verbose=False).model,
+                                    rank=4, alpha=8.0, verbose=False)  # fmt: skip
+    _copy_adapters(tuned, on_original)
+    want = testing.logits(on_original)
+    out = checkpoints.export(tuned, base, tmp_path / "export", lora_rank=4, lora_alpha=8.0)
+    merged = models.load_model("tiny-gemma3", path=out["hf"], verbose=False)
+    assert not jax.tree.leaves(nnx.state(merged.model, nnx.LoRAParam))
+    assert (out["hf"] / "tokenizer.model").is_file() and (out["orbax"] / "tokenizer.model").is_file()
+    np.testing.assert_allclose(testing.logits(merged.model), want, atol=1e-4)
+    meta = json.loads((out["orbax"] / checkpoints.TUNIX_CONFIG_FILE).read_text())
+    arch = importlib.import_module(meta["module"])
+    fields = {k: getattr(arch, v["enum"])[v["name"]] if isinstance(v, dict) else v for k, v in meta["config"].items()}
+    config = arch.ModelConfig(**fields | {"param_dtype": np.dtype(fields["param_dtype"])})
+    graph, state = nnx.split(nnx.eval_shape(lambda: getattr(arch, meta["model_class"])(config, rngs=nnx.Rngs(0))))
+    judged = nnx.merge(graph, ocp.StandardCheckpointer().restore(out["orbax"] / "params", state))
+    np.testing.assert_array_equal(testing.logits(judged), testing.logits(merged.model))
+
+
+def test_merge_handles_fused_qkv_that_tunix_merger_cannot(tmp_path):
+    """num_heads == num_kv_heads fuses q/k/v into one einsum (TUNIX_NOTES pitfall 7)."""
+    cfg = smoke.gemma3_config(smoke.load_tokenizer().vocab_size, smoke.TinyShape(num_heads=2, num_kv_heads=2))
+    src = testing.randomize_all(smoke.random_model(cfg))
+    base = models.load_model("tiny-gemma3", path=_write(tmp_path, cfg, src), verbose=False)
+    assert base.model.layers[0].attn.use_qkv_einsum
+    tuned = models.apply_lora(base.model, rank=4, alpha=8.0, verbose=False)
+    _perturb_adapters(tuned, 6)
+    want = testing.logits(tuned)
+    out = checkpoints.export(tuned, base, tmp_path / "export", lora_rank=4, lora_alpha=8.0)
+    np.testing.assert_allclose(testing.logits(models.load_model("tiny-gemma3", path=out["hf"], verbose=False).model),
+                               want, atol=1e-4)  # fmt: skip

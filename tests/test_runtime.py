@@ -54,3 +54,29 @@ def test_missing_secret_names_where_to_add(monkeypatch, tmp_path):
         runtime.get_secret("TK_NOPE", purpose="a test")
     msg = str(e.value)
     assert "'TK_NOPE'" in msg and "Kaggle: Add-ons > Secrets" in msg and "Colab:" in msg
+
+
+def test_secret_client_failure_is_reported_not_taken_for_unset(monkeypatch, tmp_path, capsys):
+    """On Kaggle, a secrets client that fails (here: not importable) is said so, then the
+    environment is used; a secret the client simply lacks is quietly "not set"."""
+    import sys
+    import types
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KAGGLE_KERNEL_RUN_TYPE", "Interactive")
+    monkeypatch.setenv("TK_FROM_ENV", "env-value")
+    monkeypatch.setitem(sys.modules, "kaggle_secrets", None)  # import fails
+    assert runtime.get_secret("TK_FROM_ENV") == "env-value"
+    out = capsys.readouterr().out
+    assert "the kaggle secrets client failed for 'TK_FROM_ENV'" in out and "env-value" not in out
+
+    class NotFound(Exception):
+        pass
+
+    class Client:
+        def get_secret(self, name):
+            raise NotFound(f"No user secrets exist for label {name}")
+
+    monkeypatch.setitem(sys.modules, "kaggle_secrets", types.SimpleNamespace(UserSecretsClient=Client))
+    assert runtime.get_secret("TK_NOPE_2", required=False) is None
+    assert capsys.readouterr().out == ""

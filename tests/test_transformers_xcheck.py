@@ -1,87 +1,76 @@
-"""Exported checkpoints load in Hugging Face transformers with the same logits as in tunix (fp32).
+"""Exported checkpoints load in Hugging Face transformers with the same logits as in tunix (fp32),
+for both families the competition allows: Gemma3 (``Gemma3ForCausalLM``) and Gemma2
+(``Gemma2ForCausalLM``).
 
-torch==2.13.0 (CPU) comes from requirements-test.txt, which the test command installs.
-6 layers so that a global-attention layer exists; sequences longer than the sliding window; every
-weight random (tunix's zero-initialised norms and MLPs would hide mapping errors).
+torch==2.13.0 (CPU) comes from requirements-test.txt, which the test command installs. Gemma3: 6
+layers so that a global-attention layer exists; Gemma2: local and global layers alternate. Sequences
+are longer than the sliding window, every weight is random (tunix's zero-initialised norms and MLPs
+would hide mapping errors), and the Gemma2 soft-caps are set low enough to bite on a tiny model.
 """
+
+import dataclasses
 
 import jax
 import numpy as np
 import pytest
 import torch
+import transformers
 from flax import nnx
-from transformers import Gemma3ForCausalLM
 
-from tunixkit import checkpoints, models, testing
+from tunixkit import checkpoints, families, models, smoke, testing
 
-SHAPE = testing.TinyShape(num_layers=6, sliding_window_size=16)
-
-
-def _randomize(model, seed):
-    key = jax.random.key(seed)
-    for path, v in nnx.iter_graph(model):
-        if isinstance(v, nnx.Param | nnx.LoRAParam):
-            key, sub = jax.random.split(key)
-            scale = 0.5 if path[-1] == "scale" else 0.1
-            v.value = (scale * jax.random.normal(sub, v.value.shape)).astype(v.value.dtype)
+FAMILIES = {
+    "gemma3": ("tiny-gemma3", smoke.TinyShape(num_layers=6, sliding_window_size=16)),
+    "gemma2": ("tiny-gemma2", dataclasses.replace(smoke.TINY_GEMMA2, num_layers=4)),
+}
 
 
-def _tunix_logits(model, toks):
-    from tunix.sft import utils as su
+def _config(family: str):
+    vocab = smoke.load_tokenizer().vocab_size
+    shape = FAMILIES[family][1]
+    if family == "gemma3":
+        return smoke.gemma3_config(vocab, shape)
+    return dataclasses.replace(smoke.gemma2_config(vocab, shape), attn_logits_soft_cap=5.0, final_logit_softcap=10.0)
 
-    mask = np.ones_like(toks, dtype=bool)
-    out, _ = model(toks, su.build_positions_from_mask(mask), None, su.make_causal_attn_mask(mask))
-    return np.asarray(out, dtype=np.float32)
 
-
-def _hf_logits(folder, toks):
-    hf = Gemma3ForCausalLM.from_pretrained(
-        str(folder), dtype=torch.float32, attn_implementation="eager"
-    ).eval()
+def _hf_logits(folder, family: str, toks):
+    cls = getattr(transformers, families.get(family).architecture)
+    hf = cls.from_pretrained(str(folder), dtype=torch.float32, attn_implementation="eager").eval()
     with torch.no_grad():
         return hf(input_ids=torch.from_numpy(toks).long()).logits.float().numpy()
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("xcheck")
-    cfg = testing.gemma3_config(testing.load_tokenizer().GetPieceSize(), SHAPE)
-    src = testing.random_gemma3(cfg)
-    _randomize(src, 0)
-    folder = checkpoints.write_hf_checkpoint(
-        src, cfg, tmp / "base", extra_files={"tokenizer.model": testing.tokenizer_path()}
-    )
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def exported(request, tmp_path_factory):
+    family = request.param
+    tmp = tmp_path_factory.mktemp(family)
+    cfg = _config(family)
+    src = testing.randomize_all(smoke.random_model(cfg, family=family), seed=0, norm_scale=0.5)
+    folder = checkpoints.write_hf_checkpoint(src, cfg, tmp / "base", family=family,
+                                             extra_files={"tokenizer.model": smoke.tokenizer_path()})  # fmt: skip
     toks = np.random.default_rng(0).integers(4, cfg.num_embed, size=(2, 40)).astype(np.int32)
-    return cfg, src, folder, toks, tmp
+    return family, cfg, src, folder, toks, tmp
 
 
 def test_written_checkpoint_matches_in_transformers(exported):
-    cfg, src, folder, toks, _ = exported
-    ours = _tunix_logits(src, toks)
-    theirs = _hf_logits(folder, toks)
+    family, _, src, folder, toks, _ = exported
+    ours = testing.logits(src, toks)
     assert np.abs(ours).max() > 1.0  # a meaningful comparison, not two near-zero outputs
-    np.testing.assert_allclose(theirs, ours, atol=1e-4)
+    np.testing.assert_allclose(_hf_logits(folder, family, toks), ours, atol=1e-4)
 
 
 def test_merged_lora_export_matches_in_transformers(exported):
-    cfg, _, folder, toks, tmp = exported
-    lora = models.apply_lora(
-        models.load_model("tiny-gemma3", path=folder, verbose=False).model,
-        family="gemma3",
-        rank=4,
-        alpha=8.0,
-        verbose=False,
-    )
+    family, _, _, folder, toks, tmp = exported
+    model_id = FAMILIES[family][0]
+    base = models.load_model(model_id, path=folder, verbose=False)
+    lora = models.apply_lora(base.model, family=family, rank=4, alpha=8.0, verbose=False)
+    key = jax.random.key(3)
     for _, v in nnx.iter_graph(lora):
         if isinstance(v, nnx.LoRAParam):
-            v.value = v.value + 0.05 * jax.random.normal(
-                jax.random.key(v.value.size), v.value.shape
-            )
-    want = _tunix_logits(lora, toks)
-    merged = checkpoints.export_merged(lora, folder, tmp / "merged", rank=4, alpha=8.0)
-    np.testing.assert_allclose(
-        _tunix_logits(models.load_model("tiny-gemma3", path=merged, verbose=False).model, toks),
-        want,
-        atol=1e-5,
-    )
-    np.testing.assert_allclose(_hf_logits(merged, toks), want, atol=1e-4)
+            key, sub = jax.random.split(key)
+            v.value = v.value + 0.05 * jax.random.normal(sub, v.value.shape)
+    want = testing.logits(lora, toks)
+    out = checkpoints.export(lora, base, tmp / "export", lora_rank=4, lora_alpha=8.0)
+    merged = models.load_model(model_id, path=out["hf"], verbose=False)
+    np.testing.assert_allclose(testing.logits(merged.model, toks), want, atol=2e-5)
+    np.testing.assert_allclose(_hf_logits(out["hf"], family, toks), want, atol=1e-4)

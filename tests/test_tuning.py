@@ -6,18 +6,18 @@ import types
 import numpy as np
 import pytest
 
-from tunixkit import data, distill, preferences, runlog, testing
+from tunixkit import data, distill, preferences, runlog, smoke
 
 
 def test_preference_tokens_follow_the_prompt_without_a_second_bos():
-    tok = testing.load_tokenizer()
+    tok = smoke.load_tokenizer()
     pair = {"prompt": data.format_prompt("1+1?"), "chosen": "<answer>2</answer>", "rejected": "3"}
     item = preferences.tokenize([pair], tok, max_prompt_length=96, max_response_length=16)[0]
     prompt = item["prompt_ids"][item["prompt_mask"] == 1]
     assert prompt[0] == tok.bos_id() and item["prompt_mask"][0] == 0  # left-padded, BOS first
     chosen = item["chosen_ids"][item["chosen_mask"] == 1]
-    assert chosen[0] != tok.bos_id() and list(chosen) == tok.EncodeAsIds(pair["chosen"])
-    assert item["rejected_mask"].sum() == len(tok.EncodeAsIds("3"))
+    assert chosen[0] != tok.bos_id() and list(chosen) == tok.encode(pair["chosen"])
+    assert item["rejected_mask"].sum() == len(tok.encode("3"))
 
 
 def test_metrics_file_rows_dedupe_by_step_and_bad_lines_name_the_line(tmp_path):
@@ -39,7 +39,7 @@ def _lm(model_id, vocab, tok):
 
 
 def test_distillation_refuses_different_vocabularies():
-    tok = testing.load_tokenizer()
+    tok = smoke.load_tokenizer()
     distill.check_vocab(_lm("t", 400, tok), _lm("s", 400, tok))
     with pytest.raises(distill.VocabularyMismatch, match="400 vocabulary entries, student s 512"):
         distill.check_vocab(_lm("t", 400, tok), _lm("s", 512, tok))
@@ -53,8 +53,8 @@ def test_columns_name_missing_fields():
 def test_digest_changes_with_weights():
     import jax.numpy as jnp
 
-    cfg = testing.gemma3_config(testing.load_tokenizer().GetPieceSize())
-    model = testing.random_gemma3(cfg, 0)
+    cfg = smoke.gemma3_config(smoke.load_tokenizer().vocab_size)
+    model = smoke.random_model(cfg, 0)
     before = runlog.digest(model)
     emb = model.embedder.input_embedding
     emb.value = emb.value + jnp.asarray(np.float32(1e-3))
@@ -82,7 +82,7 @@ def test_generate_batches_do_not_change_greedy_answers():
     from tunixkit import evaluation, models
 
     loaded = models.load_model("tiny-gemma3-sft", verbose=False)
-    questions = [r["question"] for r in data.to_records(testing.synthetic_gsm8k(6, seed=5), "synthetic",
+    questions = [r["question"] for r in data.to_records(smoke.synthetic_gsm8k(6, seed=5), "synthetic",
                                                         verbose=False)[0]]  # fmt: skip
     prompts = [data.format_prompt(q) for q in questions]
     cfg = evaluation.EvalConfig(max_prompt_length=96, max_generation_steps=32, batch_size=4)

@@ -1,157 +1,45 @@
-"""Checkpoints on disk: the Hugging Face Gemma3 layout, validation, Orbax save/restore and export.
+"""Checkpoints on disk: the Hugging Face layout, validation, Orbax save/restore and the one export.
 
-- :func:`write_hf_checkpoint`: a tunix Gemma3 as ``config.json`` + ``model.safetensors`` (or shards
+- :func:`write_hf_checkpoint`: a tunix model as ``config.json`` + ``model.safetensors`` (or shards
   with ``model.safetensors.index.json``), loadable by tunix's safetensors loader *and* by
-  ``transformers.Gemma3ForCausalLM`` (the config fields follow ``shared/reference/xcheck``).
+  ``transformers`` (the family's config fields follow ``shared/reference/xcheck``).
 - :func:`validate_hf_checkpoint`: before loading, every expected tensor is present with the shape the
   config implies; otherwise a clear error naming the tensor and both shapes.
 - :func:`save_state` / :func:`restore_state`: Orbax save/restore of a model's full or LoRA-only state.
-- :func:`export_merged` (LoRA merged into the base, HF layout, via tunix's merger) and
-  :func:`export_orbax` (Orbax params for Kaggle Models, which forbid safetensors).
+- :func:`merge_lora`: LoRA adapters folded into a plain copy of the base weights (any family, fused
+  QKV and sharded bases included).
+- :func:`export`: a trained model as ``hf/`` (merged, HF layout) and ``orbax/`` (params, its tunix
+  config and tokenizer: what Kaggle Models and the competition's tunix loader take).
 """
 
 from __future__ import annotations
 
-import itertools
+import dataclasses
+import enum
 import json
 import pathlib
 import shutil
 import struct
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
-CONFIG_FILE, WEIGHTS_FILE, INDEX_FILE = (
-    "config.json",
-    "model.safetensors",
-    "model.safetensors.index.json",
-)
+from tunixkit import families
+
+__all__ = [
+    "CONFIG_FILE", "INDEX_FILE", "TUNIX_CONFIG_FILE", "WEIGHTS_FILE", "CheckpointError", "export",
+    "merge_lora", "restore_state", "save_state", "tunix_config_dict", "validate_hf_checkpoint",
+    "write_hf_checkpoint",
+]  # fmt: skip
+
+CONFIG_FILE, WEIGHTS_FILE, INDEX_FILE = "config.json", "model.safetensors", "model.safetensors.index.json"
+TUNIX_CONFIG_FILE = "tunix_config.json"  # beside an Orbax export: how to build the tunix model
+_NOT_COPIED = {CONFIG_FILE, INDEX_FILE}
 
 
 class CheckpointError(ValueError):
     """A checkpoint on disk does not match what its config says."""
-
-
-def hf_config(
-    cfg,
-    *,
-    dtype: str = "float32",
-    eos_token_id: int | list[int] = 1,
-    pad_token_id: int = 0,
-    bos_token_id: int = 2,
-) -> dict:
-    """tunix ``gemma3.ModelConfig`` -> HF ``Gemma3TextConfig`` dict (fields verified in xcheck)."""
-    from tunix.models.gemma3 import model as g3
-
-    pattern = itertools.cycle(g3.GEMMA3_ATTENTION_PATTERN)
-    layer_types = [
-        "sliding_attention" if t == g3.AttentionType.LOCAL_SLIDING else "full_attention"
-        for _, t in zip(range(cfg.num_layers), pattern, strict=False)
-    ]
-    qn = g3.QueryPreAttentionNormalisation
-    scalar = (
-        cfg.head_dim
-        if cfg.query_pre_attn_norm == qn.BY_ONE_OVER_SQRT_HEAD_DIM
-        else cfg.embed_dim // cfg.num_heads
-    )
-    if cfg.local_scale_factor != 1.0:
-        raise NotImplementedError("HF legacy Gemma3 keys cannot express a local RoPE scale factor")
-    return {
-        "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
-        "vocab_size": cfg.num_embed, "hidden_size": cfg.embed_dim, "intermediate_size": cfg.hidden_dim,
-        "num_hidden_layers": cfg.num_layers, "num_attention_heads": cfg.num_heads,
-        "num_key_value_heads": cfg.num_kv_heads, "head_dim": cfg.head_dim,
-        "hidden_activation": "gelu_pytorch_tanh", "rms_norm_eps": 1e-6,
-        "query_pre_attn_scalar": scalar, "sliding_window": cfg.sliding_window_size,
-        "layer_types": layer_types, "sliding_window_pattern": len(g3.GEMMA3_ATTENTION_PATTERN),
-        "final_logit_softcapping": None, "attn_logit_softcapping": None, "tie_word_embeddings": True,
-        "attention_bias": False, "attention_dropout": 0.0, "max_position_embeddings": 32768,
-        "rope_theta": float(cfg.global_base_frequency), "rope_local_base_freq": float(cfg.local_base_frequency),
-        "rope_scaling": None if cfg.global_scale_factor == 1.0 else {"rope_type": "linear", "factor": float(cfg.global_scale_factor)},
-        "pad_token_id": pad_token_id, "bos_token_id": bos_token_id, "eos_token_id": eos_token_id,
-        "torch_dtype": dtype, "dtype": dtype,
-    }  # fmt: skip
-
-
-def expected_hf_shapes(cfg) -> dict[str, tuple[int, ...]]:
-    """Every tensor a text-only HF Gemma3 checkpoint holds for ``cfg``, with its shape."""
-    n, k, h, d, f = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.embed_dim, cfg.hidden_dim
-    shapes = {"model.embed_tokens.weight": (cfg.num_embed, d), "model.norm.weight": (d,)}
-    per_layer = {
-        "self_attn.q_proj.weight": (n * h, d), "self_attn.k_proj.weight": (k * h, d),
-        "self_attn.v_proj.weight": (k * h, d), "self_attn.o_proj.weight": (d, n * h),
-        "self_attn.q_norm.weight": (h,), "self_attn.k_norm.weight": (h,),
-        "mlp.gate_proj.weight": (f, d), "mlp.up_proj.weight": (f, d), "mlp.down_proj.weight": (d, f),
-        "input_layernorm.weight": (d,), "post_attention_layernorm.weight": (d,),
-        "pre_feedforward_layernorm.weight": (d,), "post_feedforward_layernorm.weight": (d,),
-    }  # fmt: skip
-    for i in range(cfg.num_layers):
-        shapes.update({f"model.layers.{i}.{name}": s for name, s in per_layer.items()})
-    return shapes
-
-
-def gemma3_config_from_hf(folder: str | pathlib.Path, *, dtype=None):
-    """The tunix ``gemma3.ModelConfig`` a HF ``config.json`` describes (the inverse of :func:`hf_config`)."""
-    import jax.numpy as jnp
-    from tunix.models.gemma3 import model as g3
-
-    path = pathlib.Path(folder) / CONFIG_FILE
-    try:
-        c = json.loads(path.read_text())
-        c = c.get("text_config", c)  # multimodal configs nest the text model
-        rope = c.get("rope_parameters") or {}
-        global_theta = c.get("rope_theta") or rope.get("full_attention", {}).get(
-            "rope_theta", 1_000_000
-        )
-        local_theta = c.get("rope_local_base_freq") or rope.get("sliding_attention", {}).get(
-            "rope_theta", 10_000
-        )
-        scaling = c.get("rope_scaling") or rope.get("full_attention") or {}
-        qn = g3.QueryPreAttentionNormalisation
-        norm = (
-            qn.BY_ONE_OVER_SQRT_HEAD_DIM
-            if c.get("query_pre_attn_scalar", c["head_dim"]) == c["head_dim"]
-            else qn.BY_ONE_OVER_SQRT_EMBED_DIM_DIV_NUM_HEADS
-        )
-        return g3.ModelConfig(
-            num_layers=c["num_hidden_layers"], num_embed=c["vocab_size"], embed_dim=c["hidden_size"],
-            hidden_dim=c["intermediate_size"], num_heads=c["num_attention_heads"], head_dim=c["head_dim"],
-            num_kv_heads=c["num_key_value_heads"], sliding_window_size=c.get("sliding_window"),
-            local_base_frequency=int(local_theta), global_base_frequency=int(global_theta),
-            global_scale_factor=float(scaling.get("factor", 1.0)) if scaling.get("rope_type") == "linear" else 1.0,
-            query_pre_attn_norm=norm, param_dtype=dtype or jnp.bfloat16,
-        )  # fmt: skip
-    except KeyError as e:
-        raise CheckpointError(f"{path}: missing field {e} needed to build a Gemma3 config") from e
-
-
-def to_hf_state_dict(model, cfg) -> dict[str, np.ndarray]:
-    """tunix Gemma3 weights -> HF tensor names and layouts (numpy, model dtype)."""
-    n, h, d = cfg.num_heads, cfg.head_dim, cfg.embed_dim
-    sd = {"model.embed_tokens.weight": model.embedder.input_embedding.value,
-          "model.norm.weight": model.final_norm.scale.value}  # fmt: skip
-    for i, layer in enumerate(model.layers):
-        a, pre = layer.attn, f"model.layers.{i}."
-        if a.use_qkv_einsum:
-            q, k, v = (a.qkv_einsum.w.value[j] for j in range(3))  # (N, D, H) each
-        else:
-            q, k, v = a.q_einsum.w.value, a.kv_einsum.w.value[0], a.kv_einsum.w.value[1]
-        sd |= {
-            pre + "self_attn.q_proj.weight": q.transpose(0, 2, 1).reshape(n * h, d),
-            pre + "self_attn.k_proj.weight": k.transpose(0, 2, 1).reshape(-1, d),
-            pre + "self_attn.v_proj.weight": v.transpose(0, 2, 1).reshape(-1, d),
-            pre + "self_attn.o_proj.weight": a.attn_vec_einsum.w.value.reshape(n * h, d).T,
-            pre + "self_attn.q_norm.weight": a._query_norm.scale.value,
-            pre + "self_attn.k_norm.weight": a._key_norm.scale.value,
-            pre + "mlp.gate_proj.weight": layer.mlp.gate_proj.kernel.value.T,
-            pre + "mlp.up_proj.weight": layer.mlp.up_proj.kernel.value.T,
-            pre + "mlp.down_proj.weight": layer.mlp.down_proj.kernel.value.T,
-            pre + "input_layernorm.weight": layer.pre_attention_norm.scale.value,
-            pre + "post_attention_layernorm.weight": layer.post_attention_norm.scale.value,
-            pre + "pre_feedforward_layernorm.weight": layer.pre_ffw_norm.scale.value,
-            pre + "post_feedforward_layernorm.weight": layer.post_ffw_norm.scale.value,
-        }
-    return {name: np.ascontiguousarray(np.asarray(x)) for name, x in sd.items()}
 
 
 def write_hf_checkpoint(
@@ -159,32 +47,34 @@ def write_hf_checkpoint(
     cfg,
     out_dir: str | pathlib.Path,
     *,
+    family: str = "gemma3",
     shards: int = 1,
     extra_files: Mapping[str, str | pathlib.Path] = (),
-    **config_kw,
+    **config_kw: Any,
 ) -> pathlib.Path:
-    """Write ``model`` in the HF Gemma3 layout; ``shards > 1`` writes ``model-0000i-of-0000n`` + index."""
+    """Write ``model`` in the HF layout of ``family``; ``shards > 1`` writes
+    ``model-0000i-of-0000n.safetensors`` + index. ``config_kw``: token ids for ``config.json``."""
     import safetensors.numpy as stn
 
+    fam = families.get(family)
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    sd = to_hf_state_dict(model, cfg)
+    sd = fam.hf_state_dict(model, cfg)
     dtype = str(next(iter(sd.values())).dtype)
-    (out / CONFIG_FILE).write_text(json.dumps(hf_config(cfg, dtype=dtype, **config_kw), indent=1))
+    (out / CONFIG_FILE).write_text(json.dumps(fam.hf_config(cfg, dtype=dtype, **config_kw), indent=1))
     if shards == 1:
         stn.save_file(sd, str(out / WEIGHTS_FILE), metadata={"format": "pt"})
     else:
         names = list(sd)
-        groups = [names[i::shards] for i in range(shards)]
         weight_map = {}
-        for i, group in enumerate(groups, start=1):
-            fname = f"model-{i:05d}-of-{shards:05d}.safetensors"
+        for i in range(shards):
+            fname = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
+            group = names[i::shards]
             stn.save_file({k: sd[k] for k in group}, str(out / fname), metadata={"format": "pt"})
             weight_map.update(dict.fromkeys(group, fname))
         total = int(sum(x.nbytes for x in sd.values()))
-        (out / INDEX_FILE).write_text(
-            json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=1)
-        )
+        index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+        (out / INDEX_FILE).write_text(json.dumps(index, indent=1))
     for name, src in dict(extra_files).items():
         shutil.copyfile(src, out / name)
     return out
@@ -196,8 +86,8 @@ def _safetensors_header(path: pathlib.Path) -> dict:
         return json.loads(f.read(size))
 
 
-def validate_hf_checkpoint(model_dir: str | pathlib.Path, cfg) -> None:
-    """Check a HF Gemma3 folder against ``cfg`` from the safetensors headers alone (no weights read)."""
+def validate_hf_checkpoint(model_dir: str | pathlib.Path, cfg, *, family: str = "gemma3") -> None:
+    """Check a HF folder against ``cfg`` from the safetensors headers alone (no weights read)."""
     folder = pathlib.Path(model_dir)
     files = sorted(folder.glob("*.safetensors"))
     if not files:
@@ -209,13 +99,11 @@ def validate_hf_checkpoint(model_dir: str | pathlib.Path, cfg) -> None:
         for name, meta in _safetensors_header(file).items():
             if name != "__metadata__":
                 found[name.removeprefix("language_model.")] = (tuple(meta["shape"]), file.name)
-    expected = expected_hf_shapes(cfg)
+    expected = families.get(family).hf_shapes(cfg)
     missing = [name for name in expected if name not in found]
     if missing:
         raise CheckpointError(f"{folder}: {len(missing)} tensor(s) missing, e.g. {missing[:3]}")
-    extra = [
-        n for n in found if n not in expected and n.startswith("model.") and "rotary_emb" not in n
-    ]
+    extra = [n for n in found if n not in expected and n.startswith("model.") and "rotary_emb" not in n]
     if extra:
         raise CheckpointError(
             f"{folder}: {len(extra)} tensor(s) the config does not expect, e.g. {extra[:3]} "
@@ -256,39 +144,102 @@ def restore_state(model, directory: str | pathlib.Path, *, lora_only: bool = Fal
     return model
 
 
-def export_merged(
-    lora_model,
-    base_dir: str | pathlib.Path,
-    out_dir: str | pathlib.Path,
-    *,
-    rank: int,
-    alpha: float,
-) -> pathlib.Path:
-    """Merge LoRA into the base HF checkpoint with tunix's merger; copies the tokenizer files too."""
-    from tunix.models.gemma3 import params as g3params
-
-    base_dir, out_dir = pathlib.Path(base_dir), pathlib.Path(out_dir)
-    if len(list(base_dir.glob("*.safetensors"))) != 1:
-        raise CheckpointError(
-            f"{base_dir}: tunix's LoRA merger needs a single {WEIGHTS_FILE} (sharded bases are not supported)"
-        )
-    g3params.save_lora_merged_model_as_safetensors(
-        local_model_path=str(base_dir),
-        output_dir=str(out_dir),
-        lora_model=lora_model,
-        rank=rank,
-        alpha=alpha,
-    )
-    return out_dir
-
-
-def export_orbax(model, out_dir: str | pathlib.Path) -> pathlib.Path:
-    """Orbax checkpoint of the (merged or plain) params, the layout Kaggle Models accept for tunix."""
-    import jax
+def _lora_pairs(model) -> dict[tuple, dict[str, Any]]:
+    """``{module path: {"a", "b", "weight"}}`` for every LoRA-wrapped weight of ``model``."""
     from flax import nnx
 
-    if jax.tree.leaves(nnx.state(model, nnx.LoRAParam)):
-        raise CheckpointError(
-            "export_orbax expects a model without LoRA: merge first (export_merged, then load it)"
-        )
-    return save_state(model, out_dir)
+    pairs: dict[tuple, dict[str, Any]] = {}
+    for path, value in nnx.iter_graph(model):
+        if isinstance(value, nnx.LoRAParam):
+            weight, _, ab = str(path[-1]).rpartition("_lora_")
+            pairs.setdefault(tuple(path[:-1]), {"weight": weight})[ab] = value.value
+    return pairs
+
+
+def _module(model, path: tuple):
+    for key in path:
+        model = model[key] if isinstance(key, int) else getattr(model, key)
+    return model
+
+
+def merge_lora(lora_model, plain_model, *, rank: int, alpha: float):
+    """Fold ``lora_model``'s adapters into ``plain_model`` (the same base without LoRA; in place).
+
+    qwix computes ``x @ W + (x @ A) @ B * alpha / rank``; for an einsum weight ``A`` holds the
+    input-side dims and ``B`` the rest (qwix's ``<weight>_lora_einsum_str``), for a dense kernel
+    ``A @ B`` has the kernel's shape. The sum is done on the host in float32, then cast back.
+    """
+    import jax
+
+    scale = alpha / rank
+    for path, p in _lora_pairs(lora_model).items():
+        lora_mod, target = _module(lora_model, path), _module(plain_model, path)
+        param = getattr(target, p["weight"])
+        w = np.asarray(jax.device_get(param.value), np.float32)
+        a, b = (np.asarray(jax.device_get(p[k]), np.float32) for k in ("a", "b"))
+        spec = getattr(lora_mod, f"{p['weight']}_lora_einsum_str", None)
+        if spec is not None:  # "lhs,a,b->out": the weight's own dims are a's and b's minus rank
+            rhs = lora_mod.einsum_str.split("->")[0].split(",")[1]
+            a_str, b_str = spec.split("->")[0].split(",")[1:]
+            delta = np.einsum(f"{a_str},{b_str}->{rhs}", a, b)
+        else:
+            delta = (a.reshape(-1, a.shape[-1]) @ b.reshape(b.shape[-2], -1)).reshape(w.shape)
+        merged = (w + scale * delta).astype(param.value.dtype)
+        param.value = jax.device_put(merged, param.value.sharding)
+    return plain_model
+
+
+def tunix_config_dict(cfg) -> dict[str, Any]:
+    """The plain fields of a tunix ``ModelConfig`` as JSON: numbers and strings as they are, enums as
+    ``{"enum": class, "name": member}`` (a tuple of them as a list), the dtype by name. The Orbax
+    export stores it so that tunix's own code can rebuild the model (see notebook 02)."""
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, enum.Enum):
+            return {"enum": type(v).__name__, "name": v.name}
+        if isinstance(v, tuple | list) and all(isinstance(x, enum.Enum) for x in v):
+            return [plain(x) for x in v]
+        return v if isinstance(v, bool | int | float | str | type(None)) else None
+
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cfg):
+        v = getattr(cfg, f.name)
+        if f.name == "param_dtype":
+            out[f.name] = np.dtype(v).name
+        elif plain(v) is not None or v is None:
+            out[f.name] = plain(v)
+    return out
+
+
+def export(model, base, out_dir: str | pathlib.Path, *, lora_rank: int | None = None,
+           lora_alpha: float | None = None, mesh=None) -> dict[str, pathlib.Path]:  # fmt: skip
+    """Export a fine-tuned model two ways: ``out_dir/hf`` (HF layout: tunix and ``transformers``
+    load it) and ``out_dir/orbax`` (``params/`` + ``tunix_config.json`` + tokenizer files).
+
+    ``base`` is the :class:`tunixkit.models.LoadedModel` training started from. With ``lora_rank``,
+    the adapters of ``model`` are merged into a fresh copy of ``base``'s weights (the original ones
+    also under QLoRA); a fully fine-tuned ``model`` is written as it is.
+    """
+    from tunixkit import models
+
+    out = pathlib.Path(out_dir)
+    plain = model
+    if lora_rank:
+        plain = models.load_model(base.model_id, path=base.path, mesh=mesh, dtype=base.dtype,
+                                  verbose=False).model  # fmt: skip
+        merge_lora(model, plain, rank=lora_rank, alpha=float(lora_alpha or lora_rank))
+    src = json.loads((base.path / CONFIG_FILE).read_text())
+    ids = {k: src[k] for k in ("eos_token_id", "pad_token_id", "bos_token_id") if k in src}
+    extras = {p.name: p for p in base.path.iterdir()
+              if p.is_file() and p.suffix != ".safetensors" and p.name not in _NOT_COPIED}  # fmt: skip
+    hf_dir = write_hf_checkpoint(plain, base.config, out / "hf", family=base.family, extra_files=extras, **ids)
+    orbax_dir = out / "orbax"
+    save_state(plain, orbax_dir / "params")
+    meta = {"family": base.family, "module": families.get(base.family).model_module,
+            "model_class": families.get(base.family).model_class, "preset": base.preset,
+            "config": tunix_config_dict(base.config)}  # fmt: skip
+    (orbax_dir / TUNIX_CONFIG_FILE).write_text(json.dumps(meta, indent=1))
+    for name, path in extras.items():
+        if name.startswith("tokenizer") or name == "special_tokens_map.json":
+            shutil.copyfile(path, orbax_dir / name)
+    return {"hf": hf_dir, "orbax": orbax_dir}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import pathlib
 import re
@@ -134,51 +135,62 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value).strip()
 
 
+def _decode(path: pathlib.Path) -> str:
+    """The file as UTF-8 text; otherwise a :class:`DataError` naming the line that is not."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise DataError(
+            f"{path}:{line}: not UTF-8 text (byte {raw[e.start]:#04x} at offset {e.start}); "
+            "save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+        ) from e
+
+
 def read_rows(path: str | pathlib.Path) -> list[dict[str, Any]]:
-    """Read raw rows from ``.jsonl``, ``.json``, ``.csv`` or ``.parquet``; errors name file and line."""
+    """Read raw rows from ``.jsonl``, ``.json``, ``.csv`` or ``.parquet``; errors name file and line.
+
+    A file without a single row, or one that is not UTF-8 text, is an error too.
+    """
     path = pathlib.Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such data file")
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         rows = []
-        with path.open(encoding="utf-8") as f:
-            for lineno, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise DataError(
-                        f"{path}:{lineno}: invalid JSON ({e.msg}); expected one object per line"
-                    ) from e
-                if not isinstance(row, dict):
-                    raise DataError(
-                        f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}"
-                    )
-                rows.append(row)
-        return rows
-    if suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(data, list):
-            raise DataError(f"{path}: expected a JSON list of objects, got {type(data).__name__}")
-        return data
-    if suffix == ".csv":
-        with path.open(encoding="utf-8", newline="") as f:
-            reader = csv.DictReader(f)
-            missing = {"question", "answer"} - {c.strip().lower() for c in reader.fieldnames or []}
-            if missing:
-                raise DataError(
-                    f"{path}:1: header lacks column(s) {sorted(missing)}; found {reader.fieldnames}"
-                )
-            return list(reader)
-    if suffix == ".parquet":
+        for lineno, line in enumerate(_decode(path).splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}:{lineno}: invalid JSON ({e.msg}); expected one object per line") from e
+            if not isinstance(row, dict):
+                raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+            rows.append(row)
+    elif suffix == ".json":
+        try:
+            rows = json.loads(_decode(path))
+        except json.JSONDecodeError as e:
+            raise DataError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from e
+        if not isinstance(rows, list):
+            raise DataError(f"{path}: expected a JSON list of objects, got {type(rows).__name__}")
+    elif suffix == ".csv":
+        reader = csv.DictReader(io.StringIO(_decode(path), newline=""))
+        missing = {"question", "answer"} - {c.strip().lower() for c in reader.fieldnames or []}
+        if reader.fieldnames and missing:
+            raise DataError(f"{path}:1: header lacks column(s) {sorted(missing)}; found {reader.fieldnames}")
+        rows = list(reader)
+    elif suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        return pq.read_table(path).to_pylist()
-    raise DataError(
-        f"{path}: unsupported extension {suffix!r}; use .jsonl, .json, .csv or .parquet"
-    )
+        rows = pq.read_table(path).to_pylist()
+    else:
+        raise DataError(f"{path}: unsupported extension {suffix!r}; use .jsonl, .json, .csv or .parquet")
+    if not rows:
+        raise DataError(f"{path}: no records (the file is empty); expected at least one row")
+    return rows
 
 
 def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | pathlib.Path) -> pathlib.Path:

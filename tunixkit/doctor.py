@@ -1,95 +1,94 @@
-"""Check that the installed tunix/qwix offer every API tunixkit calls, with the parameters it passes.
+"""Check that the installed tunix/qwix offer every API tunixkit uses, and that tunix has its own deps.
 
 Kaggle images ship tunix from git, unpinned; upstream renames things (``RLCluster`` became
-``RLEngine`` on main). Run ``python -m tunixkit.doctor`` to see exactly what is missing and what
-to install; the setup script runs it on Kaggle and Colab, and ``tests/test_api_drift.py`` in CI.
+``RLEngine`` on main). ``python -m tunixkit.doctor`` reports, for every tunix/qwix name tunixkit and
+its notebooks use (:data:`REQUIRED_API`, which a test keeps complete by scanning the sources with
+:func:`scan`):
+
+- **missing**: the name, or a parameter tunixkit passes, is not there;
+- **unverifiable**: the signature takes ``**kwargs``, so the parameters cannot be checked;
+- and tunix's own dependencies that are not installed, with the one pip line that adds them
+  (``--no-deps``, so the preinstalled jax/libtpu stay as they are).
+
+The setup script runs it on Kaggle and Colab; ``tests/test_api_drift.py`` runs it in CI.
 """
 
 from __future__ import annotations
 
+import argparse
+import ast
 import importlib
+import importlib.util
+import importlib.metadata as md
 import inspect
+import pathlib
+import re
 import sys
+from collections.abc import Iterable
+
+__all__ = ["PIN", "REQUIRED_API", "check", "missing_dependencies", "pip_line", "required", "scan"]
 
 PIN = "google-tunix==0.1.7"
+NEVER_INSTALLED = {"jax", "jaxlib", "libtpu", "flax"}  # the image's own: never touched here
 
+_TRAINER_CONFIG = ("eval_every_n_steps", "max_steps", "checkpoint_root_directory", "checkpointing_options",
+                   "metrics_logging_options", "pbar_description")  # fmt: skip
 # (module, attribute path, parameters tunixkit passes by keyword)
 REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    (
-        "tunix.models.gemma3.model",
-        "ModelConfig",
-        (
-            "num_layers",
-            "num_embed",
-            "embed_dim",
-            "hidden_dim",
-            "num_heads",
-            "head_dim",
-            "num_kv_heads",
-            "sliding_window_size",
-            "param_dtype",
-        ),
-    ),
+    ("tunix.models.gemma3.model", "ModelConfig", ("num_layers", "num_embed", "embed_dim", "hidden_dim",
+     "num_heads", "head_dim", "num_kv_heads", "sliding_window_size", "local_base_frequency",
+     "global_base_frequency", "global_scale_factor", "query_pre_attn_norm", "param_dtype")),
     ("tunix.models.gemma3.model", "Gemma3", ("config", "rngs")),
     ("tunix.models.gemma3.model", "GEMMA3_ATTENTION_PATTERN", ()),
-    (
-        "tunix.models.gemma3.params_safetensors",
-        "create_model_from_safe_tensors",
-        ("file_dir", "config", "mesh", "dtype"),
-    ),
-    (
-        "tunix.models.gemma3.params",
-        "save_lora_merged_model_as_safetensors",
-        ("local_model_path", "output_dir", "lora_model", "rank", "alpha"),
-    ),
-    (
-        "tunix.models.gemma.params_safetensors",
-        "create_model_from_safe_tensors",
-        ("file_dir", "config", "mesh", "dtype"),
-    ),
+    ("tunix.models.gemma3.model", "AttentionType", ()),
+    ("tunix.models.gemma3.model", "QueryPreAttentionNormalisation", ()),
+    ("tunix.models.gemma3.params_safetensors", "create_model_from_safe_tensors", ("file_dir", "config", "mesh", "dtype")),
+    ("tunix.models.gemma.model", "ModelConfig", ("num_layers", "num_embed", "embed_dim", "hidden_dim", "num_heads",
+     "head_dim", "num_kv_heads", "final_logit_softcap", "use_post_attn_norm", "use_post_ffw_norm",
+     "attention_types", "attn_logits_soft_cap", "sliding_window_size")),
+    ("tunix.models.gemma.model", "AttentionType", ()),
+    ("tunix.models.gemma.model", "Gemma", ("config", "rngs")),
+    ("tunix.models.gemma.params_safetensors", "create_model_from_safe_tensors", ("file_dir", "config", "mesh", "dtype")),
     ("tunix.generate.sampler", "Sampler", ("transformer", "tokenizer", "cache_config")),
-    (
-        "tunix.generate.sampler",
-        "CacheConfig",
-        ("cache_size", "num_layers", "num_kv_heads", "head_dim"),
-    ),
-    (
-        "tunix.generate.sampler",
-        "Sampler.__call__",
-        (
-            "input_strings",
-            "max_generation_steps",
-            "max_prompt_length",
-            "eos_tokens",
-            "temperature",
-            "top_p",
-            "top_k",
-            "seed",
-            "echo",
-        ),
-    ),
+    ("tunix.generate.sampler", "CacheConfig", ("cache_size", "num_layers", "num_kv_heads", "head_dim")),
+    ("tunix.generate.sampler", "Sampler.__call__", ("input_strings", "max_generation_steps", "max_prompt_length",
+     "eos_tokens", "temperature", "top_p", "top_k", "seed", "echo", "return_logprobs")),
     ("tunix.sft.peft_trainer", "PeftTrainer", ("model", "optimizer", "training_config")),
     ("tunix.sft.peft_trainer", "PeftTrainer.with_gen_model_input_fn", ("gen_model_input_fn",)),
+    ("tunix.sft.peft_trainer", "PeftTrainer.with_training_hooks", ("training_hooks",)),
     ("tunix.sft.peft_trainer", "PeftTrainer.train", ("train_ds", "eval_ds")),
-    (
-        "tunix.sft.peft_trainer",
-        "TrainingConfig",
-        (
-            "eval_every_n_steps",
-            "max_steps",
-            "checkpoint_root_directory",
-            "checkpointing_options",
-            "metrics_logging_options",
-            "pbar_description",
-        ),
-    ),
+    ("tunix.sft.peft_trainer", "PeftTrainer.train_steps", ()),
+    ("tunix.sft.peft_trainer", "TrainingConfig", _TRAINER_CONFIG),
     ("tunix.sft.peft_trainer", "TrainingInput", ("input_tokens", "input_mask")),
     ("tunix.sft.utils", "build_positions_from_mask", ()),
     ("tunix.sft.utils", "make_causal_attn_mask", ()),
-    ("tunix.sft.metrics_logger", "MetricsLoggerOptions", ("log_dir", "flush_every_n_steps")),
+    ("tunix.sft.hooks", "TrainingHooks", ()),
+    ("tunix.sft.metrics_logger", "MetricsLoggerOptions", ("log_dir", "flush_every_n_steps", "backend_kwargs")),
+    ("tunix.sft.dpo.dpo_trainer", "DPOTrainer", ("model", "ref_model", "optimizer", "training_config")),
+    ("tunix.sft.dpo.dpo_trainer", "DPOTrainingConfig", (*_TRAINER_CONFIG, "algorithm", "beta", "lambda_orpo")),
+    ("tunix.sft.dpo.dpo_trainer", "compute_logps", ()),
+    ("tunix.distillation.distillation_trainer", "DistillationTrainer", ("student_model", "teacher_model",
+     "strategy", "optimizer", "training_config")),
+    ("tunix.distillation.distillation_trainer", "TrainingConfig", _TRAINER_CONFIG),
+    ("tunix.distillation.strategies", "LogitStrategy", ("student_forward_fn", "teacher_forward_fn", "labels_fn",
+     "temperature", "alpha")),
+    ("tunix.rl.common", "build_positions_from_mask", ()),
+    ("tunix.rl.common", "make_causal_attn_mask", ()),
+    ("tunix.rl.rl_cluster", "RLCluster", ("actor", "reference", "tokenizer", "cluster_config")),
+    ("tunix.rl.rl_cluster", "RLCluster.with_external_metrics_logger", ("external_metrics_logger",)),
+    ("tunix.rl.rl_cluster", "ClusterConfig", ("role_to_mesh", "rollout_engine", "offload_to_cpu",
+     "training_config", "rollout_config")),
+    ("tunix.rl.rl_cluster", "RLTrainingConfig", ("actor_optimizer", "eval_every_n_steps", "max_steps",
+     "mini_batch_size", "train_micro_batch_size", "rollout_micro_batch_size", "compute_logps_micro_batch_size",
+     "metrics_logging_options", "checkpoint_root_directory", "checkpointing_options")),
+    ("tunix.rl.rl_cluster", "Role", ()),
+    ("tunix.rl.rollout.base_rollout", "RolloutConfig", ("max_tokens_to_generate", "max_prompt_length",
+     "kv_cache_size", "temperature", "top_k", "top_p", "eos_tokens", "seed")),
+    ("tunix.rl.grpo.grpo_learner", "GRPOConfig", ("num_generations", "num_iterations", "beta", "epsilon")),
+    ("tunix.rl.grpo.grpo_learner", "GRPOLearner", ("rl_cluster", "algo_config", "reward_fns")),
     ("qwix", "LoraProvider", ("module_path", "rank", "alpha", "weight_qtype", "tile_size")),
     ("qwix", "apply_lora_to_model", ("model", "provider", "rngs")),
-)
+)  # fmt: skip
 
 
 def _resolve(module: str, path: str):
@@ -99,52 +98,140 @@ def _resolve(module: str, path: str):
     return obj
 
 
-def _accepts(obj, params: tuple[str, ...]) -> list[str]:
+def _params(obj, params: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """(parameters ``obj`` lacks, parameters it may take through ``**kwargs`` but does not name)."""
+    if isinstance(obj, property) or not params:
+        return [], []
     target = obj.__init__ if inspect.isclass(obj) else obj
     try:
         sig = inspect.signature(target)
     except (TypeError, ValueError):
-        return []
-    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
-        return []
-    return [p for p in params if p not in sig.parameters]
+        return [], list(params)
+    absent = [p for p in params if p not in sig.parameters]
+    var_kw = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    return ([], absent) if var_kw else (absent, [])
 
 
-def check() -> list[str]:
-    """Problems found, one readable line each (empty when all is well)."""
-    problems = []
-    for module, path, params in REQUIRED_API:
+def check() -> tuple[list[str], list[str]]:
+    """(problems, unverifiable): one readable line each; no problems means every name exists and
+    takes the parameters tunixkit passes (except the unverifiable ones, which take ``**kwargs``)."""
+    problems, unverifiable = [], []
+    for module, path, params in required():
         try:
             obj = _resolve(module, path)
         except (ImportError, AttributeError) as e:
             problems.append(f"{module}.{path}: missing ({type(e).__name__}: {e})")
             continue
-        missing = _accepts(obj, params)
+        missing, hidden = _params(obj, params)
         if missing:
             problems.append(f"{module}.{path}: no parameter(s) {', '.join(missing)}")
-    return problems
+        elif hidden:
+            unverifiable.append(f"{module}.{path}: takes **kwargs, so {', '.join(hidden)} cannot be checked")
+    return problems, unverifiable
 
 
-def main() -> int:
-    problems = check()
+def required() -> list[tuple[str, str, tuple[str, ...]]]:
+    """:data:`REQUIRED_API` plus what each model family names by string (its model class, config
+    and safetensors loader: see :mod:`tunixkit.families`)."""
+    from tunixkit import families
+
+    out = list(REQUIRED_API)
+    for fam in families.FAMILIES.values():
+        out += [(fam.model_module, fam.model_class, ("config", "rngs")), (fam.model_module, "ModelConfig", ()),
+                (fam.loader_module, "create_model_from_safe_tensors", ("file_dir", "config", "mesh", "dtype"))]  # fmt: skip
+    return list(dict.fromkeys(out))
+
+
+def missing_dependencies(dist: str = "google-tunix") -> list[str]:
+    """``dist``'s own requirements (no extras) that are not installed, jax/libtpu/flax excepted."""
     try:
-        from importlib.metadata import version
+        reqs = md.requires(dist) or []
+    except md.PackageNotFoundError:
+        return []
+    out = []
+    for req in reqs:
+        if "extra ==" in req:
+            continue
+        name = re.split(r"[\s;<>=!~\[(]", req, maxsplit=1)[0]
+        if name.lower() in NEVER_INSTALLED:
+            continue
+        try:
+            md.version(name)
+        except md.PackageNotFoundError:
+            out.append(name)
+    return out
 
-        installed = version("google-tunix")
-    except Exception:  # noqa: BLE001 - tunix installed from source has no dist metadata
-        installed = "unknown (not installed as a distribution)"
-    if not problems:
-        print(
-            f"tunixkit doctor: all {len(REQUIRED_API)} tunix/qwix APIs present (google-tunix {installed})."
-        )
+
+def pip_line(names: Iterable[str], pins: pathlib.Path | None = None) -> str:
+    """``pip install --no-deps ...`` for ``names``, at the versions pinned in ``pins``."""
+    pinned = {}
+    if pins is not None and pins.is_file():
+        for line in pins.read_text().splitlines():
+            if "==" in line and not line.startswith("#"):
+                pinned[re.sub(r"[-_.]+", "-", line.split("==")[0]).lower()] = line.strip()
+    names = [pinned.get(re.sub(r"[-_.]+", "-", n).lower(), n) for n in names]
+    return "pip install --no-deps " + " ".join(names) if names else ""
+
+
+def scan(paths: Iterable[str | pathlib.Path]) -> set[tuple[str, str]]:
+    """Every ``(tunix or qwix module, name)`` the Python sources in ``paths`` use: names imported
+    from a tunix/qwix module, and attributes read from an imported tunix/qwix module."""
+    used: set[tuple[str, str]] = set()
+    for path in paths:
+        tree = ast.parse(pathlib.Path(path).read_text(encoding="utf-8"))
+        aliases: dict[str, str] = {}  # local name -> tunix/qwix module
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.split(".")[0] in ("tunix", "qwix"):
+                        aliases[a.asname or a.name] = a.name
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("tunix", "qwix"):
+                for a in node.names:
+                    full = f"{node.module}.{a.name}"
+                    if importlib.util.find_spec(node.module) and _is_module(full):
+                        aliases[a.asname or a.name] = full
+                    else:
+                        used.add((node.module, a.name))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+                used.add((aliases[node.value.id], node.attr))
+    return used
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Check the installed tunix against what tunixkit uses.")
+    ap.add_argument("--pins", type=pathlib.Path, help="requirements.txt whose versions the pip line uses")
+    ap.add_argument("--missing-deps-line", action="store_true",
+                    help="print only the pip line for tunix's missing dependencies (empty if none)")  # fmt: skip
+    args = ap.parse_args(argv)
+    deps = missing_dependencies()
+    if args.missing_deps_line:
+        print(pip_line(deps, args.pins))
         return 0
-    print(
-        f"tunixkit doctor: the installed tunix ({installed}) lacks {len(problems)} API(s) tunixkit calls:"
-    )
-    for p in problems:
-        print(f"  - {p}")
-    print(f"Fix: pip install --no-deps '{PIN}' qwix==0.1.8   (keeps the preinstalled jax/libtpu)")
-    return 1
+    problems, unverifiable = check()
+    try:
+        installed = md.version("google-tunix")
+    except md.PackageNotFoundError:
+        installed = "unknown (not installed as a distribution)"
+    total = len(required())
+    verified = total - len(problems) - len(unverifiable)
+    print(f"tunixkit doctor: google-tunix {installed}: {verified} of {total} APIs verified")
+    for line in unverifiable:
+        print(f"  unverifiable: {line}")
+    for line in problems:
+        print(f"  MISSING: {line}")
+    if deps:
+        print(f"  tunix's own dependencies not installed: {', '.join(deps)}\n  Fix: {pip_line(deps, args.pins)}")
+    if problems:
+        print(f"Fix: pip install --no-deps '{PIN}' qwix==0.1.8   (keeps the preinstalled jax/libtpu)")
+    return 1 if problems or deps else 0
 
 
 if __name__ == "__main__":

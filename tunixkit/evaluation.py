@@ -133,9 +133,7 @@ def _clip(prompt: str, encode, tokenizer, max_len: int) -> str:
     ids = list(encode(prompt))
     if len(ids) <= max_len:
         return prompt
-    keep = ids[-(max_len - 1) :]
-    decode = tokenizer.DecodeIds if hasattr(tokenizer, "DecodeIds") else tokenizer.decode
-    return decode([int(t) for t in keep])
+    return tokenizer.decode(ids[-(max_len - 1) :])
 
 
 def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -198,6 +196,10 @@ class EvalResult:
         )
         return {k: getattr(self, k) for k in keys} | {"categories": dict(self.categories)}
 
+    def first(self, n: int) -> EvalResult:
+        """The same metrics on the first ``n`` questions only (to compare with a shrunk evaluation)."""
+        return self if n >= self.n else result_from(self.name, self.predictions[:n])
+
 
 def evaluate(
     loaded,
@@ -208,13 +210,21 @@ def evaluate(
     output_dir: str | pathlib.Path | None = None,
     progress: bool = True,
     sampler=None,
+    reuse: bool = False,
 ) -> EvalResult:
     """Generate for every record and score it; writes ``<output_dir>/predictions_<name>.jsonl``.
 
     ``accuracy`` counts a completion only with the exact format and the right number in
     ``<answer>``; ``partial_accuracy`` accepts the right number found anywhere (``####``, "the answer
-    is", last number).
+    is", last number). With ``reuse``, predictions already stored for exactly these questions are
+    read back instead of generated again (a resumed run's "before" evaluation).
     """
+    stored = pathlib.Path(output_dir) / f"predictions_{name}.jsonl" if output_dir is not None else None
+    if reuse and stored is not None and stored.is_file():
+        preds = [json.loads(line) for line in stored.read_text(encoding="utf-8").splitlines() if line]
+        if [p["question"] for p in preds] == [r["question"] for r in records]:
+            print(f"{name}: reusing the {len(preds)} stored predictions in {stored}")
+            return result_from(name, preds)
     prompts = [format_prompt(r["question"], config.system_prompt) for r in records]
     gens = generate(loaded, prompts, config, progress=progress, sampler=sampler)
     preds = []
@@ -224,23 +234,60 @@ def evaluate(
                       "extracted": extract_answer(g.text).value, "category": cat,
                       "partial": is_correct(g.text, r["answer"]), "format": has_format(g.text),
                       "num_tokens": g.num_tokens})  # fmt: skip
+    if stored is not None:
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        with stored.open("w", encoding="utf-8") as f:
+            for p in preds:
+                f.write(json.dumps(p, ensure_ascii=False) + "\n")
+    return result_from(name, preds)
+
+
+def result_from(name: str, preds: Sequence[dict[str, Any]]) -> EvalResult:
+    """The :class:`EvalResult` of scored predictions (as :func:`evaluate` stores them)."""
     n = len(preds)
     k = sum(p["category"] == "correct" for p in preds)
     lo, hi = wilson_interval(k, n)
-    result = EvalResult(
+    return EvalResult(
         name=name, n=n, accuracy=k / max(n, 1), ci_low=lo, ci_high=hi,
         partial_accuracy=sum(p["partial"] for p in preds) / max(n, 1),
         format_rate=sum(p["format"] for p in preds) / max(n, 1),
         mean_tokens=sum(p["num_tokens"] for p in preds) / max(n, 1),
-        categories={c: sum(p["category"] == c for p in preds) for c in CATEGORIES}, predictions=preds,
+        categories={c: sum(p["category"] == c for p in preds) for c in CATEGORIES}, predictions=list(preds),
     )  # fmt: skip
-    if output_dir is not None:
-        out = pathlib.Path(output_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        with (out / f"predictions_{name}.jsonl").open("w", encoding="utf-8") as f:
-            for p in preds:
-                f.write(json.dumps(p, ensure_ascii=False) + "\n")
-    return result
+
+
+@dataclasses.dataclass(frozen=True)
+class Paired:
+    """Two evaluations on the same questions: which questions each got right, and whether the
+    difference could be chance (McNemar's exact test on the questions where they disagree)."""
+
+    a: str
+    b: str
+    only_a: int  # questions only ``a`` got right
+    only_b: int  # questions only ``b`` got right
+    difference: float  # accuracy of b minus accuracy of a
+    p_value: float  # two-sided; small means the difference is unlikely to be chance
+
+
+def paired(a: EvalResult, b: EvalResult) -> Paired:
+    """Compare ``a`` and ``b`` question by question (they must cover the same questions).
+
+    >>> right = {"question": "q", "category": "correct", "partial": True, "format": True, "num_tokens": 9}
+    >>> wrong = dict(right, category="wrong_number", partial=False)
+    >>> x, y = result_from("x", [wrong] * 10), result_from("y", [right] * 10)
+    >>> r = paired(x, y)
+    >>> (r.only_a, r.only_b, r.difference, round(r.p_value, 4))
+    (0, 10, 1.0, 0.002)
+    """
+    if [p["question"] for p in a.predictions] != [p["question"] for p in b.predictions]:
+        raise ValueError(f"{a.name} and {b.name} were not evaluated on the same questions")
+    ok_a = [p["category"] == "correct" for p in a.predictions]
+    ok_b = [p["category"] == "correct" for p in b.predictions]
+    only_a = sum(x and not y for x, y in zip(ok_a, ok_b, strict=True))
+    only_b = sum(y and not x for x, y in zip(ok_a, ok_b, strict=True))
+    n, k = only_a + only_b, min(only_a, only_b)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n if n else 1.0
+    return Paired(a.name, b.name, only_a, only_b, b.accuracy - a.accuracy, min(1.0, 2 * tail))
 
 
 def comparison_table(results: Sequence[EvalResult]) -> str:

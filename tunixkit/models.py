@@ -1,34 +1,34 @@
 """Load a model and its tokenizer with one call, for every profile; add LoRA or QLoRA.
 
 ``load_model("gemma-3-1b-it", source="kaggle", mesh=mesh)`` and ``load_model("tiny-gemma3-sft")``
-take the same path: find a Hugging Face-layout folder (``config.json``, ``*.safetensors``,
-``tokenizer.model``), validate its tensors against the tunix config, load it with tunix's
-safetensors loader onto the mesh, and read the tokenizer from the folder itself (never ``gs://``).
-The smoke models are written to that layout in a local cache first, so the smoke profile runs the
-real loader too.
+take the same path: find a Hugging Face-layout folder (``config.json``, ``*.safetensors``, tokenizer
+files), build the tunix config from its ``config.json`` (:mod:`tunixkit.families`), validate its
+tensors against that config, load it with tunix's safetensors loader onto the mesh, and read the
+tokenizer from the folder itself (never ``gs://``). The smoke models are written to that layout in
+a local cache first (:func:`tunixkit.smoke.materialize`), so the smoke profile runs the real loader.
+
+:data:`MODELS` is the registry: plain data, one row per model id.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import os
 import pathlib
-import shutil
-import tempfile
-from collections.abc import Callable
+import time
 from typing import Any
 
-from tunixkit import checkpoints, runtime
+from tunixkit import checkpoints, families, runtime
+from tunixkit.tokenizer import Tokenizer
+from tunixkit.tokenizer import load as load_tokenizer
 
-LORA_MODULES = {
-    "gemma3": ".*q_einsum|.*kv_einsum|.*qkv_einsum|.*attn_vec_einsum|.*gate_proj|.*up_proj|.*down_proj",
-    "gemma2": ".*q_einsum|.*kv_einsum|.*qkv_einsum|.*attn_vec_einsum|.*gate_proj|.*up_proj|.*down_proj",
-}
+__all__ = [
+    "MODELS", "LoadedModel", "ModelSpec", "UnknownModelError", "apply_lora", "count_params",
+    "describe", "footprint", "get_spec", "load_args", "load_model", "shard",
+]  # fmt: skip
 
 
 class UnknownModelError(KeyError):
-    """A model id that tunixkit has no recipe for."""
+    """A model id that tunixkit has no entry for."""
 
     def __str__(self) -> str:  # KeyError would print the repr
         return str(self.args[0])
@@ -36,55 +36,26 @@ class UnknownModelError(KeyError):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ModelSpec:
-    """Where a model comes from and how tunix builds it."""
+    """Where a model comes from and which family it belongs to."""
 
-    family: str  # "gemma3" or "gemma2"
-    config: Callable[[], Any]  # -> tunix ModelConfig
+    family: str  # a tunixkit.families.FAMILIES key
+    preset: str | None = None  # tunix ModelConfig classmethod with this model's shape
     hf_repo: str | None = None
     kaggle_handle: str | None = None  # a Kaggle Models "transformers" variant (HF layout)
-    smoke: bool = False  # built locally by tunixkit.testing
-
-
-def _tiny_shape(model_id: str):
-    from tunixkit import testing
-
-    return testing.TINY_STUDENT if model_id == "tiny-gemma3-student" else testing.TINY_GEMMA3
-
-
-def _tiny_config(model_id: str = "tiny-gemma3") -> Callable[[], Any]:
-    def make():
-        from tunixkit import testing
-
-        return testing.gemma3_config(testing.load_tokenizer().GetPieceSize(), _tiny_shape(model_id))
-
-    return make
-
-
-def _g3(name: str) -> Callable[[], Any]:
-    def make():
-        from tunix.models.gemma3 import model as g3
-
-        return getattr(g3.ModelConfig, name)()
-
-    return make
-
-
-def _g2() -> Any:
-    from tunix.models.gemma import model as g2
-
-    return g2.ModelConfig.gemma2_2b_it()
+    smoke: bool = False  # built locally by tunixkit.smoke
 
 
 MODELS: dict[str, ModelSpec] = {
-    "gemma-3-1b-it": ModelSpec(family="gemma3", config=_g3("gemma3_1b_it"), hf_repo="google/gemma-3-1b-it",
+    "gemma-3-1b-it": ModelSpec(family="gemma3", preset="gemma3_1b_it", hf_repo="google/gemma-3-1b-it",
                                kaggle_handle="google/gemma-3/transformers/gemma-3-1b-it"),
-    "gemma-3-270m-it": ModelSpec(family="gemma3", config=_g3("gemma3_270m_it"), hf_repo="google/gemma-3-270m-it",
+    "gemma-3-270m-it": ModelSpec(family="gemma3", preset="gemma3_270m_it", hf_repo="google/gemma-3-270m-it",
                                  kaggle_handle="google/gemma-3/transformers/gemma-3-270m-it"),
-    "gemma-2-2b-it": ModelSpec(family="gemma2", config=_g2, hf_repo="google/gemma-2-2b-it",
+    "gemma-2-2b-it": ModelSpec(family="gemma2", preset="gemma2_2b_it", hf_repo="google/gemma-2-2b-it",
                                kaggle_handle="google/gemma-2/transformers/gemma-2-2b-it"),
-    "tiny-gemma3": ModelSpec(family="gemma3", config=_tiny_config(), smoke=True),
-    "tiny-gemma3-sft": ModelSpec(family="gemma3", config=_tiny_config(), smoke=True),
-    "tiny-gemma3-student": ModelSpec(family="gemma3", config=_tiny_config("tiny-gemma3-student"), smoke=True),
+    "tiny-gemma3": ModelSpec(family="gemma3", smoke=True),
+    "tiny-gemma3-sft": ModelSpec(family="gemma3", smoke=True),
+    "tiny-gemma3-student": ModelSpec(family="gemma3", smoke=True),
+    "tiny-gemma2": ModelSpec(family="gemma2", smoke=True),
 }  # fmt: skip
 
 
@@ -103,48 +74,19 @@ class LoadedModel:
     """A tunix model with its tokenizer, config and where it came from."""
 
     model: Any
-    tokenizer: Any
+    tokenizer: Tokenizer
     config: Any
     model_id: str
     path: pathlib.Path
     family: str
+    dtype: Any = None  # the parameter dtype it was loaded in
+    preset: str | None = None  # the tunix ModelConfig preset of model_id, if any
+    load_seconds: float = 0.0  # reading the weights onto the mesh (not downloading or building them)
 
     @property
     def eos_ids(self) -> list[int]:
         """Stop tokens: EOS and ``<end_of_turn>`` (Gemma turns end there; TUNIX_NOTES pitfall 5)."""
-        return stop_token_ids(self.tokenizer)
-
-
-def cache_dir() -> pathlib.Path:
-    """``$TUNIXKIT_CACHE`` or ``~/.cache/tunixkit``: where the smoke models are written."""
-    return pathlib.Path(
-        os.environ.get("TUNIXKIT_CACHE", pathlib.Path.home() / ".cache" / "tunixkit")
-    )
-
-
-def load_tokenizer(folder: str | pathlib.Path):
-    """The tokenizer from a model folder: ``tokenizer.model`` (SentencePiece) or ``tokenizer.json``."""
-    folder = pathlib.Path(folder)
-    if (folder / "tokenizer.model").is_file():
-        import sentencepiece as spm
-
-        return spm.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
-    if (folder / "tokenizer.json").is_file():
-        from transformers import AutoTokenizer
-
-        return AutoTokenizer.from_pretrained(str(folder))
-    raise FileNotFoundError(f"{folder}: no tokenizer.model or tokenizer.json next to the weights")
-
-
-def stop_token_ids(tokenizer) -> list[int]:
-    """EOS plus ``<end_of_turn>`` ids for a SentencePiece or Hugging Face tokenizer."""
-    if hasattr(tokenizer, "PieceToId"):
-        ids = [tokenizer.eos_id(), tokenizer.PieceToId("<end_of_turn>")]
-        ids = [i for i in ids if i != tokenizer.unk_id()]
-    else:
-        ids = [tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<end_of_turn>")]
-        ids = [i for i in ids if i is not None and i != tokenizer.unk_token_id]
-    return sorted(set(ids))
+        return self.tokenizer.stop_ids(families.get(self.family).end_of_turn)
 
 
 def _download(spec: ModelSpec, model_id: str, source: str) -> pathlib.Path:
@@ -152,24 +94,16 @@ def _download(spec: ModelSpec, model_id: str, source: str) -> pathlib.Path:
     if source == "auto":
         source = "kaggle" if env == "kaggle" else "hf"
     if source == "hf":
-        token = runtime.get_secret(
-            "HF_TOKEN", purpose=f"downloading {spec.hf_repo} from Hugging Face"
-        )
+        token = runtime.get_secret("HF_TOKEN", purpose=f"downloading {spec.hf_repo} from Hugging Face")
         from huggingface_hub import snapshot_download
 
-        return pathlib.Path(
-            snapshot_download(
-                spec.hf_repo, token=token, allow_patterns=["*.json", "*.safetensors", "tokenizer*"]
-            )
-        )
+        patterns = ["*.json", "*.safetensors", "tokenizer*"]
+        return pathlib.Path(snapshot_download(spec.hf_repo, token=token, allow_patterns=patterns))
     if source == "kaggle":
         if env != "kaggle" and not runtime.get_secret("KAGGLE_API_TOKEN", required=False):
-            runtime.get_secret(
-                "KAGGLE_USERNAME", purpose=f"downloading {spec.kaggle_handle} from Kaggle"
-            )
-            runtime.get_secret(
-                "KAGGLE_KEY", purpose=f"downloading {spec.kaggle_handle} from Kaggle"
-            )
+            why = f"downloading {spec.kaggle_handle} from Kaggle"
+            runtime.get_secret("KAGGLE_USERNAME", purpose=why)
+            runtime.get_secret("KAGGLE_KEY", purpose=why)
         import kagglehub
 
         return pathlib.Path(kagglehub.model_download(spec.kaggle_handle))
@@ -178,40 +112,15 @@ def _download(spec: ModelSpec, model_id: str, source: str) -> pathlib.Path:
     )
 
 
-def materialize_smoke_model(model_id: str) -> pathlib.Path:
-    """Write (once, cached) the smoke model ``model_id`` in the HF layout and return its folder."""
-    from tunixkit import testing
+def _dtype(spec: ModelSpec, dtype: Any, hf: dict[str, Any]) -> Any:
+    """Explicit ``dtype``; else a smoke model's own (float32, from its ``config.json``); else
+    bfloat16 (real checkpoints declare float32 or bfloat16; training runs in bfloat16)."""
+    import jax.numpy as jnp
 
-    tok = testing.tokenizer_path()
-    shape = _tiny_shape(model_id)
-    key = hashlib.sha256(tok.read_bytes() + repr(shape).encode()).hexdigest()[:10]
-    if model_id == "tiny-gemma3-sft":
-        key += "-" + testing.WARM_START.key()
-    else:
-        key += f"-e{testing.TINY_EMBEDDING_STD:g}"
-    folder = cache_dir() / "models" / f"{model_id}-{key}"
-    if (folder / checkpoints.WEIGHTS_FILE).is_file():
-        return folder
-    cfg = get_spec(model_id).config()
-    if model_id == "tiny-gemma3-sft":
-        model = testing.warm_start(cfg)
-    else:
-        model = testing.random_gemma3(cfg, embedding_std=testing.TINY_EMBEDDING_STD)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = pathlib.Path(tempfile.mkdtemp(dir=folder.parent))
-    sp = testing.load_tokenizer()
-    checkpoints.write_hf_checkpoint(
-        model,
-        cfg,
-        tmp,
-        extra_files={"tokenizer.model": tok},
-        eos_token_id=stop_token_ids(sp),
-        pad_token_id=sp.pad_id(),
-        bos_token_id=sp.bos_id(),
-    )
-    shutil.rmtree(folder, ignore_errors=True)
-    tmp.rename(folder)  # atomic: a killed run leaves no half-written model behind
-    return folder
+    if dtype is not None:
+        return dtype
+    name = (hf.get("torch_dtype") or hf.get("dtype")) if spec.smoke else None
+    return jnp.dtype(name or "bfloat16")
 
 
 def load_model(
@@ -226,11 +135,11 @@ def load_model(
     """Load ``model_id`` (see :data:`MODELS`) onto ``mesh`` with its tokenizer.
 
     ``source``: ``"auto"`` (Kaggle on Kaggle, else Hugging Face), ``"hf"``, ``"kaggle"``, or
-    ``"local"`` with ``path``. Smoke models ignore ``source``. For a local Gemma3 folder, its own
-    ``config.json`` gives the shape (an exported fine-tune loads as itself); downloads use tunix's
-    preset for ``model_id``. ``dtype`` (e.g. ``jnp.bfloat16``) sets the parameter dtype.
+    ``"local"`` with ``path`` (a folder in the HF layout, e.g. an export; ``model_id`` then names
+    its family). Smoke models ignore ``source``. The folder's ``config.json`` gives the shape;
+    ``dtype`` (e.g. ``jnp.bfloat16``) overrides the parameter dtype it declares.
     """
-    import jax.numpy as jnp
+    from tunixkit import smoke
 
     spec = get_spec(model_id)
     if path is not None or source == "local":
@@ -240,49 +149,38 @@ def load_model(
         if not folder.is_dir():
             raise FileNotFoundError(f"{folder}: model folder not found")
     elif spec.smoke:
-        folder = materialize_smoke_model(model_id)
+        folder = smoke.materialize(model_id)
     else:
         folder = _download(spec, model_id, source)
-    cfg = spec.config()
-    if (
-        (path is not None or spec.smoke)
-        and spec.family == "gemma3"
-        and (folder / checkpoints.CONFIG_FILE).is_file()
-    ):
-        cfg = checkpoints.gemma3_config_from_hf(
-            folder, dtype=cfg.param_dtype
-        )  # the folder knows its shape
-    if dtype is not None:
-        cfg = dataclasses.replace(cfg, param_dtype=dtype)
-    if spec.family == "gemma3":
-        from tunix.models.gemma3 import params_safetensors as loader
-
-        checkpoints.validate_hf_checkpoint(folder, cfg)
-    else:
-        from tunix.models.gemma import params_safetensors as loader
-    model = loader.create_model_from_safe_tensors(
-        str(folder), cfg, mesh=mesh, dtype=dtype or cfg.param_dtype or jnp.bfloat16
-    )
-    loaded = LoadedModel(
-        model=model,
-        tokenizer=load_tokenizer(folder),
-        config=cfg,
-        model_id=model_id,
-        path=folder,
-        family=spec.family,
-    )
+    fam = families.get(spec.family)
+    if not (folder / checkpoints.CONFIG_FILE).is_file():
+        raise checkpoints.CheckpointError(f"{folder}: no {checkpoints.CONFIG_FILE} (a HF-layout folder has one)")
+    hf = families.read_hf_config(folder)
+    dtype = _dtype(spec, dtype, hf)
+    try:
+        cfg = fam.config_from_hf(hf, dtype)
+    except KeyError as e:
+        raise checkpoints.CheckpointError(
+            f"{folder / checkpoints.CONFIG_FILE}: missing field {e} needed for a {spec.family} config"
+        ) from e
+    checkpoints.validate_hf_checkpoint(folder, cfg, family=spec.family)
+    t0 = time.perf_counter()
+    model = fam.loader()(str(folder), cfg, mesh=mesh, dtype=dtype)
+    loaded = LoadedModel(model=model, tokenizer=load_tokenizer(folder), config=cfg, model_id=model_id,
+                         path=folder, family=spec.family, dtype=dtype, preset=spec.preset,
+                         load_seconds=time.perf_counter() - t0)  # fmt: skip
     if verbose:
         print(f"loaded {model_id} from {folder}: {describe(model)}")
     return loaded
 
 
-def reference(ref: str, *, base_id: str, source: str = "auto") -> dict[str, Any]:
-    """``load_model`` keyword arguments for ``ref``: a model id from :data:`MODELS`, or a local
+def load_args(ref: str, *, base_id: str, source: str = "auto") -> dict[str, Any]:
+    """:func:`load_model` keyword arguments for ``ref``: a model id from :data:`MODELS`, or a local
     HF-layout folder (then ``base_id`` says which family and tokenizer rules apply).
 
-    >>> reference("gemma-3-1b-it", base_id="gemma-3-1b-it")
+    >>> load_args("gemma-3-1b-it", base_id="gemma-3-1b-it")
     {'model_id': 'gemma-3-1b-it', 'source': 'auto'}
-    >>> reference("runs/x/export/hf", base_id="gemma-3-1b-it")
+    >>> load_args("runs/x/export/hf", base_id="gemma-3-1b-it")
     {'model_id': 'gemma-3-1b-it', 'path': 'runs/x/export/hf'}
     """
     if ref in MODELS:
@@ -344,7 +242,7 @@ def apply_lora(
     rank: int = 64,
     alpha: float = 64.0,
     qlora: bool = False,
-    tile_size: int = 128,
+    tile_size: int | None = None,
     mesh=None,
     seed: int = 0,
     verbose: bool = True,
@@ -353,62 +251,28 @@ def apply_lora(
 
     The returned model shares its frozen backbone with ``model``, so it can serve as the reference
     model of GRPO/DPO without a second copy (TUNIX_NOTES pitfall 4). With ``mesh``, the adapters
-    are sharded too.
+    are sharded too. ``tile_size`` (QLoRA's quantization block) defaults to the largest divisor of
+    128 that divides the model's widths (128 for the released Gemma sizes).
     """
+    import math
+
     import qwix
     from flax import nnx
+
+    if tile_size is None:
+        cfg = model.config
+        tile_size = math.gcd(128, cfg.embed_dim, cfg.hidden_dim, cfg.head_dim)
 
     if mesh is not None:
         shard(model, mesh)
     kw = {"weight_qtype": "nf4", "tile_size": tile_size} if qlora else {}
-    provider = qwix.LoraProvider(module_path=LORA_MODULES[family], rank=rank, alpha=alpha, **kw)
-    lora_model = qwix.apply_lora_to_model(
-        model, provider, rngs=nnx.Rngs(params=seed), **model.get_model_input()
-    )
+    modules = families.get(family).lora_modules
+    provider = qwix.LoraProvider(module_path=modules, rank=rank, alpha=alpha, **kw)
+    lora_model = qwix.apply_lora_to_model(model, provider, rngs=nnx.Rngs(params=seed),
+                                          **model.get_model_input())  # fmt: skip
     if mesh is not None:
         shard(lora_model, mesh)
     if verbose:
-        print(
-            f"{'QLoRA (nf4)' if qlora else 'LoRA'} rank {rank}, alpha {alpha:g}: {describe(lora_model)}"
-        )
+        kind = "QLoRA (nf4)" if qlora else "LoRA"
+        print(f"{kind} rank {rank}, alpha {alpha:g}: {describe(lora_model)}")
     return lora_model
-
-
-def export(
-    model,
-    base: LoadedModel,
-    out_dir: str | pathlib.Path,
-    *,
-    lora_rank: int | None = None,
-    lora_alpha: float | None = None,
-    mesh=None,
-) -> dict[str, pathlib.Path]:
-    """Export a fine-tuned Gemma3 two ways: ``out_dir/hf`` (HF layout, loads in tunix and
-    ``transformers``) and ``out_dir/orbax`` (params only, for Kaggle Models).
-
-    With ``lora_rank``, the adapters are merged into ``base``'s checkpoint by tunix's merger and the
-    merged folder is loaded back for the Orbax export; a fully fine-tuned model is written directly.
-    The tokenizer files of ``base`` are copied alongside.
-    """
-    import json
-
-    if base.family != "gemma3":
-        raise NotImplementedError(f"export supports Gemma3 models, not {base.family}")
-    out = pathlib.Path(out_dir)
-    hf_dir = out / "hf"
-    if lora_rank:
-        checkpoints.export_merged(
-            model, base.path, hf_dir, rank=lora_rank, alpha=float(lora_alpha or lora_rank)
-        )
-        plain = load_model(base.model_id, path=hf_dir, mesh=mesh, dtype=base.config.param_dtype,
-                           verbose=False).model  # fmt: skip
-    else:
-        src = json.loads((base.path / checkpoints.CONFIG_FILE).read_text())
-        ids = {k: src[k] for k in ("eos_token_id", "pad_token_id", "bos_token_id") if k in src}
-        extras = {p.name: p for p in base.path.iterdir()
-                  if p.is_file() and p.suffix != ".safetensors" and p.name not in
-                  (checkpoints.CONFIG_FILE, checkpoints.INDEX_FILE)}  # fmt: skip
-        checkpoints.write_hf_checkpoint(model, base.config, hf_dir, extra_files=extras, **ids)
-        plain = model
-    orbax_dir = checkpoints.export_orbax(plain, out / "orbax")
-    return {"hf": hf_dir, "orbax": orbax_dir}

@@ -4,6 +4,8 @@
   becomes *chosen* and a wrong or badly formatted one *rejected* (works offline).
 - :func:`dataset_pairs`: any preference dataset (Hugging Face id or local file) mapped to
   prompt/chosen/rejected columns.
+- :func:`training_pairs`: either source, built once and kept in ``OUTPUT_DIR`` (a rerun or a resumed
+  session trains on exactly the same pairs; ``recipe.json`` guards against stale ones).
 - :func:`preference_dataset`: tokenized batches for tunix's ``DPOTrainer``. tunix's own string
   path puts a BOS token in front of every *response* (``[BOS] prompt [BOS] answer``), a sequence the
   model never sees when it generates; here the response follows the prompt directly.
@@ -14,6 +16,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pathlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -88,9 +91,41 @@ def dataset_pairs(
             for p, c, r in data.columns(rows, fields, source=dataset)]  # fmt: skip
 
 
-def _ids(tokenizer, text: str) -> list[int]:
-    return list(tokenizer.EncodeAsIds(text) if hasattr(tokenizer, "EncodeAsIds")
-                else tokenizer.encode(text, add_special_tokens=False))  # fmt: skip
+def training_pairs(
+    out_dir: str | pathlib.Path,
+    source: str,
+    *,
+    heldout: int,
+    policy=None,
+    train_records: Sequence[Mapping[str, str]] = (),
+    heldout_records: Sequence[Mapping[str, str]] = (),
+    config: evaluation.EvalConfig | None = None,
+    samples: int = 4,
+    fields: Sequence[str] = ("prompt", "chosen", "rejected"),
+) -> dict[str, list[Pair]]:
+    """``{"train", "heldout"}`` pairs, read from ``out_dir/pairs_*.jsonl`` when a previous run of
+    this recipe wrote them, else built and written there. ``source``: ``"on-policy"`` (``policy``
+    samples ``samples`` answers per record with ``config``; the held-out pairs come from
+    ``heldout_records`` with the next seed), or a preference dataset (its first ``heldout`` pairs
+    are held out)."""
+    out = pathlib.Path(out_dir)
+    files = {"train": out / "pairs_train.jsonl", "heldout": out / "pairs_heldout.jsonl"}
+    if all(f.is_file() for f in files.values()):
+        pairs = {k: data.read_rows(f) for k, f in files.items()}
+        print(f"read {len(pairs['train'])} training and {len(pairs['heldout'])} held-out pairs from {out}")
+        return pairs
+    if source == "on-policy":
+        if config is None or policy is None:
+            raise ValueError("on-policy pairs need the policy and a sampling config")
+        later = dataclasses.replace(config, seed=config.seed + 1)
+        pairs = {"train": on_policy_pairs(policy, train_records, config, samples=samples),
+                 "heldout": on_policy_pairs(policy, heldout_records[:heldout], later, samples=samples)}  # fmt: skip
+    else:
+        everything = dataset_pairs(source, fields=fields)
+        pairs = {"train": everything[heldout:], "heldout": everything[:heldout]}
+    for k, f in files.items():
+        data.write_jsonl(pairs[k], f)
+    return pairs
 
 
 def tokenize(
@@ -98,21 +133,16 @@ def tokenize(
 ) -> list[dict[str, np.ndarray]]:
     """``DPOTrainer``'s tokenized fields per pair: ``[BOS] prompt`` left-padded (long prompts keep
     their end), each response right-padded. Truncated pairs are counted and reported."""
-    from tunixkit.training import pad_id
-
-    pad, bos = (
-        pad_id(tokenizer),
-        tokenizer.bos_id() if hasattr(tokenizer, "bos_id") else tokenizer.bos_token_id,
-    )
+    pad, bos = tokenizer.pad_id(), tokenizer.bos_id()
     out, cut = [], 0
     for pair in pairs:
-        prompt = ([bos] + _ids(tokenizer, pair["prompt"]))[-max_prompt_length:]
+        prompt = ([bos] + tokenizer.encode(pair["prompt"]))[-max_prompt_length:]
         item = {
             "prompt_ids": np.array([pad] * (max_prompt_length - len(prompt)) + prompt, np.int32)
         }
-        cut += len(_ids(tokenizer, pair["prompt"])) + 1 > max_prompt_length
+        cut += len(tokenizer.encode(pair["prompt"])) + 1 > max_prompt_length
         for key in ("chosen", "rejected"):
-            ids = _ids(tokenizer, pair[key])
+            ids = tokenizer.encode(pair[key])
             cut += len(ids) > max_response_length
             ids = ids[:max_response_length]
             item[f"{key}_ids"] = np.array(ids + [pad] * (max_response_length - len(ids)), np.int32)
@@ -146,8 +176,8 @@ def preference_dataset(
 class Scores:
     """Held-out preference figures (see :func:`score`)."""
 
-    pref_accuracy: float  # policy log p(chosen) > log p(rejected)
     reward_accuracy: float  # DPO implicit reward of chosen > rejected, ties half (0.5 at step 0)
+    likelihood_ranking: float  # share of pairs where the policy's log p(chosen) > log p(rejected)
     margin: float  # mean implicit reward margin, beta * (policy - reference) log-ratio difference
     n: int
 
@@ -167,8 +197,12 @@ def sequence_logps(model, batch: Mapping[str, Any]) -> tuple[np.ndarray, np.ndar
         jnp.concatenate([prompt, completion], 1),
         jnp.concatenate([prompt_mask, completion_mask], 1),
     )
+    # Gemma3 builds its own mask; Gemma2 has no get_attention_mask (tunix's DPO trainer then uses
+    # a causal mask, as here)
+    attn = (model.get_attention_mask(ids, inputs_mask=mask) if hasattr(model, "get_attention_mask")
+            else common.make_causal_attn_mask(mask))  # fmt: skip
     chosen, rejected = dpo_trainer.compute_logps(
-        model, ids, common.build_positions_from_mask(mask), model.get_attention_mask(ids, inputs_mask=mask),
+        model, ids, common.build_positions_from_mask(mask), attn,
         completion.shape[1], completion_mask,
     )  # fmt: skip
     return np.asarray(chosen), np.asarray(rejected)
@@ -185,4 +219,4 @@ def score(policy, reference, batches, *, beta: float) -> Scores:
     margin = beta * ((pc - rc) - (pr - rr))
     tie = np.abs(margin) < 1e-6  # at step 0 the policy is the reference: all ties
     wins = np.mean(~tie & (margin > 0)) + 0.5 * np.mean(tie)
-    return Scores(float(np.mean(pc > pr)), float(wins), float(np.mean(margin)), len(pc))
+    return Scores(float(wins), float(np.mean(pc > pr)), float(np.mean(margin)), len(pc))

@@ -1,62 +1,101 @@
 """Per-notebook presets: frozen, keyword-only configs with ``smoke()`` and ``full()``.
 
-The profile is the one dial: ``Recipe.for_runtime(rt)`` picks the preset, and notebooks override a
-field with ``dataclasses.replace`` instead of branching on ``if smoke:``. Also here: where each
-profile's GSM8K data comes from (:func:`gsm8k`), so notebooks never branch on it either.
+The profile is the one dial: ``Recipe.for_runtime(rt)`` picks the preset, and a notebook's
+parameters override single fields through :func:`start` (every notebook's setup cell) instead of
+branching on ``if smoke:``. A recipe shows as a table in a notebook. Also here: where each profile's
+GSM8K data comes from (:func:`gsm8k`), so notebooks never branch on it either.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import pathlib
-import time
 from typing import Any, NamedTuple
 
-from tunixkit import data, evaluation, rl, testing
+from tunixkit import data, evaluation, rl, session, smoke
 from tunixkit.runtime import Runtime, resolve
+
+__all__ = ["DPO", "GRPO", "SFT", "Distill", "MathEval", "Quickstart", "Start", "gsm8k", "start"]
 
 
 class _Presets:
+    """Shared by every recipe: preset choice, a readable table, nested overrides."""
+
     @classmethod
     def for_runtime(cls, rt: Runtime):
         return cls.smoke() if rt.smoke else cls.full()
 
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+    def _repr_markdown_(self) -> str:
+        rows = [f"| `{k}` | {v!r} |" for k, v in _flatten(self.as_dict())]
+        return f"**{type(self).__name__} recipe**\n\n| setting | value |\n|---|---|\n" + "\n".join(rows)
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for k, v in d.items():
+        out += _flatten(v, f"{prefix}{k}.") if isinstance(v, dict) and k != "models" else [(prefix + k, v)]
+    return out
+
+
+def _override(recipe: Any, name: str, value: Any) -> Any:
+    """``recipe`` with field ``name`` set; a name not at the top level may name a field of exactly
+    one nested settings object (``num_generations`` -> ``grpo.num_generations``)."""
+    fields = {f.name for f in dataclasses.fields(recipe)}
+    if name in fields:
+        return dataclasses.replace(recipe, **{name: value})
+    nested = [f for f in fields if dataclasses.is_dataclass(getattr(recipe, f))
+              and name in {g.name for g in dataclasses.fields(getattr(recipe, f))}]  # fmt: skip
+    if len(nested) != 1:
+        known = sorted(fields | {f"{f}.{g.name}" for f in fields if dataclasses.is_dataclass(getattr(recipe, f))
+                                 for g in dataclasses.fields(getattr(recipe, f))})  # fmt: skip
+        raise TypeError(f"{type(recipe).__name__} has no field {name!r}; its fields: {', '.join(known)}")
+    inner = dataclasses.replace(getattr(recipe, nested[0]), **{name: value})
+    return dataclasses.replace(recipe, **{nested[0]: inner})
+
 
 class Start(NamedTuple):
-    """What a notebook's first cell needs: ``rt, recipe, out_dir, started = recipes.start(...)``."""
+    """What a notebook's setup cell needs: ``rt, recipe, out_dir, clock = recipes.start(...)``."""
 
     rt: Runtime
     recipe: Any
     out_dir: pathlib.Path
-    started: float  # time.perf_counter() at the start, for summary.json's "seconds"
+    clock: session.Session  # the session clock (SESSION_HOURS from the first cell)
 
 
 def start(preset: type[_Presets], profile: str | None, output_dir: str | pathlib.Path, *,
-          verbose: bool = True, **overrides: Any) -> Start:  # fmt: skip
-    """Resolve the profile, pick ``preset``'s smoke or full recipe, apply the notebook parameters
-    that are not None (``overrides``, by field name) and create ``output_dir``; prints the runtime
-    banner unless ``verbose`` is False.
+          session_hours: float | None = None, resume_from: str | None = None,
+          start_fresh: bool = False, inputs: dict[str, Any] | None = None, verbose: bool = True,
+          **overrides: Any) -> Start:  # fmt: skip
+    """Every notebook's setup cell: resolve the profile, pick ``preset``'s smoke or full recipe,
+    apply the notebook parameters that are not None (``overrides``, by field name), prepare
+    ``output_dir`` (``recipe.json``; continue a run or ``resume_from`` a previous session's output,
+    see :func:`tunixkit.session.prepare`) and start the session clock. ``inputs``: the other
+    parameters that decide what is trained (data, start model), recorded in ``recipe.json`` too.
 
     >>> started = start(Quickstart, "smoke", "/tmp/tunixkit_doctest", verbose=False, num_questions=None)
     >>> started.recipe.num_questions
     4
-    >>> start(Quickstart, "smoke", "/tmp/tunixkit_doctest", verbose=False, num_question=2)
+    >>> start(Quickstart, "smoke", "/tmp/tunixkit_doctest", verbose=False, num_question=2)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: Quickstart has no field 'num_question'; its fields: model_id, num_questions, eval
+    TypeError: Quickstart has no field 'num_question'; its fields: eval, eval.batch_size, ..., model_id, num_questions
     """
     rt = resolve(profile, verbose=verbose)
     recipe = preset.for_runtime(rt)
-    fields = [f.name for f in dataclasses.fields(recipe)]
-    for name in overrides:
-        if name not in fields:
-            raise TypeError(
-                f"{preset.__name__} has no field {name!r}; its fields: {', '.join(fields)}"
-            )
-    recipe = dataclasses.replace(recipe, **{k: v for k, v in overrides.items() if v is not None})
+    for name, value in overrides.items():
+        updated = _override(recipe, name, value)  # an unknown name is an error, even when unset
+        recipe = updated if value is not None else recipe
     out_dir = pathlib.Path(output_dir).resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return Start(rt, recipe, out_dir, time.perf_counter())
+    record = {"notebook": preset.__name__, "profile": rt.profile, "recipe": recipe.as_dict(),
+              "inputs": dict(inputs or {})}  # fmt: skip
+    said = session.prepare(out_dir, record, resume_from=resume_from, start_fresh=start_fresh)
+    clock = session.Session.start(out_dir, session_hours)
+    if verbose:
+        print(f"output: {out_dir} ({said})\n{clock.describe()}")
+    return Start(rt, recipe, out_dir, clock)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -99,23 +138,22 @@ class SFT(_Presets):
     checkpoint_every: int
     eval: evaluation.EvalConfig  # generation settings for format/accuracy before and after
     eval_questions: int | None  # None: the whole test split
-    budget_hours: float  # wall-clock budget for the training loop
 
     @classmethod
     def smoke(cls) -> SFT:
         # From the random tiny model: 150 steps take format compliance from 0 to ~1 (~65 s on CI).
-        return cls(model_id="tiny-gemma3", lora_rank=16, lora_alpha=16.0, qlora=False,
+        return cls(model_id="tiny-gemma3", lora_rank=16, lora_alpha=16.0, qlora=True,
                    learning_rate=3e-3, steps=150, batch_size=16, max_len=144, eval_every=25,
                    eval_examples=64, checkpoint_every=25, eval=evaluation.EvalConfig.smoke(),
-                   eval_questions=None, budget_hours=0.1)  # fmt: skip
+                   eval_questions=None)  # fmt: skip
 
     @classmethod
     def full(cls) -> SFT:
         # ~2 epochs of GSM8K train (7,473 solutions) at 16 per step.
-        return cls(model_id="gemma-3-1b-it", lora_rank=64, lora_alpha=64.0, qlora=False,
+        return cls(model_id="gemma-3-1b-it", lora_rank=64, lora_alpha=64.0, qlora=True,
                    learning_rate=1e-4, steps=930, batch_size=16, max_len=512, eval_every=100,
                    eval_examples=256, checkpoint_every=100, eval=evaluation.EvalConfig.full(),
-                   eval_questions=None, budget_hours=7.0)  # fmt: skip
+                   eval_questions=None)  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -131,7 +169,6 @@ class GRPO(_Presets):
     eval_questions: int | None  # None: the whole test split (1,319 for GSM8K)
     heldout_questions: int  # held-out prompts for the sampled-reward check
     heldout_samples: int  # completions per held-out prompt
-    budget_hours: float  # wall-clock budget for the training loop itself
 
     @classmethod
     def smoke(cls) -> GRPO:
@@ -143,7 +180,7 @@ class GRPO(_Presets):
         )  # fmt: skip
         return cls(model_id="tiny-gemma3-sft", lora_rank=None, lora_alpha=0.0, qlora=False,
                    grpo=settings, eval=evaluation.EvalConfig.smoke(), eval_questions=None,
-                   heldout_questions=200, heldout_samples=4, budget_hours=0.1)  # fmt: skip
+                   heldout_questions=200, heldout_samples=4)  # fmt: skip
 
     @classmethod
     def full(cls) -> GRPO:
@@ -152,7 +189,7 @@ class GRPO(_Presets):
                                    micro_batch_size=2, num_steps=3_000, checkpoint_every=100)  # fmt: skip
         return cls(model_id="gemma-3-1b-it", lora_rank=64, lora_alpha=64.0, qlora=False,
                    grpo=settings, eval=evaluation.EvalConfig.full(), eval_questions=None,
-                   heldout_questions=128, heldout_samples=1, budget_hours=7.0)  # fmt: skip
+                   heldout_questions=128, heldout_samples=1)  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -179,7 +216,6 @@ class DPO(_Presets):
     checkpoint_every: int
     eval: evaluation.EvalConfig  # greedy evaluation before/after
     eval_questions: int | None
-    budget_hours: float
 
     @classmethod
     def smoke(cls) -> DPO:
@@ -192,7 +228,7 @@ class DPO(_Presets):
                    batch_size=16, max_prompt_length=88, max_response_length=48,
                    pair_questions=1000, pair_samples=3, pair_temperature=1.5, heldout_questions=200,
                    eval_every=40, checkpoint_every=40, eval=evaluation.EvalConfig.smoke(),
-                   eval_questions=None, budget_hours=0.1)  # fmt: skip
+                   eval_questions=None)  # fmt: skip
 
     @classmethod
     def full(cls) -> DPO:
@@ -201,7 +237,7 @@ class DPO(_Presets):
                    batch_size=8, max_prompt_length=256, max_response_length=512,
                    pair_questions=2000, pair_samples=4, pair_temperature=1.0, heldout_questions=128,
                    eval_every=100, checkpoint_every=100, eval=evaluation.EvalConfig.full(),
-                   eval_questions=None, budget_hours=6.0)  # fmt: skip
+                   eval_questions=None)  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -221,21 +257,20 @@ class Distill(_Presets):
     checkpoint_every: int
     eval: evaluation.EvalConfig  # greedy evaluation of teacher and student
     eval_questions: int | None
-    budget_hours: float
 
     @classmethod
     def smoke(cls) -> Distill:
         return cls(teacher_id="tiny-gemma3-sft", student_id="tiny-gemma3-student", temperature=2.0,
                    alpha=0.7, learning_rate=3e-3, steps=150, batch_size=16, max_len=144,
                    eval_every=25, eval_examples=64, checkpoint_every=25,
-                   eval=evaluation.EvalConfig.smoke(), eval_questions=None, budget_hours=0.1)  # fmt: skip
+                   eval=evaluation.EvalConfig.smoke(), eval_questions=None)  # fmt: skip
 
     @classmethod
     def full(cls) -> Distill:
         return cls(teacher_id="gemma-3-1b-it", student_id="gemma-3-270m-it", temperature=2.0,
                    alpha=0.7, learning_rate=5e-5, steps=1000, batch_size=16, max_len=512,
                    eval_every=100, eval_examples=256, checkpoint_every=100,
-                   eval=evaluation.EvalConfig.full(), eval_questions=None, budget_hours=6.0)  # fmt: skip
+                   eval=evaluation.EvalConfig.full(), eval_questions=None)  # fmt: skip
 
 
 def gsm8k(
@@ -245,12 +280,12 @@ def gsm8k(
     data_dir: str | pathlib.Path,
     source: str = "hf",
     limit: int | None = None,
-    max_operand: int = testing.SMOKE_MAX_OPERAND,
+    max_operand: int = smoke.SMOKE_MAX_OPERAND,
 ) -> list[data.Record]:
     """GSM8K ``split`` for the profile: the real dataset (full) or synthetic files written to ``data_dir``
     (smoke, numbers up to ``max_operand``); both go through the same loader."""
     if rt.smoke:
-        paths = testing.write_synthetic_gsm8k(data_dir, max_operand=max_operand)
+        paths = smoke.write_synthetic_gsm8k(data_dir, max_operand=max_operand)
         return data.load_gsm8k(split, source="file", path=str(paths[split]), limit=limit)
     return data.load_gsm8k(split, source=source, limit=limit)
 

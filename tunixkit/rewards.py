@@ -3,7 +3,8 @@
 Each is ``fn(prompts, completions, **kwargs) -> list[float]``, as tunix's ``GRPOLearner`` calls
 them: ``kwargs`` carries every other dataset column repeated per generation (``answer`` here),
 plus ``trajectory_ids`` and ``mode``; several functions are summed. All are pure, never raise on
-any string, and are bounded (see :data:`BOUNDS`).
+any string, and are bounded: :func:`reward` registers each in :data:`REWARDS` with its bounds, and
+the property tests check every registered reward (a new one is tested by being registered).
 
 >>> done = "<reasoning>3 + 4 = 7</reasoning>\\n<answer>7</answer>"
 >>> format_exact([""], [done]), answer_match([""], [done], answer=["7"])
@@ -13,7 +14,7 @@ any string, and are bounded (see :data:`BOUNDS`).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tunixkit.answers import extract_answer, last_number, numbers_equal, parse_number
@@ -23,8 +24,24 @@ FORMAT_RE = re.compile(
     r"<answer>(?:(?!</?(?:reasoning|answer)>).)+?</answer>\s*(?:<end_of_turn>)?\s*$",
     re.S,
 )
-BOUNDS = {"format_exact": (0.0, 3.0), "format_approx": (-2.0, 2.0), "answer_match": (-1.0, 3.0),
-          "number_match": (0.0, 1.5), "strict_answer": (-1.0, 3.0)}  # fmt: skip
+__all__ = ["DEFAULT_REWARDS", "REWARDS", "answer_match", "format_approx", "format_exact", "has_format",
+           "number_match", "reward", "strict_answer"]
+
+RewardFn = Callable[..., list[float]]
+REWARDS: dict[str, RewardFn] = {}  # every reward function, by name; each has ``.bounds``
+
+
+def reward(low: float, high: float) -> Callable[[RewardFn], RewardFn]:
+    """Register a reward function in :data:`REWARDS` with the bounds its values stay within."""
+
+    def register(fn: RewardFn) -> RewardFn:
+        fn.bounds = (low, high)  # type: ignore[attr-defined]
+        REWARDS[fn.__name__] = fn
+        return fn
+
+    return register
+
+
 _TAGS = ("<reasoning>", "</reasoning>", "<answer>", "</answer>")
 
 
@@ -39,6 +56,7 @@ def has_format(completion: str) -> bool:
     return bool(FORMAT_RE.match(completion or ""))
 
 
+@reward(0.0, 3.0)
 def format_exact(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any) -> list[float]:
     """3.0 when the completion is exactly ``<reasoning>..</reasoning><answer>..</answer>``, else 0.
 
@@ -54,6 +72,7 @@ def format_exact(prompts: Sequence[str], completions: Sequence[str], **kwargs: A
     return [3.0 if has_format(c) else 0.0 for c in completions]
 
 
+@reward(-2.0, 2.0)
 def format_approx(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any) -> list[float]:
     """+0.5 for each of the four tags present exactly once, -0.5 for each missing or repeated.
 
@@ -66,6 +85,7 @@ def format_approx(prompts: Sequence[str], completions: Sequence[str], **kwargs: 
     return [sum(0.5 if (c or "").count(t) == 1 else -0.5 for t in _TAGS) for c in completions]
 
 
+@reward(-1.0, 3.0)
 def answer_match(
     prompts: Sequence[str], completions: Sequence[str], *, answer: Sequence[str], **kwargs: Any
 ) -> list[float]:
@@ -96,6 +116,7 @@ def answer_match(
     return out
 
 
+@reward(0.0, 1.5)
 def number_match(
     prompts: Sequence[str], completions: Sequence[str], *, answer: Sequence[str], **kwargs: Any
 ) -> list[float]:
@@ -115,6 +136,7 @@ def number_match(
     return out
 
 
+@reward(-1.0, 3.0)
 def strict_answer(
     prompts: Sequence[str],
     completions: Sequence[str],

@@ -7,8 +7,11 @@ What this module adds to tunix (and nothing more):
 - :func:`build_grpo`: actor, reference and rollout on one mesh, rollouts that stop at
   ``<end_of_turn>`` (TUNIX_NOTES pitfall 5), top-k clamped to the vocabulary, checkpoints with
   automatic resume and TensorBoard logs;
-- :func:`curves`: reward, per-function reward, KL and completion length per step, from tunix's
-  metrics logger, as numpy arrays for plots and ``summary.json``.
+- :func:`curves` / :func:`plot_curves`: reward, per-function reward, KL and completion length per
+  step, read from ``metrics.jsonl`` (so they span resumed sessions), as arrays and as a plot;
+- :func:`heldout_reward`: sampled completions on held-out questions, scored by the same rewards.
+
+Training itself goes through :func:`tunixkit.training.run`, like every other trainer.
 """
 
 from __future__ import annotations
@@ -130,30 +133,41 @@ def build_grpo(
         beta=settings.beta,
         epsilon=settings.epsilon,
     )
-    learner = grpo_learner.GRPOLearner(
-        rl_cluster=cluster, algo_config=algo, reward_fns=list(reward_fns)
-    )
+    fns = [_logging(reward_fns[0], out / "rollouts.jsonl", cluster), *reward_fns[1:]]
+    learner = grpo_learner.GRPOLearner(rl_cluster=cluster, algo_config=algo, reward_fns=fns)
+    # optimizer updates per batch of prompts: tunixkit.training.steps_done counts GRPO steps by it
+    learner.tunixkit_updates_per_step = settings.num_iterations * (settings.batch_size // mini)
     return learner, cluster
 
 
-def curves(cluster) -> dict[str, np.ndarray]:
-    """Per-step training metrics of an ``RLCluster`` as arrays: ``reward`` (mean summed reward),
+def _logging(fn: RewardFn, path: pathlib.Path, cluster) -> RewardFn:
+    """``fn``, also appending each training step's prompts and one sampled completion to ``path``
+    (``rollouts.jsonl``: what the policy wrote, and on which questions, step by step)."""
+    import functools
+    import json
+
+    @functools.wraps(fn)  # tunix names the metric after the function
+    def logged(prompts, completions, **kwargs):
+        scores = fn(prompts, completions, **kwargs)
+        if str(kwargs.get("mode", "train")).lower().endswith("train"):
+            asked = [str(q) for q in kwargs.get("question", prompts)]
+            row = {"step": cluster.actor_trainer.train_steps + 1, "questions": list(dict.fromkeys(asked)),
+                   "completion": str(completions[0]), "score": float(scores[0])}  # fmt: skip
+            with path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        return scores
+
+    return logged
+
+
+def curves(metrics_file: str | pathlib.Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per-step GRPO metrics as ``{name: (steps, values)}``: ``reward`` (mean summed reward),
     ``reward/<fn>`` for each reward function, ``kl``, ``loss`` and ``completion_length``."""
-    wanted = {("rewards", "score/mean"): "reward", ("actor", "kl"): "kl",
-              ("actor", "loss"): "loss", ("completions", "mean_length"): "completion_length"}  # fmt: skip
-    out: dict[str, np.ndarray] = {}
-    # tunix 0.1.7 has no public accessor; its modes mix str and enum keys, so compare as strings.
-    for prefix, modes in cluster._rl_metrics_logger._metrics.items():
-        for mode, metrics in modes.items():
-            if str(mode) != "train":
-                continue
-            for name, values in metrics.items():
-                key = wanted.get((prefix, name))
-                if key is None and prefix == "rewards" and "/" not in name:
-                    key = None if name in ("sum", "mean", "min", "max") else f"reward/{name}"
-                if key is not None:
-                    out[key] = np.asarray(values, dtype=float).reshape(len(values), -1).mean(axis=1)
-    return dict(sorted(out.items()))
+    from tunixkit import runlog
+
+    train = runlog.read_metrics(metrics_file).get("train", {})
+    names = ("reward", "kl", "loss", "completion_length")
+    return {k: v for k, v in sorted(train.items()) if k in names or k.startswith("reward/")}
 
 
 def window_mean(values: Sequence[float] | np.ndarray, window: int, *, last: bool) -> float:
@@ -170,35 +184,31 @@ def window_mean(values: Sequence[float] | np.ndarray, window: int, *, last: bool
 
 
 def plot_curves(
-    series: dict[str, np.ndarray], path: str | pathlib.Path, *, smooth: int = 5, title: str = "GRPO"
-) -> Any:
+    series: dict[str, tuple[np.ndarray, np.ndarray]], path: str | pathlib.Path, *, smooth: int = 5,
+    title: str = "GRPO",
+) -> Any:  # fmt: skip
     """Reward (total and per function), KL and completion length against step; saved as PNG."""
     import matplotlib.pyplot as plt
 
     panels = [("reward", [k for k in series if k.startswith("reward")]), ("KL to reference", ["kl"]),
               ("completion tokens", ["completion_length"])]  # fmt: skip
     # beta = 0 skips the reference pass: the KL is then logged as zeros, which is not worth a panel
-    panels = [(t, [k for k in keys if k in series and np.any(series[k])]) for t, keys in panels]
+    panels = [(t, [k for k in keys if k in series and np.any(series[k][1])]) for t, keys in panels]
     panels = [(t, keys) for t, keys in panels if keys]
     if not panels:
-        print("plot_curves: no training steps were logged in this run (resumed at the end?)")
+        print("plot_curves: no training step has been logged yet")
         return None
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.2), squeeze=False)
     for ax, (panel_title, keys) in zip(axes[0], panels, strict=True):
         for k in keys:
-            y = series[k]
+            steps, y = series[k]
             w = max(1, min(smooth, y.size))
             smoothed = np.convolve(y, np.ones(w) / w, mode="valid")
-            ax.plot(np.arange(y.size) + 1, y, alpha=0.25, lw=1)
-            ax.plot(
-                np.arange(smoothed.size) + w,
-                smoothed,
-                lw=2,
-                label=k,
-                color=ax.lines[-1].get_color(),
-            )
+            (raw,) = ax.plot(steps, y, alpha=0.25, lw=1)
+            ax.plot(steps[w - 1 :], smoothed, lw=2, label=k, color=raw.get_color())
         ax.set_title(panel_title)
         ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
         if len(keys) > 1:
             ax.legend(fontsize=7)
     fig.suptitle(title)
@@ -224,14 +234,17 @@ def heldout_reward(
     config,
     *,
     samples: int = 4,
+    name: str = "heldout",
+    output_dir: str | pathlib.Path | None = None,
+    reuse: bool = False,
 ) -> HeldOut:
     """Sample ``samples`` completions per record with ``config`` (its temperature) and score them
-    with ``reward_fns``, as GRPO does during training but on held-out questions."""
+    with ``reward_fns``, as GRPO does during training but on held-out questions. The completions
+    are stored as ``predictions_<name>.jsonl`` in ``output_dir`` (and read back with ``reuse``)."""
     from tunixkit import evaluation
 
-    result = evaluation.evaluate(
-        loaded, list(records) * samples, name="heldout", config=config, progress=False
-    )
+    result = evaluation.evaluate(loaded, list(records) * samples, name=name, config=config,
+                                 output_dir=output_dir, progress=False, reuse=reuse)  # fmt: skip
     comps = [p["completion"] for p in result.predictions]
     gold = [p["gold"] for p in result.predictions]
     prompts = [format_prompt(p["question"], config.system_prompt) for p in result.predictions]

@@ -2,7 +2,7 @@
 
 - :class:`MetricsFile`: a tunix ``TrainingHooks`` that appends every logged step to
   ``OUTPUT_DIR/metrics.jsonl`` (tunix keeps its history in memory only, so a resumed run's curves
-  would start at the resume);
+  would start at the resume); :class:`RLMetricsFile` does the same for GRPO's ``RLCluster``;
 - :func:`read_metrics` / :func:`plot_metrics`: that file as arrays, and as train/eval curves (PNG);
 - :func:`digest`: a fingerprint of the trained weights (did a resumed run end where a straight one did?).
 """
@@ -57,6 +57,37 @@ class MetricsFile(hooks.TrainingHooks):
     def on_train_end(self, train_ctx: Any) -> None: ...
     def on_train_step_start(self, train_ctx: Any) -> None: ...
     def on_eval_step_start(self, train_ctx: Any) -> None: ...
+
+
+class RLMetricsFile:
+    """GRPO's per-step metrics into the same JSONL file: an ``RLCluster`` external metrics logger
+    (rewards, each reward function, completion length) plus a :class:`MetricsFile` on its actor
+    trainer (loss, KL). ``offset``: the steps a resumed run starts from (tunix counts from 0)."""
+
+    NAMES = {"rewards/score/mean": "reward", "completions/mean_length": "completion_length"}
+
+    def __init__(self, path: str | pathlib.Path, *, offset: int = 0) -> None:
+        self.path, self.offset = pathlib.Path(path), offset
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def attach(self, cluster: Any) -> None:
+        cluster.with_external_metrics_logger(self)
+        cluster.actor_trainer.with_training_hooks(MetricsFile(self.path, ("loss", "kl")))
+
+    def __call__(self, buffer: Any) -> None:
+        row: dict[str, Any] = {"mode": str(buffer.mode), "step": self.offset + int(buffer.global_steps) + 1}
+        for name, (values, op) in buffer.metrics.items():
+            key = self.NAMES.get(name)
+            fn = name.split("/", 1)[1] if name.startswith("rewards/") and name.count("/") == 1 else None
+            if key is None and fn is not None and fn not in ("sum", "mean", "min", "max"):
+                key = f"reward/{fn}"  # one reward function's mean
+            if key is None:
+                continue
+            value = np.asarray(values, dtype=float)
+            row[key] = float(op(value) if op is not None else value.mean())
+        if len(row) > 2:
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(row) + "\n")
 
 
 def read_metrics(path: str | pathlib.Path) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:

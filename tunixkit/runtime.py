@@ -204,6 +204,29 @@ def _read_dotenv(path: pathlib.Path) -> dict[str, str]:
     return out
 
 
+def _platform_secret(env: str, name: str) -> str | None:
+    """A Kaggle or Colab secret, or None when it is not set. Any other failure of the secrets
+    client (not attached to the notebook, no access granted, the client missing) is printed, so
+    that it is not mistaken for "not set"; the lookup then goes on to the environment."""
+    try:
+        if env == "kaggle":
+            from kaggle_secrets import UserSecretsClient  # type: ignore[import-not-found]
+
+            return UserSecretsClient().get_secret(name) or None
+        from google.colab import userdata  # type: ignore[import-not-found]
+
+        return userdata.get(name) or None
+    except Exception as e:  # noqa: BLE001 - each client raises its own types
+        kind = type(e).__name__
+        unset = kind == "SecretNotFoundError" or "no user secrets exist" in str(e).lower()
+        if unset and not isinstance(e, ImportError):
+            return None  # simply not set
+        where = "Kaggle: Add-ons > Secrets" if env == "kaggle" else "Colab: the key icon, notebook access on"
+        print(f"get_secret: the {env} secrets client failed for {name!r} ({kind}: {e}); check {where}. "
+              "Looking in the environment instead.")
+        return None
+
+
 def get_secret(name: str, *, purpose: str = "", required: bool = True) -> str | None:
     """Look a secret up in Kaggle secrets, Colab secrets, the environment, then ``./.env``.
 
@@ -211,24 +234,9 @@ def get_secret(name: str, *, purpose: str = "", required: bool = True) -> str | 
     :class:`MissingSecretError` naming the secret and where to add it on Kaggle and on Colab.
     """
     env = detect_environment()
-    if env == "kaggle":
-        try:
-            from kaggle_secrets import UserSecretsClient  # type: ignore[import-not-found]
-
-            value = UserSecretsClient().get_secret(name)
-            if value:
-                return value
-        except Exception:  # noqa: BLE001 - an unset Kaggle secret raises a generic error
-            pass
-    if env == "colab":
-        try:
-            from google.colab import userdata  # type: ignore[import-not-found]
-
-            value = userdata.get(name)
-            if value:
-                return value
-        except Exception:  # noqa: BLE001 - SecretNotFoundError / NotebookAccessError
-            pass
+    value = _platform_secret(env, name) if env in ("kaggle", "colab") else None
+    if value:
+        return value
     value = os.environ.get(name) or _read_dotenv(pathlib.Path.cwd() / ".env").get(name)
     if value or not required:
         return value or None

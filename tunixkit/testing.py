@@ -1,313 +1,54 @@
-"""Public testing kit: a tiny real Gemma3, an offline tokenizer and GSM8K-style problems.
+"""Helpers for tunixkit's own tests (the smoke profile's models and data are in :mod:`tunixkit.smoke`).
 
-What the ``smoke`` profile and the tests run on, so they exercise the real code paths offline:
-
-- :func:`synthetic_gsm8k`: seeded GSM8K-style rows (``question``, ``answer`` with worked steps,
-  ``<<calc>>`` notes and ``#### N``), one- and two-step problems a tiny model can learn.
-- :func:`tokenizer_path` / :func:`load_tokenizer`: a SentencePiece model shipped as package data,
-  built deterministically by ``scripts/build_tokenizer.py`` (:func:`build_tokenizer`), with the
-  Gemma chat markers and the reasoning/answer tags as single tokens, pad id 0 and newlines kept.
-- :data:`TINY_GEMMA3`: the tiny Gemma3-architecture shape; :func:`randomize_mlp` re-randomises the
-  MLP kernels that tunix initialises to zero (a random model would never learn through them).
+- :func:`randomize_all`: every weight of a model random (tunix initialises norms and MLPs to zero,
+  which would hide a wrong tensor mapping in a load/export test);
+- :func:`logits`: a model's logits on a fixed causal batch;
+- :func:`notebook_script`: a notebook's py:percent source as a script with parameters injected after
+  its ``parameters`` cell, as papermill does; the tests run it as a plain process they can SIGKILL.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import importlib.resources
 import pathlib
-import random
-import tempfile
+from collections.abc import Mapping
+from typing import Any
 
-from tunixkit.data import (
-    ANSWER_END,
-    ANSWER_START,
-    END_OF_TURN,
-    REASONING_END,
-    REASONING_START,
-    START_OF_TURN,
-    SYSTEM_PROMPT,
-    format_completion,
-    format_prompt,
-    parse_gsm8k_answer,
-)
+import numpy as np
 
-SPECIAL_TOKENS = (
-    START_OF_TURN,
-    END_OF_TURN,
-    REASONING_START,
-    REASONING_END,
-    ANSWER_START,
-    ANSWER_END,
-)
-TOKENIZER_VOCAB = 400
-_NAMES = ("Tom", "Ann", "Bob", "Mia", "Sam", "Lea", "Max", "Zoe", "Ben", "Eva")
-_ITEMS = ("apples", "pens", "books", "coins", "cards", "eggs", "shells", "stamps")
+__all__ = ["logits", "notebook_script", "randomize_all"]
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class TinyShape:
-    """Sizes of the tiny Gemma3 (Gemma3 1B has one KV head too)."""
-
-    num_layers: int = 2  # transformer blocks
-    embed_dim: int = 128  # residual width
-    hidden_dim: int = 512  # MLP width
-    num_heads: int = 4  # query heads
-    head_dim: int = 32  # per-head width
-    num_kv_heads: int = 1  # multi-query attention, as in Gemma3 270M/1B
-    sliding_window_size: int = 64  # local attention window
-
-
-TINY_GEMMA3 = TinyShape()
-# The distillation student: one block, half the width (~4x fewer non-embedding parameters).
-TINY_STUDENT = TinyShape(num_layers=1, embed_dim=64, hidden_dim=256, num_heads=2, head_dim=32)
-
-
-def _problem(rng: random.Random, max_operand: int = 30) -> tuple[str, str]:
-    """One GSM8K-style (question, answer field) pair; sums and differences use operands <= ``max_operand``."""
-    name, item = rng.choice(_NAMES), rng.choice(_ITEMS)
-    kind = rng.randrange(4)
-    hi = max_operand
-    if kind == 0:
-        a, b = rng.randint(2, hi), rng.randint(2, hi)
-        q = f"{name} has {a} {item} and buys {b} more. How many {item} does {name} have now?"
-        steps = f"{name} has {a} + {b} = <<{a}+{b}={a + b}>>{a + b} {item}."
-        ans = a + b
-    elif kind == 1:
-        a = rng.randint(5, hi + 10)
-        b = rng.randint(1, a - 1)
-        q = f"{name} has {a} {item} and gives {b} to a friend. How many {item} are left?"
-        steps = f"{name} has {a} - {b} = <<{a}-{b}={a - b}>>{a - b} {item} left."
-        ans = a - b
-    elif kind == 2:
-        a, b = rng.randint(2, 9), rng.randint(2, 9)
-        q = f"{name} buys {a} boxes with {b} {item} in each box. How many {item} does {name} buy?"
-        steps = f"{name} buys {a} * {b} = <<{a}*{b}={a * b}>>{a * b} {item}."
-        ans = a * b
-    else:
-        a, b = rng.randint(2, min(hi, 20)), rng.randint(2, min(hi, 20))
-        c = rng.randint(1, a + b - 1)
-        q = (
-            f"{name} has {a} {item}, buys {b} more and then gives {c} away. "
-            f"How many {item} does {name} have?"
-        )
-        s = a + b
-        steps = (
-            f"{name} has {a} + {b} = <<{a}+{b}={s}>>{s} {item}.\n"
-            f"After giving {c} away, {s} - {c} = <<{s}-{c}={s - c}>>{s - c} are left."
-        )
-        ans = s - c
-    return q, f"{steps}\n#### {ans}"
-
-
-def synthetic_gsm8k(n: int, seed: int = 0, *, max_operand: int = 30) -> list[dict[str, str]]:
-    """``n`` seeded GSM8K-style rows in the raw GSM8K schema (``question``, ``answer``).
-
-    ``max_operand`` bounds the numbers added and subtracted (products stay single-digit times
-    single-digit): a small value gives an easier set of problems over a small set of facts.
-
-    >>> rows = synthetic_gsm8k(2, seed=1)
-    >>> sorted(rows[0]), rows[0]["answer"].splitlines()[-1].startswith("#### ")
-    (['answer', 'question'], True)
-    >>> synthetic_gsm8k(3, seed=5) == synthetic_gsm8k(3, seed=5)
-    True
-    """
-    rng = random.Random(seed)
-    return [
-        dict(zip(("question", "answer"), _problem(rng, max_operand), strict=True)) for _ in range(n)
-    ]
-
-
-def tokenizer_corpus() -> list[str]:
-    """The deterministic text the shipped tokenizer is trained on."""
-    lines = []
-    for row in synthetic_gsm8k(4000, seed=12345):
-        steps, answer = parse_gsm8k_answer(row["answer"])
-        lines.append(format_prompt(row["question"]) + format_completion(steps, answer or ""))
-        lines.append(format_prompt(row["question"], system_prompt=None))
-    lines.append(SYSTEM_PROMPT)
-    lines += [" ".join(str(i) for i in range(k, k + 30)) for k in range(0, 200, 10)]
-    return lines
-
-
-def build_tokenizer(
-    model_prefix: str | pathlib.Path, vocab_size: int = TOKENIZER_VOCAB
-) -> pathlib.Path:
-    """Train the tiny SentencePiece model deterministically; return the ``.model`` path.
-
-    pad=0, unk=1, bos=2, eos=3 (pad 0 is what tunix's adapter expects); the chat markers, tags and
-    ``\\n`` are user-defined symbols so they are single tokens; digits are split as in Gemma.
-    """
-    import os
-    import shutil
-
-    import sentencepiece as spm
-
-    prefix = pathlib.Path(model_prefix).resolve()
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    cwd = os.getcwd()
-    with tempfile.TemporaryDirectory() as tmp:
-        # Relative names only: SentencePiece stores its input and prefix paths in the model file.
-        os.chdir(tmp)
-        try:
-            # One sentence per line: a sample's own newlines split it; "\n" is a symbol anyway.
-            pathlib.Path("corpus.txt").write_text(
-                "\n".join(tokenizer_corpus()) + "\n", encoding="utf-8"
-            )
-            spm.SentencePieceTrainer.train(
-                input="corpus.txt", model_prefix="tok", vocab_size=vocab_size, model_type="bpe",
-                character_coverage=1.0, pad_id=0, unk_id=1, bos_id=2, eos_id=3,
-                user_defined_symbols=[*SPECIAL_TOKENS, "\n"], split_digits=True,
-                normalization_rule_name="identity", remove_extra_whitespaces=False,
-                add_dummy_prefix=False, byte_fallback=False, num_threads=1,
-                shuffle_input_sentence=False, input_sentence_size=0, minloglevel=2,
-            )  # fmt: skip
-            shutil.copyfile("tok.model", prefix.with_suffix(".model"))
-        finally:
-            os.chdir(cwd)
-    return prefix.with_suffix(".model")
-
-
-def tokenizer_path() -> pathlib.Path:
-    """Path of the shipped tokenizer model (package data)."""
-    ref = importlib.resources.files("tunixkit") / "assets" / "tiny_tokenizer.model"
-    return pathlib.Path(str(ref))
-
-
-def load_tokenizer(path: str | pathlib.Path | None = None):
-    """A ``SentencePieceProcessor`` for the shipped (or given) tokenizer model."""
-    import sentencepiece as spm
-
-    return spm.SentencePieceProcessor(model_file=str(path or tokenizer_path()))
-
-
-def gemma3_config(vocab_size: int, shape: TinyShape = TINY_GEMMA3, *, dtype=None):
-    """A tunix ``gemma3.ModelConfig`` of the tiny shape (float32 by default: tiny models learn cleanly)."""
-    import jax.numpy as jnp
-    from tunix.models.gemma3 import model as g3
-
-    return g3.ModelConfig(
-        num_layers=shape.num_layers, num_embed=vocab_size, embed_dim=shape.embed_dim,
-        hidden_dim=shape.hidden_dim, num_heads=shape.num_heads, head_dim=shape.head_dim,
-        num_kv_heads=shape.num_kv_heads, sliding_window_size=shape.sliding_window_size,
-        local_base_frequency=10_000, global_base_frequency=1_000_000,
-        param_dtype=dtype or jnp.float32,
-    )  # fmt: skip
-
-
-def randomize_mlp(model, seed: int = 0, scale: float = 0.02):
-    """Re-randomise Gemma3 MLP kernels, which tunix initialises to zero (TUNIX_NOTES pitfall 1)."""
-    import jax
-
-    key = jax.random.key(seed)
-    for layer in model.layers:
-        for name in ("gate_proj", "up_proj", "down_proj"):
-            kernel = getattr(layer.mlp, name).kernel
-            key, sub = jax.random.split(key)
-            kernel.value = (scale * jax.random.normal(sub, kernel.value.shape)).astype(
-                kernel.value.dtype
-            )
-    return model
-
-
-# tunix draws embeddings with std 0.01. Logits are tied to them and the final norm scale starts at
-# 1, so a random tiny model's logits stay within about +-1 (loss ~ln(vocab)) and LoRA, which cannot
-# touch either, never sharpens them. Real checkpoints have a far larger logit range; 0.1 gives the
-# tiny base model one, so LoRA SFT from it behaves like LoRA SFT from a pretrained model.
-TINY_EMBEDDING_STD = 0.1
-
-
-def random_gemma3(config, seed: int = 0, *, embedding_std: float | None = None):
-    """A randomly initialised tunix Gemma3 whose MLP can learn (embeddings redrawn with
-    ``embedding_std`` when given; tunix's own std is 0.01)."""
+def randomize_all(model, seed: int = 1, *, scale: float = 0.1, norm_scale: float | None = None):
+    """Set every ``nnx.Param`` (and LoRA param) of ``model`` to Gaussian noise, in place."""
     import jax
     from flax import nnx
-    from tunix.models.gemma3 import model as g3
 
-    model = randomize_mlp(g3.Gemma3(config, rngs=nnx.Rngs(params=seed)), seed)
-    if embedding_std is not None:
-        emb = model.embedder.input_embedding
-        noise = jax.random.normal(jax.random.key(seed + 1), emb.value.shape)
-        emb.value = (embedding_std * noise).astype(emb.value.dtype)
+    key = jax.random.key(seed)
+    for path, v in nnx.iter_graph(model):
+        if isinstance(v, nnx.Param | nnx.LoRAParam):
+            key, sub = jax.random.split(key)
+            s = norm_scale if norm_scale is not None and path[-1] == "scale" else scale
+            v.value = (s * jax.random.normal(sub, v.value.shape)).astype(v.value.dtype)
     return model
 
 
-SPLIT_SEEDS = {"train": 0, "test": 1}
-# Smoke problems add and subtract numbers up to 9 (products stay single digit x single digit): a
-# 2-layer model learns these facts partially in a short warm start, which leaves GRPO room to help.
-# With operands up to 30 most held-out sums are facts the model never saw, and no method moves them.
-SMOKE_MAX_OPERAND = 9
+def logits(model, tokens: np.ndarray | None = None) -> np.ndarray:
+    """float32 logits of ``model`` on ``tokens`` (default: ids 2..13), full causal attention."""
+    from tunix.sft import utils as su
+
+    toks = np.arange(2, 14, dtype=np.int32)[None] if tokens is None else np.asarray(tokens, np.int32)
+    mask = np.ones_like(toks, dtype=bool)
+    out, _ = model(toks, su.build_positions_from_mask(mask), None, su.make_causal_attn_mask(mask))
+    return np.asarray(out, dtype=np.float32)
 
 
-def write_synthetic_gsm8k(
-    folder: str | pathlib.Path,
-    *,
-    n_train: int = 2000,
-    n_test: int = 200,
-    max_operand: int = SMOKE_MAX_OPERAND,
-) -> dict[str, pathlib.Path]:
-    """Write ``train.jsonl`` and ``test.jsonl`` in the raw GSM8K schema, for the real file loaders."""
-    from tunixkit.data import write_jsonl
-
-    folder = pathlib.Path(folder)
-    return {split: write_jsonl(synthetic_gsm8k(n, seed=SPLIT_SEEDS[split], max_operand=max_operand), folder / f"{split}.jsonl")
-            for split, n in (("train", n_train), ("test", n_test))}  # fmt: skip
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class WarmStart:
-    """The short full fine-tune that gives ``tiny-gemma3-sft`` its partial skill."""
-
-    steps: int = 500  # optimizer steps
-    batch_size: int = 16  # examples per step
-    learning_rate: float = 3e-3  # peak AdamW learning rate
-    max_len: int = 144  # tokens per example (prompt + target)
-    seed: int = 0  # init and data order
-    max_operand: int = (
-        SMOKE_MAX_OPERAND  # the synthetic problems' number range (see SMOKE_MAX_OPERAND)
-    )
-
-    def key(self) -> str:
-        import hashlib
-
-        return hashlib.sha256(repr(self).encode()).hexdigest()[:8]
-
-
-WARM_START = WarmStart()
-
-
-def warm_start(config, ws: WarmStart = WARM_START):
-    """Train a random tiny Gemma3 on synthetic problems with tunix's ``PeftTrainer`` (full FT)."""
-    from tunix.sft import peft_trainer
-
-    from tunixkit import training
-    from tunixkit.data import sft_pair, to_records
-
-    tok = load_tokenizer()
-    model = random_gemma3(config, ws.seed)
-    records, _ = to_records(
-        synthetic_gsm8k(
-            ws.steps * ws.batch_size // 2, seed=SPLIT_SEEDS["train"], max_operand=ws.max_operand
-        ),
-        "synthetic",
-        verbose=False,
-    )
-    ds = training.sft_dataset(
-        [sft_pair(r) for r in records],
-        tok,
-        max_len=ws.max_len,
-        batch_size=ws.batch_size,
-        num_batches=ws.steps,
-        seed=ws.seed,
-    )
-    trainer = peft_trainer.PeftTrainer(
-        model,
-        training.optimizer(ws.learning_rate, ws.steps, clip_norm=1.0),
-        peft_trainer.TrainingConfig(
-            eval_every_n_steps=10**9,
-            max_steps=ws.steps,
-            pbar_description="tiny-gemma3-sft warm start",
-        ),
-    )
-    trainer.with_gen_model_input_fn(training.model_inputs_fn(tok.pad_id())).train(ds)
-    return model
+def notebook_script(notebook: str | pathlib.Path, params: Mapping[str, Any], out: str | pathlib.Path) -> pathlib.Path:
+    """Write ``notebook`` (``NN_name.py``) to ``out`` with ``params`` assigned right after its
+    ``parameters`` cell (papermill's injected-parameters cell); returns ``out``."""
+    lines = pathlib.Path(notebook).read_text(encoding="utf-8").splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith("# %%") and "parameters" in line)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("# %%")), len(lines))
+    injected = ["# %% injected parameters\n", *(f"{k} = {v!r}\n" for k, v in params.items()), "\n"]
+    out = pathlib.Path(out)
+    out.write_text("".join(lines[:end] + injected + lines[end:]), encoding="utf-8")
+    return out

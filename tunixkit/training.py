@@ -7,9 +7,10 @@ The trainers are tunix's (``PeftTrainer``, ``DPOTrainer``, ``DistillationTrainer
   target only), with a report of truncated examples rather than silent clipping;
 - :func:`model_inputs_fn`: the ``gen_model_input_fn`` that adds positions and the causal mask;
 - :func:`optimizer`: AdamW with warmup-cosine and gradient clipping;
-- :func:`within_budget`: wraps a dataset so training stops in time (the 9-hour Kaggle session);
 - :func:`checkpointing`, :func:`metrics_logging`, :func:`trainer_config`: tunix trainer options for
-  resume and TensorBoard; :func:`run`: train (on a mesh, within a budget) and say what happened;
+  resume and TensorBoard;
+- :func:`run`: the one training loop of every notebook, for every tunix trainer (SFT, DPO,
+  distillation, GRPO): resume, the session clock, metrics on disk;
 
 Metrics on disk (``metrics.jsonl``), their plots and the weights digest are in :mod:`tunixkit.runlog`.
 """
@@ -25,38 +26,25 @@ from typing import Any
 
 import numpy as np
 
-from tunixkit.runlog import MetricsFile
+from tunixkit.runlog import MetricsFile, RLMetricsFile
+from tunixkit.tokenizer import Tokenizer
 
 
 def tokenize_pair(
-    tokenizer, prompt: str, target: str, max_len: int
+    tokenizer: Tokenizer, prompt: str, target: str, max_len: int
 ) -> tuple[np.ndarray, np.ndarray, bool]:
     """``[BOS] prompt target`` padded to ``max_len``; mask is 1 on target tokens. Returns (ids, mask, truncated)."""
-    p = [tokenizer.bos_id()] + list(
-        tokenizer.EncodeAsIds(prompt)
-        if hasattr(tokenizer, "EncodeAsIds")
-        else tokenizer.encode(prompt, add_special_tokens=False)
-    )
-    t = list(
-        tokenizer.EncodeAsIds(target)
-        if hasattr(tokenizer, "EncodeAsIds")
-        else tokenizer.encode(target, add_special_tokens=False)
-    )
+    p, t = [tokenizer.bos_id(), *tokenizer.encode(prompt)], tokenizer.encode(target)
     ids, mask = (p + t)[:max_len], ([0] * len(p) + [1] * len(t))[:max_len]
-    pad = pad_id(tokenizer)
+    pad = tokenizer.pad_id()
     truncated = len(p) + len(t) > max_len
     return (np.array(ids + [pad] * (max_len - len(ids)), np.int32),
             np.array(mask + [0] * (max_len - len(mask)), np.int32), truncated)  # fmt: skip
 
 
-def pad_id(tokenizer) -> int:
-    """The padding id of a SentencePiece or Hugging Face tokenizer."""
-    return tokenizer.pad_id() if hasattr(tokenizer, "pad_id") else tokenizer.pad_token_id
-
-
 def sft_dataset(
     pairs: Sequence[tuple[str, str]],
-    tokenizer,
+    tokenizer: Tokenizer,
     *,
     max_len: int,
     batch_size: int,
@@ -120,23 +108,6 @@ def optimizer(
     )  # fmt: skip
     adamw = optax.adamw(schedule, b2=b2, weight_decay=weight_decay)
     return optax.chain(optax.clip_by_global_norm(clip_norm), adamw) if clip_norm else adamw
-
-
-def within_budget(
-    data: Iterable[Any], seconds: float | None, *, label: str = "training"
-) -> Iterator[Any]:
-    """Yield from ``data`` until ``seconds`` have passed since the first item, then stop (and say so).
-
-    Trainers end when their data ends, then save: this is how a run fits a session's time limit.
-    """
-    start = time.monotonic()
-    for i, item in enumerate(data):
-        if seconds is not None and time.monotonic() - start > seconds:
-            print(
-                f"within_budget: {label} stopped after {i} batches, wall-clock budget of {seconds:.0f}s reached"
-            )
-            return
-        yield item
 
 
 def checkpointing(directory: str | pathlib.Path, *, every_steps: int, keep: int = 2):
@@ -205,44 +176,106 @@ def trainer_config(
 
 @dataclasses.dataclass(frozen=True)
 class RunResult:
-    """What :func:`run` did: steps before (restored from a checkpoint) and after, and its wall time."""
+    """What :func:`run` did: steps restored from a checkpoint, steps after it, why it ended."""
 
-    resumed_from: int
-    steps: int
-    seconds: float
+    resumed_from: int  # steps the trainer had done when this run started (its restored checkpoint)
+    steps: int  # steps done by the end (restored ones included)
+    seconds: float  # this run's training wall time
+    stopped: str  # "done" (all steps), "session clock" (stopped in time) or "data" (batches ran out)
+
+    @property
+    def trained(self) -> int:
+        """Steps trained by this run."""
+        return self.steps - self.resumed_from
+
+
+def steps_done(trainer: Any) -> int:
+    """Optimizer steps a tunix trainer has done, restored ones included; for a ``GRPOLearner``,
+    GRPO steps (one batch of prompts each, whatever its inner updates)."""
+    if hasattr(trainer, "rl_cluster"):
+        updates = getattr(trainer, "tunixkit_updates_per_step", 1)
+        return trainer.rl_cluster.actor_trainer.train_steps // updates
+    return trainer.train_steps
+
+
+class _Feed:
+    """The batches a trainer pulls, from the first: tunix skips the ones its checkpoint already
+    trained on (``skip``). Before each new step it asks the session clock, and ends the data (the
+    trainer then saves a last checkpoint) when one more step would eat the time kept for after."""
+
+    def __init__(self, batches: Iterable[Any], *, skip: int, session: Any, label: str) -> None:
+        self.batches, self.skip, self.session, self.label = batches, skip, session, label
+        self.step_seconds: list[float] = []
+        self.stopped = "data"
+
+    def __iter__(self) -> Iterator[Any]:
+        last = None
+        for i, batch in enumerate(self.batches):
+            if i >= self.skip:
+                now = time.perf_counter()
+                if last is not None:
+                    self.step_seconds.append(now - last)
+                if self.session is not None and self.session.must_stop(max(self.step_seconds[-3:], default=0.0)):
+                    self.stopped = "session clock"
+                    print(f"{self.label}: stopping after {i} of the run's batches: {self.session.remaining():.0f}s "
+                          f"are left and {self.session.reserve():.0f}s are kept for the checkpoint, export "
+                          "and evaluation after training")  # fmt: skip
+                    return
+                last = now
+            yield batch
 
 
 def run(
     trainer: Any,
-    train_ds: Iterable[Any],
-    eval_ds: Iterable[Any] | None = None,
+    batches: Sequence[Any],
+    eval_batches: Iterable[Any] | None = None,
     *,
     mesh: Any = None,
     metrics_file: str | pathlib.Path,
     metric_names: Sequence[str] = ("loss",),
     on_eval: Callable[[], dict[str, float]] | None = None,
-    budget_seconds: float | None = None,
+    session: Any = None,
+    label: str = "training",
 ) -> RunResult:
-    """Train a tunix ``PeftTrainer`` (or subclass) on ``mesh`` until its data, ``max_steps`` or the
-    wall-clock budget ends; metrics are appended to ``metrics_file`` (:class:`MetricsFile`).
+    """Train any tunix trainer (``PeftTrainer``, ``DPOTrainer``, ``DistillationTrainer`` or a
+    ``GRPOLearner``) on ``batches``, the run's whole reproducible batch sequence, one per step.
 
-    The trainer restored its last checkpoint when it was built and skips the batches it already
-    trained on, so a rerun continues where the last one stopped.
+    The trainer restored its last checkpoint when it was built; tunix then skips the batches that
+    checkpoint had trained on, so a rerun (or a session continuing with ``RESUME_FROM``) trains
+    exactly the remaining steps on the batches an uninterrupted run would have seen. Metrics go to
+    ``metrics_file`` (kept across sessions, :class:`tunixkit.runlog.MetricsFile`); ``session``
+    (:class:`tunixkit.session.Session`) stops training in time for the work after it.
     """
     from tunixkit import runtime
 
-    resumed_from = trainer.train_steps
+    resumed_from = steps_done(trainer)
     if resumed_from:
-        print(f"resuming from the checkpoint at step {resumed_from}")
-    trainer.with_training_hooks(MetricsFile(metrics_file, metric_names, on_eval))
+        print(f"{label}: resuming from the checkpoint at step {resumed_from}")
+    if hasattr(trainer, "rl_cluster"):
+        _check_grpo_skip(trainer, resumed_from)
+        RLMetricsFile(metrics_file, offset=resumed_from).attach(trainer.rl_cluster)
+    else:
+        trainer.with_training_hooks(MetricsFile(metrics_file, metric_names, on_eval))
+    feed = _Feed(batches, skip=resumed_from, session=session, label=label)
     start = time.perf_counter()
     with runtime.mesh_context(mesh) if mesh is not None else contextlib.nullcontext():
-        trainer.train(within_budget(train_ds, budget_seconds), eval_ds)
-    result = RunResult(resumed_from, trainer.train_steps, time.perf_counter() - start)
-    print(
-        f"{result.steps} steps ({result.steps - resumed_from} in this run) in {result.seconds:.0f}s"
-    )
+        trainer.train(feed, eval_batches)
+    steps = steps_done(trainer)
+    stopped = "done" if steps >= len(batches) else feed.stopped
+    result = RunResult(resumed_from, steps, time.perf_counter() - start, stopped)
+    print(f"{label}: {steps} of {len(batches)} steps ({result.trained} in this run, "
+          f"{result.seconds:.0f}s); ended: {stopped}")  # fmt: skip
     return result
+
+
+def _check_grpo_skip(learner: Any, resumed_from: int) -> None:
+    """tunix 0.1.7 fast-forwards ``actor.iter_steps`` micro-batches on resume, which is the right
+    number of prompt batches only with one update per batch (``num_iterations=1``, no mini-batches)."""
+    if resumed_from and getattr(learner, "tunixkit_updates_per_step", 1) != 1:
+        raise NotImplementedError(
+            "resuming GRPO with num_iterations > 1 or mini_batch_size < batch_size: tunix 0.1.7 would "
+            "skip the wrong number of batches; train without them, or start this run afresh"
+        )
 
 
 class _Closable:

@@ -1,0 +1,120 @@
+"""Resume, proven for every trainer: a GRPO, a DPO and a distillation run are SIGKILLed between
+checkpoints, run again, and must train exactly the remaining steps, on the batches an uninterrupted
+run trained on, and end with the same weights. And the session clock: a run it stops in time ends
+with a checkpoint that holds its last step.
+
+Each run is ``tests/resume_job.py`` in its own process (the notebooks' building blocks and
+``training.run``); SFT is proven the same way on the notebook itself by ``test_kaggle_replay.py``.
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tunixkit import session
+
+JOB = pathlib.Path(__file__).with_name("resume_job.py")
+STEPS = 6
+
+
+def _env():
+    return dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=2",
+                WANDB_MODE="disabled")  # fmt: skip
+
+
+def _run(kind: str, out: pathlib.Path, *extra: str) -> dict:
+    res = subprocess.run([sys.executable, str(JOB), kind, str(out), *extra], env=_env(),
+                         capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def _rows(path: pathlib.Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+
+
+def _trained(out: pathlib.Path, kind: str, skip: int = 0) -> dict[int, list]:
+    """What each step trained on, from the rows written after the first ``skip`` ones."""
+    if kind == "grpo":  # GRPO's rollout log names the questions of every (micro-)batch it rolled out
+        steps: dict[int, list] = {}
+        for row in _rows(out / "rollouts.jsonl")[skip:]:
+            steps.setdefault(row["step"], []).extend(row["questions"])
+        return steps
+    return {row["step"]: [row["batch"]] for row in _rows(out / "trained.jsonl")[skip:]}
+
+
+@pytest.mark.parametrize("kind", ["grpo", "dpo", "distill"])
+def test_killed_run_resumes_the_remaining_steps_on_the_same_batches(tmp_path, kind):
+    straight = _run(kind, tmp_path / "straight")
+    assert (straight["resumed_from"], straight["steps"], straight["stopped"]) == (0, STEPS, "done")
+    expected = _trained(tmp_path / "straight", kind)
+    assert sorted(expected) == list(range(1, STEPS + 1))
+
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, str(JOB), kind, str(out), "--pause", "1.0"], env=_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 600
+    while (session.latest_checkpoint_step(out) or 0) < 2:
+        assert proc.poll() is None, "the run ended before it could be killed"
+        assert time.monotonic() < deadline, "no checkpoint within 10 minutes"
+        time.sleep(0.1)
+    proc.kill()  # SIGKILL: no cleanup, no final checkpoint
+    proc.wait()
+    last = session.latest_checkpoint_step(out)
+    assert 2 <= last < STEPS, last
+    before = len(_rows(out / ("rollouts.jsonl" if kind == "grpo" else "trained.jsonl")))
+
+    resumed = _run(kind, out)
+    assert (resumed["resumed_from"], resumed["steps"], resumed["stopped"]) == (last, STEPS, "done"), resumed
+    again = _trained(out, kind, skip=before)
+    assert sorted(again) == list(range(last + 1, STEPS + 1)), "the rerun trained other steps than the remaining ones"
+    assert again == {s: expected[s] for s in again}, "the rerun trained on other batches than an uninterrupted run"
+    assert resumed["digest"] == straight["digest"], "the resumed run ended with other weights"
+
+
+class _StopAfter:
+    """A session clock that runs out after ``n`` steps."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.asked = n, 0
+
+    def must_stop(self, next_step_seconds: float = 0.0) -> bool:
+        self.asked += 1
+        return self.asked > self.n
+
+    def remaining(self) -> float:
+        return 0.0
+
+    def reserve(self) -> float:
+        return 0.0
+
+
+def test_session_clock_stop_leaves_a_checkpoint_of_the_last_step(tmp_path):
+    from flax import nnx
+    from tunix.sft import peft_trainer
+
+    from tunixkit import checkpoints, data, models, runlog, smoke, training
+
+    lm = models.load_model("tiny-gemma3", verbose=False)
+    lora = models.apply_lora(lm.model, rank=4, alpha=8.0, verbose=False)
+    records = data.to_records(smoke.synthetic_gsm8k(64, seed=3), "s", verbose=False)[0]
+    batches = training.sft_dataset([data.sft_pair(r) for r in records], lm.tokenizer, max_len=144,
+                                   batch_size=4, num_batches=10, verbose=False)  # fmt: skip
+    config = training.trainer_config(tmp_path, max_steps=10, eval_every=10**6, checkpoint_every=100,
+                                     description=None)  # fmt: skip
+    trainer = peft_trainer.PeftTrainer(lora, training.optimizer(3e-3, 10), config).with_gen_model_input_fn(
+        training.model_inputs_fn(lm.tokenizer.pad_id()))  # fmt: skip
+    result = training.run(trainer, batches, metrics_file=tmp_path / "metrics.jsonl", session=_StopAfter(3))
+    assert (result.steps, result.stopped) == (3, "session clock"), result
+    assert session.latest_checkpoint_step(tmp_path) == 3
+    trained = runlog.digest(lora)
+    fresh = models.apply_lora(models.load_model("tiny-gemma3", verbose=False).model, rank=4, alpha=8.0,
+                              seed=7, verbose=False)  # fmt: skip
+    checkpoints.restore_state(fresh, tmp_path / "checkpoints" / "3" / "model_params", lora_only=True)
+    assert runlog.digest(fresh) == trained, "the last checkpoint does not hold the last step's weights"
+    assert nnx.state(fresh, nnx.LoRAParam)

@@ -1,0 +1,108 @@
+"""The session: recipe.json guards, continuing from a read-only previous session, the clock, upload."""
+
+import json
+import stat
+import sys
+import time
+import types
+
+import pytest
+
+from tunixkit import session
+
+RECIPE = {"notebook": "SFT", "profile": "smoke", "recipe": {"steps": 150, "eval": {"batch_size": 32}}, "inputs": {}}
+
+
+def _fake_run(folder, steps=(25, 50), recipe=RECIPE):
+    """What a session leaves: recipe, metrics, stored evaluation, committed checkpoints, an export."""
+    folder.mkdir(parents=True)
+    (folder / "recipe.json").write_text(json.dumps(recipe))
+    (folder / "metrics.jsonl").write_text('{"mode": "train", "step": 1, "loss": 2.0}\n')
+    (folder / "predictions_before.jsonl").write_text('{"question": "q"}\n')
+    for step in steps:
+        (folder / "checkpoints" / str(step) / "model_params").mkdir(parents=True)
+        (folder / "checkpoints" / str(step) / "commit_success.txt").write_text("ok")
+    (folder / "checkpoints" / "75.orbax-checkpoint-tmp-1").mkdir()  # killed mid-save: not a checkpoint
+    (folder / "export" / "hf").mkdir(parents=True)
+    return folder
+
+
+def _read_only(folder):
+    for p in [folder, *folder.rglob("*")]:
+        p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def test_other_settings_in_output_dir_are_refused_naming_the_fields(tmp_path):
+    out = _fake_run(tmp_path / "out")
+    changed = json.loads(json.dumps(RECIPE))
+    changed["recipe"]["steps"], changed["recipe"]["eval"]["batch_size"] = 300, 8
+    with pytest.raises(session.RecipeMismatch) as e:
+        session.prepare(out, changed)
+    msg = str(e.value)
+    assert "recipe.steps: 150 -> 300" in msg and "recipe.eval.batch_size: 32 -> 8" in msg and "START_FRESH" in msg
+    assert session.prepare(out, RECIPE) == "continuing this output folder from step 50"
+    said = session.prepare(out, changed, start_fresh=True)
+    assert "moved to" in said and session.latest_checkpoint_step(out) is None
+    kept = next((out / "previous").iterdir())
+    assert session.latest_checkpoint_step(kept) == 50, "the earlier run was lost"
+    assert json.loads((out / "recipe.json").read_text()) == changed
+
+
+def test_resume_from_a_read_only_previous_session(tmp_path):
+    previous = _fake_run(tmp_path / "input" / "run")
+    _read_only(tmp_path / "input")
+    out = tmp_path / "working" / "run"
+    said = session.prepare(out, RECIPE, resume_from=str(previous))
+    assert said == f"continuing from {previous} at step 50"
+    assert session.latest_checkpoint_step(out) == 50
+    assert not (out / "checkpoints" / "25").exists(), "only the newest checkpoint is needed"
+    assert not (out / "checkpoints" / "75.orbax-checkpoint-tmp-1").exists()
+    assert not (out / "export").exists(), "the export is made again at the end"
+    assert (out / "predictions_before.jsonl").is_file() and (out / "metrics.jsonl").is_file()
+    (out / "metrics.jsonl").write_text("")  # copied files are writable
+    (out / "checkpoints" / "50" / "model_params" / "new").mkdir()
+    again = session.prepare(out, RECIPE, resume_from=str(previous))  # a rerun in the same session
+    assert again.startswith("continuing this output folder from step 50")
+
+
+def test_resume_from_errors_say_what_to_do(tmp_path):
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    with pytest.raises(session.ResumeError, match=r"holds no checkpoint .*/kaggle/input/"):
+        session.prepare(tmp_path / "out", RECIPE, resume_from=str(empty))
+    other = _fake_run(tmp_path / "other", recipe=dict(RECIPE, profile="full"))
+    with pytest.raises(session.RecipeMismatch, match=r"profile: 'full' -> 'smoke'"):
+        session.prepare(tmp_path / "out2", RECIPE, resume_from=str(other))
+
+
+def test_clock_keeps_time_for_the_work_after_training(tmp_path, capsys):
+    clock = session.Session(tmp_path, hours=0.1, started=time.time() - 300)  # 6 min session, 5 in
+    clock.record("load", 10.0)
+    clock.timings |= {"evaluation": 20.0, "evaluation_items": 100}
+    assert clock.reserve() == pytest.approx(20 + 3 * 10 + 0 + clock.margin)
+    assert 55 < clock.remaining() < 61 and clock.margin == pytest.approx(7.2)
+    assert not clock.must_stop(next_step_seconds=1.0)
+    assert clock.must_stop(next_step_seconds=10.0)
+    assert clock.fit(100) == 100  # 0.2 s a question: all of them fit in the time left
+    clock.timings["evaluation"] = 100.0  # 1 s a question: about 52 of them fit before the margin
+    assert 45 <= clock.fit(100) <= 53 and "shrinks to" in capsys.readouterr().out
+    clock.timings["evaluation"] = 20.0
+    clock.record("export", 1.0)
+    assert clock.reserve() == pytest.approx(20 + 1 + clock.margin)
+    assert json.loads((tmp_path / "timings.json").read_text())["export"] == 1.0
+    assert session.Session.start(tmp_path, None).timings["export"] == 1.0  # a rerun knows them
+    unlimited = session.Session(tmp_path, hours=None, started=0.0)
+    assert not unlimited.must_stop(1e9) and unlimited.fit(1319) == 1319
+
+
+def test_upload_needs_a_handle_and_calls_kagglehub(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="KAGGLE_MODEL=None: set it to '<your Kaggle user>/<model name>/jax/"):
+        session.upload_to_kaggle(tmp_path, None)
+    with pytest.raises(ValueError, match="KAGGLE_MODEL='me/model'"):
+        session.upload_to_kaggle(tmp_path, "me/model")
+    calls = []
+    fake = types.SimpleNamespace(model_upload=lambda *a, **k: calls.append((a, k)))
+    monkeypatch.setitem(sys.modules, "kagglehub", fake)
+    monkeypatch.setenv("KAGGLE_API_TOKEN", "token")
+    assert session.upload_to_kaggle(tmp_path, "me/model/jax/1b", notes="n") == "me/model/jax/1b"
+    assert calls[0][0] == ("me/model/jax/1b", str(tmp_path)) and calls[0][1]["version_notes"] == "n"

@@ -1,0 +1,259 @@
+"""The session a notebook runs in: one clock, one output folder, continuation, and upload.
+
+A Kaggle session ends after 9 hours, whatever is running; a new one starts with an empty
+``/kaggle/working`` and sees the last one's output only read-only, under ``/kaggle/input``. So:
+
+- :class:`Session` counts ``SESSION_HOURS`` from the notebook's first cell. Training asks it
+  :meth:`Session.must_stop` before every step: it stops while there is still time, measured from
+  this run's own timings, for the final checkpoint, the export and the evaluation after training;
+  :meth:`Session.fit` shrinks that evaluation instead of running past the limit.
+- :func:`prepare` keeps ``OUTPUT_DIR/recipe.json`` and refuses to continue a run made with other
+  settings (naming the fields that differ), and continues from ``RESUME_FROM``, a read-only copy of
+  a previous session's output: its last checkpoint, metrics and stored evaluations are copied in.
+- :func:`upload_to_kaggle` publishes the Orbax export as a Kaggle Model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import pathlib
+import shutil
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from tunixkit import runtime
+
+__all__ = [
+    "DEFAULT_HOURS", "RecipeMismatch", "ResumeError", "Session", "latest_checkpoint_step", "prepare",
+    "upload_to_kaggle",
+]  # fmt: skip
+
+DEFAULT_HOURS = {"kaggle": 9.0, "colab": 12.0, "local": None}  # a session's hard limit, by platform
+START_ENV = "TUNIXKIT_SESSION_START"  # set by the first cell: when this session's clock started
+RECIPE_FILE, TIMINGS_FILE = "recipe.json", "timings.json"
+_NOT_CARRIED = {"export", "checkpoints", "executed.ipynb", "previous"}  # not copied by RESUME_FROM
+
+
+class RecipeMismatch(RuntimeError):
+    """OUTPUT_DIR or RESUME_FROM holds a run made with other settings."""
+
+
+class ResumeError(RuntimeError):
+    """RESUME_FROM is not a previous session's output."""
+
+
+@dataclasses.dataclass
+class Session:
+    """A session clock and the timings that size the work after training (see module docstring)."""
+
+    out_dir: pathlib.Path
+    hours: float | None  # None: no limit (local runs)
+    started: float  # time.time() at the notebook's first cell
+    timings: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def start(cls, out_dir: str | pathlib.Path, hours: float | None = None) -> Session:
+        """The clock of this notebook: ``hours`` (``SESSION_HOURS``) or the platform's limit,
+        counted from the first cell (``$TUNIXKIT_SESSION_START``) or from now."""
+        env = runtime.detect_environment()
+        hours = DEFAULT_HOURS[env] if hours is None else hours
+        started = float(os.environ.get(START_ENV) or time.time())
+        out = pathlib.Path(out_dir)
+        stored = out / TIMINGS_FILE
+        timings = json.loads(stored.read_text()) if stored.is_file() else {}
+        return cls(out, hours, started, timings)
+
+    def elapsed(self) -> float:
+        return time.time() - self.started
+
+    def remaining(self) -> float:
+        """Seconds left in the session (infinite without a limit)."""
+        return float("inf") if self.hours is None else self.hours * 3600 - self.elapsed()
+
+    @property
+    def margin(self) -> float:
+        """Seconds kept free at the very end: 2% of the session, between 2 s and 5 min."""
+        return 0.0 if self.hours is None else min(300.0, max(2.0, 0.02 * self.hours * 3600))
+
+    @contextlib.contextmanager
+    def timed(self, name: str, *, items: int | None = None) -> Iterator[None]:
+        """Measure a block and keep its seconds under ``name`` (and ``items``, the questions it
+        handled, under ``<name>_items``) in ``timings.json``, so a resumed session knows them too.
+        A block that was skipped (a stored result reused) in well under a second keeps the old time."""
+        t0 = time.perf_counter()
+        yield
+        seconds = time.perf_counter() - t0
+        if name in self.timings and seconds < 1.0:
+            return
+        if items is not None:
+            self.timings[f"{name}_items"] = items
+        self.record(name, seconds)
+
+    def record(self, name: str, seconds: float) -> None:
+        """Keep a duration measured elsewhere (e.g. ``LoadedModel.load_seconds`` as ``"load"``)."""
+        self.timings[name] = float(seconds)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        (self.out_dir / TIMINGS_FILE).write_text(json.dumps(self.timings, indent=1))
+
+    def reserve(self) -> float:
+        """Seconds to keep after training: the evaluation after (as long as the one before took),
+        the export (measured, or 3x reading the model until measured), a checkpoint, the margin."""
+        t = self.timings
+        export = t.get("export", 3.0 * t.get("load", 0.0))
+        return t.get("evaluation", 0.0) + export + t.get("checkpoint", 0.0) + self.margin
+
+    def must_stop(self, next_step_seconds: float = 0.0) -> bool:
+        """Whether training must stop now to leave :meth:`reserve` after one more step."""
+        return self.remaining() - next_step_seconds < self.reserve()
+
+    def fit(self, n: int, *, label: str = "evaluation") -> int:
+        """How many of ``n`` questions the evaluation after training can take in the time left
+        (at the pace of the evaluation before it); says so when that is fewer than ``n``."""
+        per_item = self.timings.get(label, 0.0) / max(1.0, self.timings.get(f"{label}_items", n))
+        budget = self.remaining() - self.margin
+        if per_item <= 0 or budget >= per_item * n:
+            return n
+        fit = max(1, min(n, int(budget / per_item)))
+        print(f"session clock: {budget:.0f}s left, so the {label} shrinks to {fit} of {n} questions")
+        return fit
+
+    def describe(self) -> str:
+        if self.hours is None:
+            return "session clock: no limit (set SESSION_HOURS to enforce one)"
+        return (f"session clock: {self.hours:g} h from the first cell, {self.remaining() / 3600:.2f} h "
+                f"left; training stops in time for the checkpoint, export and evaluation")  # fmt: skip
+
+
+def _committed_steps(root: pathlib.Path) -> dict[pathlib.Path, list[pathlib.Path]]:
+    """``{folder: its committed step folders}`` for ``root`` (SFT, DPO: ``<step>/``) and its role
+    folders (GRPO: ``actor/<step>/``). Safe while a trainer is writing (Orbax renames as it goes)."""
+
+    def entries(folder: pathlib.Path) -> list[pathlib.Path]:
+        try:
+            return [p for p in folder.iterdir() if p.is_dir()]
+        except FileNotFoundError:
+            return []
+
+    out = {}
+    for folder in [root, *(p for p in entries(root) if not p.name.isdigit() and "tmp" not in p.name)]:
+        steps = [p for p in entries(folder) if p.name.isdigit() and (p / "commit_success.txt").is_file()]
+        if steps:
+            out[folder] = steps
+    return out
+
+
+def latest_checkpoint_step(folder: str | pathlib.Path) -> int | None:
+    """The highest committed step under ``folder/checkpoints`` (``<step>/`` or ``actor/<step>/``)."""
+    found = _committed_steps(pathlib.Path(folder) / "checkpoints")
+    return max((int(p.name) for steps in found.values() for p in steps), default=None)
+
+
+def _diff(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
+    out = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key, "<absent>"), new.get(key, "<absent>")
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _diff(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key}: {a!r} -> {b!r}")
+    return out
+
+
+def _copy_last_checkpoints(src: pathlib.Path, dst: pathlib.Path) -> None:
+    """Copy each checkpoint folder's newest step (``checkpoints/<step>``, ``checkpoints/actor/<step>``)."""
+    for steps in _committed_steps(src).values():
+        newest = max(steps, key=lambda p: int(p.name))
+        shutil.copytree(newest, dst / newest.relative_to(src), dirs_exist_ok=True)
+
+
+def prepare(out_dir: str | pathlib.Path, recipe: Mapping[str, Any], *, resume_from: str | None = None,
+            start_fresh: bool = False) -> str:  # fmt: skip
+    """Make ``out_dir`` ready for this run and return what was done, in a sentence.
+
+    - ``out_dir`` holds a run with other settings: :class:`RecipeMismatch` naming each field, or
+      with ``start_fresh`` that run is moved aside to ``out_dir/previous/<time>`` (nothing is lost).
+    - ``resume_from`` (a previous session's output, read-only is fine) and no checkpoint here yet:
+      its newest checkpoint and its files are copied in, after the same recipe check.
+    """
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    recipe = json.loads(json.dumps(recipe, default=str))
+    said = "a new run"
+    here = out / RECIPE_FILE
+    if here.is_file():
+        diff = _diff(json.loads(here.read_text()), recipe)
+        if diff and not start_fresh:
+            raise RecipeMismatch(
+                f"{out} holds a run made with other settings:\n  " + "\n  ".join(diff)
+                + "\nUse another OUTPUT_DIR, set the parameters back, or set START_FRESH = True "
+                "(the old run is then moved to OUTPUT_DIR/previous/)."
+            )  # fmt: skip
+        if diff:
+            aside = out / "previous" / time.strftime("%Y%m%d-%H%M%S")
+            aside.mkdir(parents=True)
+            for p in list(out.iterdir()):
+                if p.name != "previous":
+                    shutil.move(str(p), aside / p.name)
+            said = f"started fresh; the earlier run was moved to {aside}"
+        else:
+            step = latest_checkpoint_step(out)
+            said = "continuing this output folder" + (f" from step {step}" if step else "")
+    if resume_from and not start_fresh and latest_checkpoint_step(out) is None:
+        src = pathlib.Path(resume_from).expanduser()
+        if latest_checkpoint_step(src) is None:
+            raise ResumeError(
+                f"RESUME_FROM={src} holds no checkpoint (expected {src}/checkpoints/<step>/). Point it at "
+                "the OUTPUT_DIR of an earlier session: on Kaggle, add that notebook's output as an input "
+                "and use /kaggle/input/<its name>/<its OUTPUT_DIR>; or set RESUME_FROM = None."
+            )
+        if (src / RECIPE_FILE).is_file():
+            diff = _diff(json.loads((src / RECIPE_FILE).read_text()), recipe)
+            if diff:
+                raise RecipeMismatch(
+                    f"RESUME_FROM={src} was made with other settings:\n  " + "\n  ".join(diff)
+                    + "\nSet the parameters as they were, or set START_FRESH = True to ignore RESUME_FROM."
+                )  # fmt: skip
+        for p in src.iterdir():
+            if p.name in _NOT_CARRIED or p.name.startswith("."):
+                continue
+            if p.is_dir():
+                shutil.copytree(p, out / p.name, dirs_exist_ok=True)
+            else:
+                shutil.copyfile(p, out / p.name)
+        _copy_last_checkpoints(src / "checkpoints", out / "checkpoints")
+        _make_writable(out)
+        said = f"continuing from {src} at step {latest_checkpoint_step(out)}"
+    elif resume_from and latest_checkpoint_step(out) is not None and not start_fresh:
+        said += f" (its own checkpoint is newer than RESUME_FROM={resume_from}, which is not used)"
+    here.write_text(json.dumps(recipe, indent=1))
+    return said
+
+
+def _make_writable(folder: pathlib.Path) -> None:
+    """Files copied from a read-only input keep its modes; training must overwrite them."""
+    for p in [folder, *folder.rglob("*")]:
+        p.chmod(p.stat().st_mode | 0o200)
+
+
+def upload_to_kaggle(folder: str | pathlib.Path, handle: str | None, *, notes: str = "") -> str:
+    """Upload ``folder`` (the Orbax export) as a new version of the Kaggle Model ``handle``
+    (``<owner>/<model>/<framework>/<variation>``, e.g. ``me/gemma3-grpo/jax/1b``); returns it."""
+    if not handle or handle.count("/") != 3:
+        raise ValueError(
+            f"KAGGLE_MODEL={handle!r}: set it to '<your Kaggle user>/<model name>/jax/<variation>', "
+            "e.g. 'alice/gemma3-grpo/jax/1b' (the model is created on first upload)"
+        )
+    token = runtime.get_secret("KAGGLE_API_TOKEN", required=False)
+    if token:
+        os.environ.setdefault("KAGGLE_API_TOKEN", token)  # kagglehub reads credentials from there
+    elif runtime.detect_environment() != "kaggle":
+        for name in ("KAGGLE_USERNAME", "KAGGLE_KEY"):
+            os.environ.setdefault(name, runtime.get_secret(name, purpose="uploading a Kaggle Model") or "")
+    import kagglehub
+
+    kagglehub.model_upload(handle, str(folder), license_name="Apache 2.0", version_notes=notes)
+    return handle

@@ -1,0 +1,381 @@
+"""The smoke profile's models and data: a tiny real Gemma, an offline tokenizer, GSM8K-style problems.
+
+Everything the ``smoke`` profile runs on, built offline and deterministically, so that CI exercises
+the real code paths (the HF-layout loader, LoRA, the trainers) in minutes on a CPU:
+
+- :func:`synthetic_gsm8k` / :func:`write_synthetic_gsm8k`: seeded GSM8K-style rows (``question``,
+  ``answer`` with worked steps, ``<<calc>>`` notes and ``#### N``) that a tiny model can learn.
+- :func:`tokenizer_path` / :func:`load_tokenizer`: a SentencePiece model shipped as package data,
+  built by ``scripts/build_tokenizer.py`` (:func:`build_tokenizer`), with the Gemma chat markers and
+  the reasoning/answer tags as single tokens, pad id 0 and newlines kept.
+- :data:`TINY_GEMMA3` (and the student's shape): tiny Gemma3-architecture shapes;
+  :func:`random_model` re-randomises the MLP kernels that tunix initialises to zero.
+- :func:`materialize`: writes a smoke model (random, or a short full fine-tune: :data:`WARM_START`)
+  once, in the Hugging Face layout, into a cache whose key covers the code that builds it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.resources
+import pathlib
+import random
+import tempfile
+
+from tunixkit.data import (
+    ANSWER_END,
+    ANSWER_START,
+    END_OF_TURN,
+    REASONING_END,
+    REASONING_START,
+    START_OF_TURN,
+    SYSTEM_PROMPT,
+    format_completion,
+    format_prompt,
+    parse_gsm8k_answer,
+)
+from tunixkit.tokenizer import Tokenizer
+
+SPECIAL_TOKENS = (
+    START_OF_TURN,
+    END_OF_TURN,
+    REASONING_START,
+    REASONING_END,
+    ANSWER_START,
+    ANSWER_END,
+)
+TOKENIZER_VOCAB = 400
+_NAMES = ("Tom", "Ann", "Bob", "Mia", "Sam", "Lea", "Max", "Zoe", "Ben", "Eva")
+_ITEMS = ("apples", "pens", "books", "coins", "cards", "eggs", "shells", "stamps")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TinyShape:
+    """Sizes of the tiny Gemma3 (Gemma3 1B has one KV head too)."""
+
+    num_layers: int = 2  # transformer blocks
+    embed_dim: int = 128  # residual width
+    hidden_dim: int = 512  # MLP width
+    num_heads: int = 4  # query heads
+    head_dim: int = 32  # per-head width
+    num_kv_heads: int = 1  # multi-query attention, as in Gemma3 270M/1B
+    sliding_window_size: int = 64  # local attention window
+
+
+TINY_GEMMA3 = TinyShape()
+# The distillation student: one block, half the width (~4x fewer non-embedding parameters).
+TINY_STUDENT = TinyShape(num_layers=1, embed_dim=64, hidden_dim=256, num_heads=2, head_dim=32)
+# The tiny Gemma2: one local and one global layer, grouped-query attention as in Gemma2-2B (8/4).
+TINY_GEMMA2 = TinyShape(num_heads=4, num_kv_heads=2, sliding_window_size=16)
+
+
+def _problem(rng: random.Random, max_operand: int = 30) -> tuple[str, str]:
+    """One GSM8K-style (question, answer field) pair; sums and differences use operands <= ``max_operand``."""
+    name, item = rng.choice(_NAMES), rng.choice(_ITEMS)
+    kind = rng.randrange(4)
+    hi = max_operand
+    if kind == 0:
+        a, b = rng.randint(2, hi), rng.randint(2, hi)
+        q = f"{name} has {a} {item} and buys {b} more. How many {item} does {name} have now?"
+        steps = f"{name} has {a} + {b} = <<{a}+{b}={a + b}>>{a + b} {item}."
+        ans = a + b
+    elif kind == 1:
+        a = rng.randint(5, hi + 10)
+        b = rng.randint(1, a - 1)
+        q = f"{name} has {a} {item} and gives {b} to a friend. How many {item} are left?"
+        steps = f"{name} has {a} - {b} = <<{a}-{b}={a - b}>>{a - b} {item} left."
+        ans = a - b
+    elif kind == 2:
+        a, b = rng.randint(2, 9), rng.randint(2, 9)
+        q = f"{name} buys {a} boxes with {b} {item} in each box. How many {item} does {name} buy?"
+        steps = f"{name} buys {a} * {b} = <<{a}*{b}={a * b}>>{a * b} {item}."
+        ans = a * b
+    else:
+        a, b = rng.randint(2, min(hi, 20)), rng.randint(2, min(hi, 20))
+        c = rng.randint(1, a + b - 1)
+        q = (
+            f"{name} has {a} {item}, buys {b} more and then gives {c} away. "
+            f"How many {item} does {name} have?"
+        )
+        s = a + b
+        steps = (
+            f"{name} has {a} + {b} = <<{a}+{b}={s}>>{s} {item}.\n"
+            f"After giving {c} away, {s} - {c} = <<{s}-{c}={s - c}>>{s - c} are left."
+        )
+        ans = s - c
+    return q, f"{steps}\n#### {ans}"
+
+
+def synthetic_gsm8k(n: int, seed: int = 0, *, max_operand: int = 30) -> list[dict[str, str]]:
+    """``n`` seeded GSM8K-style rows in the raw GSM8K schema (``question``, ``answer``).
+
+    ``max_operand`` bounds the numbers added and subtracted (products stay single-digit times
+    single-digit): a small value gives an easier set of problems over a small set of facts.
+
+    >>> rows = synthetic_gsm8k(2, seed=1)
+    >>> sorted(rows[0]), rows[0]["answer"].splitlines()[-1].startswith("#### ")
+    (['answer', 'question'], True)
+    >>> synthetic_gsm8k(3, seed=5) == synthetic_gsm8k(3, seed=5)
+    True
+    """
+    rng = random.Random(seed)
+    return [
+        dict(zip(("question", "answer"), _problem(rng, max_operand), strict=True)) for _ in range(n)
+    ]
+
+
+def tokenizer_corpus() -> list[str]:
+    """The deterministic text the shipped tokenizer is trained on."""
+    lines = []
+    for row in synthetic_gsm8k(4000, seed=12345):
+        steps, answer = parse_gsm8k_answer(row["answer"])
+        lines.append(format_prompt(row["question"]) + format_completion(steps, answer or ""))
+        lines.append(format_prompt(row["question"], system_prompt=None))
+    lines.append(SYSTEM_PROMPT)
+    lines += [" ".join(str(i) for i in range(k, k + 30)) for k in range(0, 200, 10)]
+    return lines
+
+
+def build_tokenizer(
+    model_prefix: str | pathlib.Path, vocab_size: int = TOKENIZER_VOCAB
+) -> pathlib.Path:
+    """Train the tiny SentencePiece model deterministically; return the ``.model`` path.
+
+    pad=0, unk=1, bos=2, eos=3 (pad 0 is what tunix's adapter expects); the chat markers, tags and
+    ``\\n`` are user-defined symbols so they are single tokens; digits are split as in Gemma.
+    """
+    import os
+    import shutil
+
+    import sentencepiece as spm
+
+    prefix = pathlib.Path(model_prefix).resolve()
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        # Relative names only: SentencePiece stores its input and prefix paths in the model file.
+        os.chdir(tmp)
+        try:
+            # One sentence per line: a sample's own newlines split it; "\n" is a symbol anyway.
+            pathlib.Path("corpus.txt").write_text(
+                "\n".join(tokenizer_corpus()) + "\n", encoding="utf-8"
+            )
+            spm.SentencePieceTrainer.train(
+                input="corpus.txt", model_prefix="tok", vocab_size=vocab_size, model_type="bpe",
+                character_coverage=1.0, pad_id=0, unk_id=1, bos_id=2, eos_id=3,
+                user_defined_symbols=[*SPECIAL_TOKENS, "\n"], split_digits=True,
+                normalization_rule_name="identity", remove_extra_whitespaces=False,
+                add_dummy_prefix=False, byte_fallback=False, num_threads=1,
+                shuffle_input_sentence=False, input_sentence_size=0, minloglevel=2,
+            )  # fmt: skip
+            shutil.copyfile("tok.model", prefix.with_suffix(".model"))
+        finally:
+            os.chdir(cwd)
+    return prefix.with_suffix(".model")
+
+
+def tokenizer_path() -> pathlib.Path:
+    """Path of the shipped tokenizer model (package data)."""
+    ref = importlib.resources.files("tunixkit") / "assets" / "tiny_tokenizer.model"
+    return pathlib.Path(str(ref))
+
+
+def load_tokenizer(path: str | pathlib.Path | None = None) -> Tokenizer:
+    """The shipped (or given) SentencePiece model as a :class:`tunixkit.tokenizer.Tokenizer`."""
+    import sentencepiece as spm
+
+    path = pathlib.Path(path or tokenizer_path())
+    return Tokenizer(spm.SentencePieceProcessor(model_file=str(path)), source=str(path))
+
+
+def gemma3_config(vocab_size: int, shape: TinyShape = TINY_GEMMA3, *, dtype=None):
+    """A tunix ``gemma3.ModelConfig`` of the tiny shape (float32 by default: tiny models learn cleanly)."""
+    import jax.numpy as jnp
+    from tunix.models.gemma3 import model as g3
+
+    return g3.ModelConfig(
+        num_layers=shape.num_layers, num_embed=vocab_size, embed_dim=shape.embed_dim,
+        hidden_dim=shape.hidden_dim, num_heads=shape.num_heads, head_dim=shape.head_dim,
+        num_kv_heads=shape.num_kv_heads, sliding_window_size=shape.sliding_window_size,
+        local_base_frequency=10_000, global_base_frequency=1_000_000,
+        param_dtype=dtype or jnp.float32,
+    )  # fmt: skip
+
+
+def gemma2_config(vocab_size: int, shape: TinyShape):
+    """A tunix Gemma2 config of the tiny shape: local then global attention, alternating from layer
+    0 as in Gemma2-2B, with its soft-caps (50 on attention logits, 30 on the output)."""
+    from tunix.models.gemma import model as g2
+
+    types = tuple(g2.AttentionType.LOCAL_SLIDING if i % 2 == 0 else g2.AttentionType.GLOBAL
+                  for i in range(shape.num_layers))  # fmt: skip
+    return g2.ModelConfig(
+        num_layers=shape.num_layers, num_embed=vocab_size, embed_dim=shape.embed_dim, hidden_dim=shape.hidden_dim,
+        num_heads=shape.num_heads, head_dim=shape.head_dim, num_kv_heads=shape.num_kv_heads,
+        final_logit_softcap=30.0, use_post_attn_norm=True, use_post_ffw_norm=True, attention_types=types,
+        attn_logits_soft_cap=50.0, sliding_window_size=shape.sliding_window_size,
+    )  # fmt: skip
+
+
+def randomize_mlp(model, seed: int = 0, scale: float = 0.02):
+    """Re-randomise the MLP kernels, which tunix initialises to zero (TUNIX_NOTES pitfall 1)."""
+    import jax
+
+    key = jax.random.key(seed)
+    for layer in model.layers:
+        for name in ("gate_proj", "up_proj", "down_proj"):
+            kernel = getattr(layer.mlp, name).kernel
+            key, sub = jax.random.split(key)
+            kernel.value = (scale * jax.random.normal(sub, kernel.value.shape)).astype(
+                kernel.value.dtype
+            )
+    return model
+
+
+# tunix draws embeddings with std 0.01. Logits are tied to them and the final norm scale starts at
+# 1, so a random tiny model's logits stay within about +-1 (loss ~ln(vocab)) and LoRA, which cannot
+# touch either, never sharpens them. Real checkpoints have a far larger logit range; 0.1 gives the
+# tiny base model one, so LoRA SFT from it behaves like LoRA SFT from a pretrained model.
+TINY_EMBEDDING_STD = 0.1
+
+
+def random_model(config, seed: int = 0, *, embedding_std: float | None = None, family: str = "gemma3"):
+    """A randomly initialised tunix model of ``family`` (Gemma3 by default) whose MLP can learn
+    (embeddings redrawn with ``embedding_std`` when given; tunix's own std is 0.01)."""
+    import jax
+    from flax import nnx
+
+    from tunixkit import families
+
+    model = randomize_mlp(families.get(family).model_cls()(config, rngs=nnx.Rngs(params=seed)), seed)
+    if embedding_std is not None:
+        emb = model.embedder.input_embedding
+        noise = jax.random.normal(jax.random.key(seed + 1), emb.value.shape)
+        emb.value = (embedding_std * noise).astype(emb.value.dtype)
+    return model
+
+
+SPLIT_SEEDS = {"train": 0, "test": 1}
+# Smoke problems add and subtract numbers up to 9 (products stay single digit x single digit): a
+# 2-layer model learns these facts partially in a short warm start, which leaves GRPO room to help.
+# With operands up to 30 most held-out sums are facts the model never saw, and no method moves them.
+SMOKE_MAX_OPERAND = 9
+
+
+def write_synthetic_gsm8k(
+    folder: str | pathlib.Path,
+    *,
+    n_train: int = 2000,
+    n_test: int = 200,
+    max_operand: int = SMOKE_MAX_OPERAND,
+) -> dict[str, pathlib.Path]:
+    """Write ``train.jsonl`` and ``test.jsonl`` in the raw GSM8K schema, for the real file loaders."""
+    from tunixkit.data import write_jsonl
+
+    folder = pathlib.Path(folder)
+    return {split: write_jsonl(synthetic_gsm8k(n, seed=SPLIT_SEEDS[split], max_operand=max_operand), folder / f"{split}.jsonl")
+            for split, n in (("train", n_train), ("test", n_test))}  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WarmStart:
+    """The short full fine-tune that gives ``tiny-gemma3-sft`` its partial skill."""
+
+    steps: int = 500  # optimizer steps
+    batch_size: int = 16  # examples per step
+    learning_rate: float = 3e-3  # peak AdamW learning rate
+    max_len: int = 144  # tokens per example (prompt + target)
+    seed: int = 0  # init and data order
+    max_operand: int = SMOKE_MAX_OPERAND  # the synthetic problems' number range
+
+
+WARM_START = WarmStart()
+
+
+def warm_start(config, ws: WarmStart = WARM_START):
+    """Train a random tiny Gemma3 on synthetic problems with tunix's ``PeftTrainer`` (full FT)."""
+    from tunix.sft import peft_trainer
+
+    from tunixkit import training
+    from tunixkit.data import sft_pair, to_records
+
+    tok = load_tokenizer()
+    model = random_model(config, ws.seed)
+    rows = synthetic_gsm8k(ws.steps * ws.batch_size // 2, seed=SPLIT_SEEDS["train"],
+                           max_operand=ws.max_operand)  # fmt: skip
+    records, _ = to_records(rows, "synthetic", verbose=False)
+    ds = training.sft_dataset([sft_pair(r) for r in records], tok, max_len=ws.max_len,
+                              batch_size=ws.batch_size, num_batches=ws.steps, seed=ws.seed)  # fmt: skip
+    config = peft_trainer.TrainingConfig(eval_every_n_steps=10**9, max_steps=ws.steps,
+                                         pbar_description="tiny-gemma3-sft warm start")  # fmt: skip
+    trainer = peft_trainer.PeftTrainer(
+        model, training.optimizer(ws.learning_rate, ws.steps, clip_norm=1.0), config
+    )
+    trainer.with_gen_model_input_fn(training.model_inputs_fn(tok.pad_id())).train(ds)
+    return model
+
+
+# The smoke models: how each is built. The cache key covers this module, the trainer glue and the
+# checkpoint writer (the code that builds and writes them), the tokenizer and the shapes, so a
+# change to any of them rebuilds the cached model instead of silently reusing a stale one.
+SMOKE_MODELS = {
+    "tiny-gemma3": {"family": "gemma3", "shape": TINY_GEMMA3, "build": "random"},
+    "tiny-gemma3-sft": {"family": "gemma3", "shape": TINY_GEMMA3, "build": "warm_start"},
+    "tiny-gemma3-student": {"family": "gemma3", "shape": TINY_STUDENT, "build": "random"},
+    "tiny-gemma2": {"family": "gemma2", "shape": TINY_GEMMA2, "build": "random"},
+}
+_KEY_MODULES = ("smoke.py", "training.py", "families.py", "checkpoints.py")
+
+
+def cache_dir() -> pathlib.Path:
+    """``$TUNIXKIT_CACHE`` or ``~/.cache/tunixkit``: where the smoke models are written."""
+    import os
+
+    default = pathlib.Path.home() / ".cache" / "tunixkit"
+    return pathlib.Path(os.environ.get("TUNIXKIT_CACHE", default))
+
+
+def cache_key(model_id: str) -> str:
+    """A hash of everything that determines the smoke model ``model_id``'s weights."""
+    import hashlib
+
+    spec = SMOKE_MODELS[model_id]
+    h = hashlib.sha256(tokenizer_path().read_bytes())
+    here = pathlib.Path(__file__).parent
+    for name in _KEY_MODULES:
+        h.update((here / name).read_bytes())
+    h.update(repr((model_id, spec, WARM_START, TINY_EMBEDDING_STD)).encode())
+    return h.hexdigest()[:12]
+
+
+def config(model_id: str):
+    """The tunix config of the smoke model ``model_id``."""
+    spec = SMOKE_MODELS[model_id]
+    make = gemma2_config if spec["family"] == "gemma2" else gemma3_config
+    return make(load_tokenizer().vocab_size, spec["shape"])
+
+
+def materialize(model_id: str) -> pathlib.Path:
+    """Write (once, cached) the smoke model ``model_id`` in the HF layout and return its folder."""
+    import shutil
+    import tempfile
+
+    from tunixkit import checkpoints
+
+    folder = cache_dir() / "models" / f"{model_id}-{cache_key(model_id)}"
+    if (folder / checkpoints.WEIGHTS_FILE).is_file():
+        return folder
+    cfg, family = config(model_id), SMOKE_MODELS[model_id]["family"]
+    if SMOKE_MODELS[model_id]["build"] == "warm_start":
+        model = warm_start(cfg)
+    else:
+        model = random_model(cfg, embedding_std=TINY_EMBEDDING_STD, family=family)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = pathlib.Path(tempfile.mkdtemp(dir=folder.parent))
+    tok = load_tokenizer()
+    checkpoints.write_hf_checkpoint(model, cfg, tmp, family=family, extra_files={"tokenizer.model": tokenizer_path()},
+                                    eos_token_id=tok.stop_ids(), pad_token_id=tok.pad_id(),
+                                    bos_token_id=tok.bos_id())  # fmt: skip
+    shutil.rmtree(folder, ignore_errors=True)
+    tmp.rename(folder)  # atomic: a killed run leaves no half-written model behind
+    return folder
