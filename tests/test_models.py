@@ -205,3 +205,17 @@ def test_merge_handles_fused_qkv_that_tunix_merger_cannot(tmp_path):
     out = checkpoints.export(tuned, base, tmp_path / "export", lora_rank=4, lora_alpha=8.0)
     np.testing.assert_allclose(testing.logits(models.load_model("tiny-gemma3", path=out["hf"], verbose=False).model),
                                want, atol=1e-4)  # fmt: skip
+
+
+def test_qlora_shards_when_the_mesh_cannot_split_the_scales():
+    """gemma-3-1b's width 1,152 makes 9 nf4 tiles, which 8 devices cannot split; here a width of 96
+    makes 3 tiles of 32 on the tests' 2 devices. The scales are replicated instead of failing."""
+    from tunixkit import runtime
+
+    cfg = smoke.gemma3_config(smoke.load_tokenizer().vocab_size, smoke.TinyShape(embed_dim=96, hidden_dim=384))
+    mesh = runtime.make_mesh()
+    assert mesh.shape["fsdp"] == 2
+    q = models.apply_lora(smoke.random_model(cfg), rank=4, alpha=8.0, qlora=True, mesh=mesh, verbose=False)
+    scale = q.layers[0].attn.kv_einsum.w.array.scale.value
+    assert scale.shape[2] == 3 and scale.sharding.spec[2] is None
+    assert np.isfinite(testing.logits(q)).all()

@@ -13,6 +13,7 @@ a local cache first (:func:`tunixkit.smoke.materialize`), so the smoke profile r
 from __future__ import annotations
 
 import dataclasses
+import math
 import pathlib
 import time
 from typing import Any
@@ -23,7 +24,8 @@ from tunixkit.tokenizer import load as load_tokenizer
 
 __all__ = [
     "MODELS", "LoadedModel", "ModelSpec", "UnknownModelError", "apply_lora", "count_params",
-    "describe", "footprint", "get_spec", "load_args", "load_model", "shard",
+    "default_tile_size", "describe", "fit_sharding", "footprint", "get_spec", "load_args", "load_model",
+    "shard",
 ]  # fmt: skip
 
 
@@ -226,13 +228,36 @@ def describe(model) -> str:
 
 
 def shard(model, mesh):
-    """Place an nnx model's state on ``mesh`` following its own partition specs (in place)."""
+    """Place an nnx model's state on ``mesh`` following its own partition specs (in place).
+
+    An axis whose size the mesh cannot divide is kept whole (replicated) instead of failing: QLoRA's
+    nf4 scales inherit their weight's sharding but have one entry per tile (gemma-3-1b: 1,152 / 128
+    = 9 tiles, which 8 devices cannot split).
+    """
     import jax
     from flax import nnx
 
     state = nnx.state(model)
-    nnx.update(model, jax.device_put(state, nnx.get_named_sharding(state, mesh)))
+    shardings = jax.tree.map(fit_sharding, state, nnx.get_named_sharding(state, mesh))
+    nnx.update(model, jax.device_put(state, shardings))
     return model
+
+
+def fit_sharding(x, sharding):
+    """``sharding`` (a NamedSharding) with every axis that its mesh cannot divide left whole."""
+    import jax
+
+    spec = list(sharding.spec) + [None] * (len(x.shape) - len(sharding.spec))
+    for i, axes in enumerate(spec):
+        names = axes if isinstance(axes, tuple) else (axes,) if axes else ()
+        if x.shape[i] % math.prod(sharding.mesh.shape[n] for n in names):
+            spec[i] = None
+    return jax.sharding.NamedSharding(sharding.mesh, jax.sharding.PartitionSpec(*spec))
+
+
+def default_tile_size(cfg) -> int:
+    """QLoRA's quantization block: the largest divisor of 128 that divides the model's widths."""
+    return math.gcd(128, cfg.embed_dim, cfg.hidden_dim, cfg.head_dim)
 
 
 def apply_lora(
@@ -254,14 +279,10 @@ def apply_lora(
     are sharded too. ``tile_size`` (QLoRA's quantization block) defaults to the largest divisor of
     128 that divides the model's widths (128 for the released Gemma sizes).
     """
-    import math
-
     import qwix
     from flax import nnx
 
-    if tile_size is None:
-        cfg = model.config
-        tile_size = math.gcd(128, cfg.embed_dim, cfg.hidden_dim, cfg.head_dim)
+    tile_size = tile_size or default_tile_size(model.config)
 
     if mesh is not None:
         shard(model, mesh)

@@ -41,11 +41,14 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
 
 
 def _override(recipe: Any, name: str, value: Any) -> Any:
-    """``recipe`` with field ``name`` set; a name not at the top level may name a field of exactly
-    one nested settings object (``num_generations`` -> ``grpo.num_generations``)."""
+    """``recipe`` with field ``name`` set: a top-level field, a dotted one (``grpo.batch_size``), or
+    a field of exactly one nested settings object (``num_generations`` -> ``grpo.num_generations``)."""
     fields = {f.name for f in dataclasses.fields(recipe)}
     if name in fields:
         return dataclasses.replace(recipe, **{name: value})
+    outer, _, inner = name.partition(".")
+    if inner and outer in fields and dataclasses.is_dataclass(getattr(recipe, outer)):  # "grpo.batch_size"
+        return dataclasses.replace(recipe, **{outer: _override(getattr(recipe, outer), inner, value)})
     nested = [f for f in fields if dataclasses.is_dataclass(getattr(recipe, f))
               and name in {g.name for g in dataclasses.fields(getattr(recipe, f))}]  # fmt: skip
     if len(nested) != 1:

@@ -1,0 +1,510 @@
+"""Memory plan: does a recipe fit the chip, before a 9-hour session is spent finding out?
+
+Each step program tunix runs for a recipe is *compiled* at the real model shape with abstract
+weights (``jax.ShapeDtypeStruct``, never allocated) on the recipe's mesh, and XLA's
+``memory_analysis()`` gives its per-device bytes: SFT update; DPO reference log-probs and update;
+distillation teacher forward and update; GRPO rollout (prefill, decode), reference log-probs and
+update. The trainers are tunix's own, built on abstract state; their jitted steps are lowered.
+Persistent state that a program does not take as an argument (the optimizer state during a
+rollout, the reference's backbone) is added from the sharded abstract state.
+
+tunix skips its activation-sharding constraints when the platform is CPU
+(``tunix/utils/sharding_utils.py:40``; Gemma2's copy in ``tunix/models/gemma/model.py:217``):
+:func:`sharding_constraints` restores them for the compile, so emulated CPU devices plan what a TPU
+mesh runs. On a TPU/GPU host the programs compile for the real chips (a notebook's model cell);
+on CPU (the command line, CI) for N emulated devices, whose numbers are upper bounds: the CPU
+compiler upcasts bf16 and fuses less (gemma-3-1b SFT step 16x512: 13.0 GiB on CPU vs 5.4 on a
+TPU v5e ahead-of-time compile, see ``bench/results/memplan.json``).
+
+    python -m tunixkit.memplan sft --model gemma-3-1b-it --devices 8 --chip v5e
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import resource
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from tunixkit import families, models
+
+__all__ = ["CHIPS", "KINDS", "Plan", "StepReport", "plan", "sharding_constraints"]
+
+GIB = 2**30
+CHIPS = {"v5e": 16 * GIB, "v6e": 32 * GIB, "v2": 8 * GIB, "v3": 8 * GIB, "h100": 80 * GIB, "h200": 141 * GIB}
+KINDS = ("sft", "dpo", "distill", "grpo")
+PAD_ID, EOS_ID = 0, 1  # any ids give the same programs
+HEADROOM = 0.9  # XLA plans buffers statically; keep 10% for fragmentation and the runtime
+KNOBS = {  # what to turn down when a recipe does not fit, by recipe kind
+    "sft": "a smaller batch_size or max_len, QLORA = True, or a lower LORA_RANK",
+    "dpo": "a smaller batch_size or max_response_length, or a lower LORA_RANK",
+    "distill": "a smaller batch_size or max_len (the [batch, len, vocab] logits dominate)",
+    "grpo": "a smaller micro_batch_size (rows = micro x G) or max_generation_steps, or NUM_GENERATIONS",
+}
+
+
+@dataclasses.dataclass
+class StepReport:
+    """Per-device bytes of one compiled program, and what compiling it cost."""
+
+    name: str
+    shapes: str
+    argument: int
+    output: int
+    temp: int
+    alias: int  # donated argument bytes the outputs reuse
+    code: int  # generated code (lives in device memory on TPU)
+    resident_other: int  # persistent state in memory that is not an argument of this program
+    compile_s: float
+
+    @property
+    def peak(self) -> int:
+        return self.argument + self.output + self.temp + self.code - self.alias + self.resident_other
+
+
+@dataclasses.dataclass
+class Plan:
+    """The steps of one recipe on one chip: :meth:`verdict` says whether it fits and what to try."""
+
+    kind: str
+    model_id: str
+    chip: str
+    devices: int
+    platform: str
+    persistent: dict[str, int]  # per-device bytes of each piece of persistent state
+    steps: list[StepReport]
+
+    @property
+    def peak(self) -> int:
+        return max(s.peak for s in self.steps)
+
+    @property
+    def spare(self) -> float:
+        """GiB per device left under the chip's memory (less 10% headroom); negative: short."""
+        return (HEADROOM * CHIPS[self.chip] - self.peak) / GIB
+
+    def verdict(self) -> str:
+        worst = max(self.steps, key=lambda s: s.peak).name
+        if self.spare >= 0:
+            return f"{self.kind} on {self.model_id}: fits a {self.chip} chip with {self.spare:.1f} GiB to spare (peak {self.peak / GIB:.1f} GiB in {worst})"
+        return (f"{self.kind} on {self.model_id}: does not fit a {self.chip} chip: {self.peak / GIB:.1f} GiB in "
+                f"{worst}, {-self.spare:.1f} GiB too many; try {KNOBS[self.kind]}")  # fmt: skip
+
+    def table(self) -> str:
+        rows = [f"| step | shapes | peak GiB/device | temp | arguments | other resident | compile s |",
+                "|---|---|---|---|---|---|---|"]  # fmt: skip
+        rows += [f"| {s.name} | {s.shapes} | **{s.peak / GIB:.2f}** | {s.temp / GIB:.2f} | {s.argument / GIB:.2f} | "
+                 f"{s.resident_other / GIB:.2f} | {s.compile_s:.0f} |" for s in self.steps]  # fmt: skip
+        note = " (CPU compile: an upper bound)" if self.platform == "cpu" else ""
+        return "\n".join([f"{self.verdict()}{note}", *rows])
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        for s, sd in zip(self.steps, d["steps"], strict=True):
+            sd["peak"] = s.peak
+        return d | {"peak": self.peak, "spare_gib": self.spare, "verdict": self.verdict()}
+
+
+def _mesh_and_shard(x, spec):
+    """tunix's ``sharding_utils.shard`` without its CPU shortcut."""
+    import jax
+    from jax.interpreters import pxla
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        mesh = pxla.thread_resources.env.physical_mesh
+    if mesh.empty:
+        return jax.numpy.asarray(x)
+    return jax.lax.with_sharding_constraint(x, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(*spec)))
+
+
+@contextlib.contextmanager
+def sharding_constraints(mesh) -> Iterator[None]:
+    """Enter ``mesh`` as tunix reads it (the legacy ``with mesh:``) with tunix's activation-sharding
+    helpers applying their constraints even though the platform is CPU; all restored on exit."""
+    import importlib
+
+    patched = []
+    for name in ("tunix.utils.sharding_utils", "tunix.models.gemma.model"):
+        mod = importlib.import_module(name)
+        patched.append((mod, mod.shard))
+        mod.shard = lambda x, s, eager=False: _mesh_and_shard(x, s)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        mesh.__enter__()
+    try:
+        yield
+    finally:
+        mesh.__exit__(None, None, None)
+        for mod, fn in patched:
+            mod.shard = fn
+
+
+def _config(model_id: str, layers: int | None):
+    """(family, tunix config) of a released model id, optionally cut to ``layers``."""
+    spec = models.get_spec(model_id)
+    if spec.preset is None:
+        from tunixkit import smoke
+
+        cfg = smoke.config(model_id)
+    else:
+        cfg = getattr(families.get(spec.family).config_cls(), spec.preset)()
+    if layers is not None:
+        cfg = dataclasses.replace(cfg, num_layers=layers)
+        if hasattr(cfg, "attention_types"):
+            cfg = dataclasses.replace(cfg, attention_types=tuple(cfg.attention_types)[:layers])
+    return spec.family, cfg
+
+
+def _abstract(model_id: str, layers: int | None, mesh):
+    """The model with bf16 ShapeDtypeStruct weights placed on ``mesh`` (nothing allocated)."""
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx
+
+    family, cfg = _config(model_id, layers)
+    model = nnx.eval_shape(lambda: families.get(family).model_cls()(cfg, rngs=nnx.Rngs(0)))
+    floats = lambda a: jax.ShapeDtypeStruct(a.shape, jnp.bfloat16) if jnp.issubdtype(a.dtype, jnp.floating) else a  # noqa: E731
+    nnx.update(model, jax.tree.map(floats, nnx.state(model)))
+    _place(model, mesh)
+    return model, family, cfg
+
+
+def _place(obj, mesh) -> None:
+    """Give every abstract variable the sharding ``models.shard`` would give the real one."""
+    import jax
+    from flax import nnx
+
+    state = nnx.state(obj)
+    place = lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=models.fit_sharding(a, s))  # noqa: E731
+    nnx.update(obj, jax.tree.map(place, state, nnx.get_named_sharding(state, mesh)))
+
+
+def _lora(model, mesh, *, family: str, rank: int, alpha: float, qlora: bool = False):
+    """qwix LoRA (QLoRA) under ``nnx.eval_shape``, as ``models.apply_lora`` adds it."""
+    import qwix
+    from flax import nnx
+
+    kw = {"weight_qtype": "nf4", "tile_size": models.default_tile_size(model.config)} if qlora else {}
+    provider = qwix.LoraProvider(module_path=families.get(family).lora_modules, rank=rank, alpha=alpha, **kw)
+    lora = nnx.eval_shape(lambda m: qwix.apply_lora_to_model(m, provider, rngs=nnx.Rngs(params=0),
+                                                             **m.get_model_input()), model)  # fmt: skip
+    _place(lora, mesh)
+    return lora
+
+
+def _abstract_optimizer(tx):
+    """``tx`` whose ``init`` returns ShapeDtypeStructs (the trainer builds abstract state)."""
+    import jax
+    import optax
+
+    return optax.GradientTransformation(lambda params: jax.eval_shape(tx.init, params), tx.update)
+
+
+def _bytes(tree) -> int:
+    import jax
+    import numpy as np
+
+    return sum(int(np.prod(x.sharding.shard_shape(x.shape) if getattr(x, "sharding", None) else x.shape))
+               * jax.dtypes.itemsize_bits(x.dtype) // 8 for x in jax.tree.leaves(tree))  # fmt: skip
+
+
+def _state(obj, *filters) -> int:
+    from flax import nnx
+
+    return _bytes(nnx.state(obj, *filters))
+
+
+def _batch(mesh, shape, dtype, *, sharded: bool = True):
+    """A batch leaf as tunix's ``shard_input`` places it, or unsharded (an uncommitted array)."""
+    import jax
+    import numpy as np
+    from tunix.sft import sharding_utils
+
+    if not sharded:
+        return jax.ShapeDtypeStruct(tuple(shape), dtype)
+    probe = np.broadcast_to(np.zeros((), np.dtype(dtype)), tuple(shape))  # a view: no memory
+    s = sharding_utils.get_sharding(probe, mesh=mesh, pspec=jax.sharding.PartitionSpec("fsdp"))
+    return jax.ShapeDtypeStruct(tuple(shape), dtype, sharding=s)
+
+
+def _compile(name: str, shapes: str, lower: Callable[[], Any], resident_other: int, verbose: bool) -> StepReport:
+    t0 = time.perf_counter()
+    m = lower().compile().memory_analysis()
+    r = StepReport(name, shapes, m.argument_size_in_bytes, m.output_size_in_bytes, m.temp_size_in_bytes,
+                   m.alias_size_in_bytes, m.generated_code_size_in_bytes, resident_other, time.perf_counter() - t0)  # fmt: skip
+    if verbose:
+        print(f"  {name} [{shapes}]: {r.peak / GIB:.2f} GiB/device, compiled in {r.compile_s:.0f}s", flush=True)
+    return r
+
+
+def _train_step(trainer):
+    """The trainer's own jitted step (``PeftTrainer.jit_train_and_eval_step``) with model and
+    optimizer bound; its ``_shard_optimizer`` is skipped (the abstract state is placed already)."""
+    trainer._shard_optimizer = lambda mesh: None
+    step, _ = trainer.jit_train_and_eval_step(cache_nnx_graph=False)
+    return lambda *inputs: step.func.lower(*step.args, *inputs)
+
+
+def _others(persistent: dict[str, int], *args: str) -> int:
+    return sum(v for k, v in persistent.items() if k not in args)
+
+
+def _lora_pieces(model, optimizer) -> dict[str, int]:
+    from flax import nnx
+
+    lora = _state(model, nnx.LoRAParam)
+    return {"backbone": _state(model) - lora, "lora": lora, "optimizer": _state(optimizer)}
+
+
+def _sft(rec, mesh, model_id, layers, verbose, jnp):
+    from tunix.sft import peft_trainer
+
+    from tunixkit import training
+
+    base, family, _ = _abstract(model_id, layers, mesh)
+    model = _lora(base, mesh, family=family, rank=rec.lora_rank, alpha=rec.lora_alpha, qlora=rec.qlora)
+    config = peft_trainer.TrainingConfig(eval_every_n_steps=rec.eval_every, max_steps=rec.steps)
+    tx = _abstract_optimizer(training.optimizer(rec.learning_rate, rec.steps))
+    trainer = peft_trainer.PeftTrainer(model, tx, config).with_gen_model_input_fn(training.model_inputs_fn(PAD_ID))
+    _place(trainer.optimizer, mesh)
+    persistent = _lora_pieces(trainer.model, trainer.optimizer)
+    b, n = rec.batch_size, rec.max_len
+    x = peft_trainer.TrainingInput(input_tokens=_batch(mesh, (b, n), jnp.int32), input_mask=_batch(mesh, (b, n), jnp.int32))
+    lower = _train_step(trainer)
+    kind = f"{'QLoRA' if rec.qlora else 'LoRA'} r{rec.lora_rank}"
+    return persistent, [_compile("sft_update", f"{b}x{n} {kind}", lambda: lower(x), 0, verbose)]
+
+
+def _dpo(rec, mesh, model_id, layers, verbose, jnp):
+    from tunix.sft.dpo import dpo_trainer
+
+    from tunixkit import training
+
+    reference, family, _ = _abstract(model_id, layers, mesh)
+    actor = _lora(reference, mesh, family=family, rank=rec.lora_rank, alpha=rec.lora_alpha)
+    config = dpo_trainer.DPOTrainingConfig(eval_every_n_steps=rec.eval_every, max_steps=rec.steps, algorithm=rec.algorithm,
+                                           beta=rec.beta, lambda_orpo=rec.lambda_orpo)  # fmt: skip
+    tx = _abstract_optimizer(training.optimizer(rec.learning_rate, rec.steps, clip_norm=rec.clip_norm))
+    trainer = dpo_trainer.DPOTrainer(actor, reference if rec.algorithm == "dpo" else None, tx, config)
+    _place(trainer.optimizer, mesh)
+    persistent = _lora_pieces(trainer.model, trainer.optimizer)
+    if rec.algorithm == "dpo":  # after one step the actor's backbone is a separate buffer (see README)
+        persistent["reference"] = _state(reference)
+    b2, p, r = 2 * rec.batch_size, rec.max_prompt_length, rec.max_response_length
+    n, reports = p + r, []
+    if rec.algorithm == "dpo":  # DPOTrainer._prepare_inputs: on the batch before it is sharded
+        raw = lambda shape, dt: _batch(mesh, shape, dt, sharded=False)  # noqa: E731
+        args = (raw((b2, n), jnp.int32), raw((b2, n), jnp.int32), raw((b2, n, n), jnp.bool_), r, raw((b2, r), jnp.int32))
+        reports.append(_compile("reference_logps", f"{b2}x({p}+{r})", lambda: dpo_trainer.compute_logps.lower(reference, *args),
+                                _others(persistent, "reference"), verbose))  # fmt: skip
+    ref = (lambda: _batch(mesh, (b2 // 2,), jnp.float32)) if rec.algorithm == "dpo" else (lambda: None)
+    ex = dpo_trainer.TrainExample(
+        input_ids=_batch(mesh, (b2, n), jnp.int32), positions=_batch(mesh, (b2, n), jnp.int32),
+        attention_mask=_batch(mesh, (b2, n, n), jnp.bool_), ref_chosen_logps=ref(), ref_rejected_logps=ref(),
+        completion_mask=_batch(mesh, (b2, r), jnp.int32), logits_to_keep=r,
+    )  # fmt: skip
+    lower = _train_step(trainer)
+    reports.append(_compile(f"{rec.algorithm}_update", f"{b2}x({p}+{r}) LoRA r{rec.lora_rank}", lambda: lower(ex),
+                            _others(persistent, "backbone", "lora", "optimizer"), verbose))  # fmt: skip
+    return persistent, reports
+
+
+def _distill(rec, mesh, model_id, layers, verbose, jnp):
+    from flax import nnx
+    from tunix.distillation import distillation_trainer as dt
+
+    from tunixkit import distill, training
+
+    teacher, _, tcfg = _abstract(rec.teacher_id, layers, mesh)
+    student, _, _ = _abstract(model_id, layers, mesh)
+    config = dt.TrainingConfig(eval_every_n_steps=rec.eval_every, max_steps=rec.steps)
+    strategy = distill.strategy(tcfg.num_embed, temperature=rec.temperature, alpha=rec.alpha)
+    tx = _abstract_optimizer(training.optimizer(rec.learning_rate, rec.steps))
+    trainer = dt.DistillationTrainer(student, teacher, strategy, tx, config).with_gen_model_input_fn(
+        training.model_inputs_fn(PAD_ID))  # fmt: skip
+    _place(trainer.optimizer, mesh)
+    persistent = {"teacher": _state(teacher), "student": _state(trainer.model), "optimizer": _state(trainer.optimizer)}
+    b, n = rec.batch_size, rec.max_len
+    toks, mask = _batch(mesh, (b, n), jnp.int32), _batch(mesh, (b, n), jnp.int32)
+
+    def teacher_forward(t, x):  # DistillationTrainer._prepare_inputs runs this (op by op in tunix)
+        return trainer.strategy.get_teacher_outputs(t, trainer.gen_model_input_fn(x)["inputs"])
+
+    x = dt.TrainingInput(input_tokens=toks, input_mask=mask)
+    reports = [_compile("teacher_forward", f"{b}x{n}", lambda: nnx.jit(teacher_forward).lower(teacher, x),
+                        _others(persistent, "teacher"), verbose)]  # fmt: skip
+    x = dt.TrainingInput(input_tokens=toks, input_mask=mask,
+                         teacher_output=_batch(mesh, (b, n - 1, tcfg.num_embed), jnp.bfloat16))  # fmt: skip
+    lower = _train_step(trainer)
+    reports.append(_compile("distill_update", f"{b}x{n} full fine-tuning", lambda: lower(x),
+                            _others(persistent, "student", "optimizer"), verbose))  # fmt: skip
+    return persistent, reports
+
+
+class _Tokenizer:  # what tunix's tokenizer adapter asks for; the compiled programs never call it
+    def encode(self, text, **kw):
+        return [2]
+
+    def decode(self, ids, **kw):
+        return ""
+
+    def bos_id(self):
+        return 2
+
+    def eos_id(self):
+        return EOS_ID
+
+    def pad_id(self):
+        return PAD_ID
+
+
+def _grpo(rec, mesh, model_id, layers, verbose, jnp):
+    import jax
+    from flax import nnx
+    from tunix.generate import sampler as sampler_lib
+    from tunix.rl import common, function_registry
+    from tunix.rl import rl_cluster as rl_cluster_lib
+    from tunix.rl import trainer as rl_trainer
+    from tunix.rl.grpo import grpo_learner
+
+    from tunixkit import rl, training
+
+    s = rec.grpo
+    reference, family, cfg = _abstract(model_id, layers, mesh)
+    actor = _lora(reference, mesh, family=family, rank=rec.lora_rank, alpha=rec.lora_alpha, qlora=rec.qlora)
+    mini = s.mini_batch_size or s.batch_size
+    micro = s.micro_batch_size or mini
+    rows = micro * s.num_generations  # rollout, reference and update micro-batches: micro prompts x G
+    config = rl_cluster_lib.RLTrainingConfig(
+        actor_optimizer=None, eval_every_n_steps=10**9, max_steps=s.num_steps, mini_batch_size=mini,
+        train_micro_batch_size=micro, rollout_micro_batch_size=micro, compute_logps_micro_batch_size=micro,
+    )  # fmt: skip
+    tx = training.optimizer(s.learning_rate, s.num_steps, warmup_ratio=s.warmup_ratio, clip_norm=s.clip_norm,
+                            weight_decay=s.weight_decay, b2=0.99)  # fmt: skip
+    trainer = rl_trainer.Trainer(model=actor, optimizer=_abstract_optimizer(tx), training_config=config,
+                                 custom_checkpoint_metadata_fn=dict)  # fmt: skip
+    _place(trainer.optimizer, mesh)
+    algo = grpo_learner.GRPOConfig(num_generations=s.num_generations, num_iterations=s.num_iterations,
+                                   beta=s.beta, epsilon=s.epsilon)  # fmt: skip
+    algo.temperature = s.temperature  # GRPOLearner sets it from the rollout config
+    loss = function_registry.get_policy_loss_fn(algo.policy_loss_fn)  # GRPOLearner's wiring, no RLCluster
+    trainer.with_loss_fn(lambda model, train_example, algo_config: loss(
+        model, train_example, algo_config=algo, pad_id=PAD_ID, eos_id=EOS_ID), has_aux=True)  # fmt: skip
+    trainer.with_gen_model_input_fn(lambda x: {"train_example": x, "algo_config": algo})
+    persistent = _lora_pieces(trainer.model, trainer.optimizer)
+    if s.beta:  # after one step the actor's backbone is a separate buffer (see README)
+        persistent["reference"] = _state(reference)
+    p, t = s.max_prompt_length, s.max_generation_steps
+    rc = rl.rollout_config(s, eos_ids=[EOS_ID], vocab_size=cfg.num_embed)
+    cache = sampler_lib.CacheConfig(cache_size=rc.kv_cache_size, num_layers=cfg.num_layers,
+                                    num_kv_heads=cfg.num_kv_heads, head_dim=cfg.head_dim)  # fmt: skip
+    sampler = sampler_lib.Sampler(actor, _Tokenizer(), cache)
+    sampler.eos_ids = jnp.array(rc.eos_tokens)
+    state = jax.eval_shape(  # Sampler.__call__ builds this state eagerly, unsharded
+        lambda ids, seed: sampler.init_sample_state(
+            ids, total_sampling_steps=p + t, include_logits=False, forbidden_token_ids=None, temperature=rc.temperature,
+            top_p=rc.top_p, top_k=rc.top_k, seed=seed, beam_size=None, include_logprobs=rc.return_logprobs),
+        jax.ShapeDtypeStruct((rows, p), jnp.int32), jax.ShapeDtypeStruct((2,), jnp.uint32),
+    ).replace(num_input_tokens=jnp.array(p, dtype=jnp.int32))  # fmt: skip
+    params, shapes = sampler._flattened_transformer_state, f"{rows} rows, prompt {p}, cache {rc.kv_cache_size}"
+    during_rollout = _others(persistent, "backbone", "lora")
+    reports = [
+        _compile("rollout_prefill", shapes, lambda: sampler._compiled_prefill_fn.lower(params, state, None, echo=False),
+                 during_rollout, verbose),
+        _compile("rollout_decode", f"{shapes}, {t} steps", lambda: sampler._compiled_decode_fn.lower(params, state),
+                 during_rollout, verbose),
+    ]  # fmt: skip
+    if s.beta:
+        graph, ref_state = nnx.split(reference)
+        prompt, completion = _batch(mesh, (rows, p), jnp.int32), _batch(mesh, (rows, t), jnp.int32)
+        reports.append(_compile("reference_logps", f"{rows}x({p}+{t})", lambda: common.compute_per_token_logps.lower(
+            graph, ref_state, prompt, completion, pad_id=PAD_ID, eos_id=EOS_ID, stop_gradient=True,
+            return_logits=False, temperature=s.temperature), _others(persistent, "reference"), verbose))  # fmt: skip
+    ex = grpo_learner.TrainExample(
+        prompt_ids=_batch(mesh, (rows, p), jnp.int32), prompt_mask=_batch(mesh, (rows, p), jnp.bool_),
+        completion_ids=_batch(mesh, (rows, t), jnp.int32), completion_mask=_batch(mesh, (rows, t), jnp.bool_),
+        advantages=_batch(mesh, (rows,), jnp.float32), old_per_token_logps=None,
+        ref_per_token_logps=_batch(mesh, (rows, t), jnp.float32) if s.beta else None,
+    )  # fmt: skip
+    lower = _train_step(trainer)
+    reports.append(_compile("grpo_update", f"{rows}x({p}+{t}) LoRA r{rec.lora_rank}, grad-acc {mini // micro}",
+                            lambda: lower(ex), _others(persistent, "backbone", "lora", "optimizer"), verbose))  # fmt: skip
+    return persistent, reports
+
+
+_PLANNERS = {"sft": _sft, "dpo": _dpo, "distill": _distill, "grpo": _grpo}
+
+
+def plan(kind: str, recipe: Any = None, *, model_id: str | None = None, mesh=None, devices: int | None = None,
+         chip: str = "v5e", layers: int | None = None, verbose: bool = True) -> Plan:  # fmt: skip
+    """Compile ``kind``'s step programs ("sft", "dpo", "distill", "grpo") for ``recipe`` (default:
+    the full profile's) and report per-device bytes against ``chip`` (see :data:`CHIPS`).
+
+    ``model_id`` replaces the recipe's model (the student for "distill"); ``mesh`` is the real one
+    (a notebook), else ``devices`` emulated CPU devices ``(fsdp, tp) = (devices, 1)`` (set
+    ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` before JAX starts); ``layers`` cuts the
+    depth (reduced shapes for tests).
+    """
+    import jax.numpy as jnp
+
+    from tunixkit import recipes, runtime
+
+    if kind not in KINDS:
+        raise ValueError(f"unknown recipe kind {kind!r}; known: {', '.join(KINDS)}")
+    if chip not in CHIPS:
+        raise ValueError(f"unknown chip {chip!r}; known: {', '.join(f'{c} ({b // GIB} GiB)' for c, b in CHIPS.items())}")
+    rec = recipe or {"sft": recipes.SFT, "dpo": recipes.DPO, "distill": recipes.Distill, "grpo": recipes.GRPO}[kind].full()
+    model_id = model_id or getattr(rec, "student_id", None) or rec.model_id
+    models.get_spec(model_id)  # an unknown id names the known ones
+    if kind in ("dpo", "grpo") and not rec.lora_rank:
+        raise NotImplementedError(f"the {kind} plan covers LoRA recipes (full fine-tuning holds a second copy)")
+    mesh = mesh or runtime.make_mesh((devices, 1)) if devices else mesh or runtime.make_mesh()
+    platform = mesh.devices.flat[0].platform
+    if verbose:
+        print(f"memory plan: {kind} on {model_id}, {mesh.devices.size} {platform} devices, against {chip}", flush=True)
+    with sharding_constraints(mesh):
+        persistent, steps = _PLANNERS[kind](rec, mesh, model_id, layers, verbose, jnp)
+    return Plan(kind, model_id, chip, int(mesh.devices.size), platform, persistent, steps)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("kind", choices=KINDS)
+    ap.add_argument("--model", help="model id (the student for distill); default: the full recipe's")
+    ap.add_argument("--devices", type=int, default=8)
+    ap.add_argument("--chip", default="v5e", help=f"one of {', '.join(CHIPS)}")
+    ap.add_argument("--layers", type=int, help="cut the depth (reduced shapes)")
+    ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="recipe overrides, e.g. batch_size=8")
+    ap.add_argument("--json", help="append the plan as a JSON line to this file")
+    args = ap.parse_args(argv)
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_force_host_platform_device_count" not in flags:  # before JAX starts
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={args.devices}".strip()
+    from tunixkit import recipes
+
+    rec = {"sft": recipes.SFT, "dpo": recipes.DPO, "distill": recipes.Distill, "grpo": recipes.GRPO}[args.kind].full()
+    for kv in args.set:
+        name, value = kv.split("=", 1)
+        rec = recipes._override(rec, name, json.loads(value))
+    t0 = time.perf_counter()
+    p = plan(args.kind, rec, model_id=args.model, devices=args.devices, chip=args.chip, layers=args.layers)
+    print(p.table())
+    if args.json:
+        row = p.to_json() | {"layers": args.layers, "overrides": args.set, "seconds": time.perf_counter() - t0,
+                             "host_peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}  # fmt: skip
+        with open(args.json, "a") as f:
+            f.write(json.dumps(row) + "\n")
+    return 0 if p.spare >= 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
