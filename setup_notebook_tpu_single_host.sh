@@ -40,7 +40,7 @@ while [[ $# -gt 0 ]]; do
     --test) TEST=1; shift ;;
     --jupyter) JUPYTER=1; shift ;;
     --tpu) TPU=1; shift ;;
-    --kernel) KERNEL_PY="${2:?--kernel needs the kernel's python}"; shift 2 ;;
+    --kernel) KERNEL_PY="${2:?--kernel needs the python of the kernel}"; shift 2 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -87,13 +87,15 @@ else
 fi
 
 # (Not in a kernel's Python: a second process must not grab the TPU the kernel holds.)
-[[ -n "$KERNEL_PY" ]] || "$PY" - <<'EOF'
+if [[ -z "$KERNEL_PY" ]]; then
+  "$PY" - <<'EOF'
 import importlib.metadata as md
 import jax
 vers = {p: md.version(p) for p in ("jax", "flax", "google-tunix", "qwix")}
 print("[setup] " + ", ".join(f"{k} {v}" for k, v in vers.items()))
 print(f"[setup] JAX backend {jax.default_backend()}: {jax.devices()}")
 EOF
+fi
 
 BIN="$(dirname "$PY")"
 if [[ -n "$RUN_NB" ]]; then

@@ -8,7 +8,9 @@ process's peak RSS.
     .venv/bin/python bench/sft_step.py                   # tiny-gemma3, then a larger random shape
     .venv/bin/python bench/sft_step.py --shape gemma-3-1b  # the real 1B shape, random weights (GPU/TPU)
 
-Writes ``bench/results/sft_step.json``; ratios are against LoRA measured in the same run.
+Writes ``bench/results/sft_step.json``; ratios are against LoRA measured in the same run. Target:
+QLoRA's parameters take at most 30% of LoRA's bytes on the larger shape (nf4 backbone); exits
+non-zero when missed.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import time
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 MODES = ("lora", "qlora", "full")
+MAX_QLORA_PARAM_SHARE = 0.3
 
 
 def _config(shape: str):
@@ -30,13 +33,13 @@ def _config(shape: str):
 
     from tunix.models.gemma3 import model as g3
 
-    from tunixkit import testing
+    from tunixkit import smoke
 
-    vocab = testing.load_tokenizer().GetPieceSize()
+    vocab = smoke.load_tokenizer().vocab_size
     if shape == "tiny":
-        return testing.gemma3_config(vocab)
+        return smoke.gemma3_config(vocab)
     if shape == "medium":
-        return testing.gemma3_config(vocab, dataclasses.replace(testing.TINY_GEMMA3, num_layers=4, embed_dim=512,
+        return smoke.gemma3_config(vocab, dataclasses.replace(smoke.TINY_GEMMA3, num_layers=4, embed_dim=512,
                                                                 hidden_dim=2048, num_heads=8, head_dim=64))  # fmt: skip
     if shape == "gemma-3-1b":
         return g3.ModelConfig.gemma3_1b_it()
@@ -48,13 +51,13 @@ def one_mode(mode: str, shape: str, steps: int, batch: int, seq: int, rank: int)
     import numpy as np
     from tunix.sft import peft_trainer
 
-    from tunixkit import models, runlog, runtime, testing, training
+    from tunixkit import models, runlog, runtime, smoke, training
 
     cfg = _config(shape)
-    model = testing.random_model(cfg, 0, embedding_std=0.1)
+    model = smoke.random_model(cfg, 0, embedding_std=0.1)
     if mode != "full":
         model = models.apply_lora(model, rank=rank, alpha=float(rank), qlora=mode == "qlora",
-                                  tile_size=math.gcd(128, cfg.embed_dim, cfg.head_dim, cfg.hidden_dim), verbose=False)  # fmt: skip
+                                  verbose=False)  # fmt: skip
     size = models.footprint(model)
     rng = np.random.default_rng(0)
     items = [{"input_tokens": rng.integers(3, cfg.num_embed, seq).astype(np.int32),
@@ -84,7 +87,7 @@ def one_mode(mode: str, shape: str, steps: int, batch: int, seq: int, rank: int)
             "device": f"{jax.devices()[0].device_kind} x{jax.device_count()}"}  # fmt: skip
 
 
-def main() -> None:
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", action="append", help="tiny, medium, gemma-3-1b (repeatable)")
     ap.add_argument("--steps", type=int, default=12)
@@ -121,9 +124,15 @@ def main() -> None:
         "rank": args.rank,
         "rows": rows,
     }
+    largest = [r for r in rows if r["shape"] == (args.shape or ["tiny", "medium"])[-1]]
+    share = next(r for r in largest if r["mode"] == "qlora")["param_bytes"] / next(
+        r for r in largest if r["mode"] == "lora")["param_bytes"]  # fmt: skip
+    out |= {"qlora_param_share": share, "target_met": share <= MAX_QLORA_PARAM_SHARE}
     (RESULTS / "sft_step.json").write_text(json.dumps(out, indent=2))
-    print(f"wrote {RESULTS / 'sft_step.json'}")
+    print(f"wrote {RESULTS / 'sft_step.json'}; QLoRA params are {share:.0%} of LoRA's: target "
+          f"{'met' if out['target_met'] else 'MISSED'}")
+    return 0 if out["target_met"] else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

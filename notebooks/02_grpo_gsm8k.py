@@ -70,6 +70,7 @@ EVAL_QUESTIONS = None  # test questions for the greedy evaluation; None: all (1,
 DATA_SOURCE = "hf"  # full profile: "hf", "tfds" or "kaggle" (GSM8K)
 USE_RUBRIC = False  # add the example rubric reward defined below
 KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
+ROLLOUT_ENGINE = None  # None: tunix's own sampler ("vanilla"); "vllm" / "sglang_jax": see the Train section
 
 # %%
 import dataclasses
@@ -77,14 +78,15 @@ import json
 
 from IPython.display import Markdown, display
 
-from tunixkit import checkpoints, data, evaluation, models, recipes, rewards, rl, runtime, session, training
+from tunixkit import checkpoints, data, evaluation, models, recipes, rewards, rl, runlog, runtime, session, training
 
 rt, recipe, out_dir, clock = recipes.start(
     recipes.GRPO, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
     start_fresh=START_FRESH, inputs={"model_path": MODEL_PATH, "data_source": DATA_SOURCE, "use_rubric": USE_RUBRIC},
     model_id=MODEL_ID, num_steps=NUM_STEPS, learning_rate=LEARNING_RATE, lora_rank=LORA_RANK,
-    num_generations=NUM_GENERATIONS, eval_questions=EVAL_QUESTIONS,
+    num_generations=NUM_GENERATIONS, eval_questions=EVAL_QUESTIONS, rollout_engine=ROLLOUT_ENGINE,
 )  # fmt: skip
+rl.check_rollout_engine(recipe.grpo.rollout_engine, models.get_spec(recipe.model_id).family)  # before any loading
 recipe
 
 # %% [markdown]
@@ -169,12 +171,18 @@ heldout_before
 # ends at `num_steps`, or earlier when the session clock needs the rest of the time for the
 # checkpoint, export and evaluation. TensorBoard: `tensorboard --logdir OUTPUT_DIR/tensorboard`;
 # W&B only if a `WANDB_API_KEY` secret is set.
+#
+# **Rollout engine.** Rollouts use tunix's own sampler (`ROLLOUT_ENGINE = None`, i.e. "vanilla").
+# tunix 0.1.7 can also hand them to vLLM (TPU) or SGLang-JAX, but ships the weight mappings those
+# need only for Llama 3 and Qwen 2/3, not for Gemma; choosing one with a Gemma model stops in the
+# setup cell with that message, and a missing engine package is named there too (nothing is
+# imported unless chosen).
 
 # %%
 learner, cluster = rl.build_grpo(
     actor, reference.model, reference.tokenizer, mesh=mesh, settings=recipe.grpo,
     reward_fns=reward_fns, output_dir=out_dir, eos_ids=reference.eos_ids,
-    vocab_size=reference.config.num_embed,
+    vocab_size=reference.config.num_embed, family=reference.family,
 )  # fmt: skip
 batches = data.grpo_dataset(train_records, batch_size=recipe.grpo.batch_size,
                             num_batches=recipe.grpo.num_steps, seed=0)  # fmt: skip
@@ -286,6 +294,7 @@ summary = {
     "heldout_accuracy_before": heldout_before.accuracy,
     "heldout_accuracy_after": heldout_after.accuracy,
     "eval": {"before": before.first(n).summary(), "after": after.summary()},
+    "weights_digest": runlog.digest(actor),
     "exports": {k: str(v) for k, v in exports.items()},
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
 }

@@ -40,7 +40,7 @@ def test_grpo_plan_has_every_step_and_says_what_to_turn_down(tmp_path):
     assert {"backbone", "lora", "optimizer", "reference"} <= set(plan["persistent"])
     # 16 rollout rows of 1,024 tokens: the update's [rows, length, vocab] logits exceed a TPU v2's 8 GiB
     assert plan["spare_gib"] < 0 and proc.returncode == 1
-    assert "does not fit a v2 chip" in proc.stdout and "micro_batch_size" in proc.stdout
+    assert "exceeds a v2 chip" in proc.stdout and "micro_batch_size" in proc.stdout
 
 
 def test_unknown_chip_model_or_kind_lists_the_known_ones():

@@ -135,7 +135,8 @@ class SFT(_Presets):
     learning_rate: float  # peak AdamW learning rate (warmup-cosine)
     steps: int  # optimizer steps
     batch_size: int  # examples per step
-    max_len: int  # tokens per example (prompt + target); longer ones are counted and truncated
+    max_len: int  # tokens per row (prompt + target); longer examples are counted and truncated
+    packing: bool  # fill each row with as many whole examples as fit (block-diagonal attention)
     eval_every: int  # steps between held-out loss evaluations
     eval_examples: int  # held-out examples for the loss (a multiple of batch_size)
     checkpoint_every: int
@@ -146,7 +147,7 @@ class SFT(_Presets):
     def smoke(cls) -> SFT:
         # From the random tiny model: 150 steps take format compliance from 0 to ~1 (~65 s on CI).
         return cls(model_id="tiny-gemma3", lora_rank=16, lora_alpha=16.0, qlora=True,
-                   learning_rate=3e-3, steps=150, batch_size=16, max_len=144, eval_every=25,
+                   learning_rate=3e-3, steps=150, batch_size=16, max_len=144, packing=True, eval_every=25,
                    eval_examples=64, checkpoint_every=25, eval=evaluation.EvalConfig.smoke(),
                    eval_questions=None)  # fmt: skip
 
@@ -154,7 +155,7 @@ class SFT(_Presets):
     def full(cls) -> SFT:
         # ~2 epochs of GSM8K train (7,473 solutions) at 16 per step.
         return cls(model_id="gemma-3-1b-it", lora_rank=64, lora_alpha=64.0, qlora=True,
-                   learning_rate=1e-4, steps=930, batch_size=16, max_len=512, eval_every=100,
+                   learning_rate=1e-4, steps=930, batch_size=16, max_len=512, packing=True, eval_every=100,
                    eval_examples=256, checkpoint_every=100, eval=evaluation.EvalConfig.full(),
                    eval_questions=None)  # fmt: skip
 

@@ -53,6 +53,47 @@ class GRPOSettings:
     checkpoint_every: int = 100  # steps between checkpoints (resume restarts from the last)
     keep_checkpoints: int = 2
     seed: int = 42  # rollout sampling seed
+    rollout_engine: str = "vanilla"  # "vanilla" (tunix's sampler), "vllm" or "sglang_jax" (see ENGINES)
+
+
+# What each rollout engine needs in tunix 0.1.7 (rl_cluster.py:363-482): the module it imports when
+# chosen, the pip package, and the model families tunix ships trainer-to-engine weight mappings for.
+ENGINES = {
+    "vanilla": {"module": None, "package": None, "families": None},
+    "vllm": {"module": "vllm", "package": "vllm-tpu (Python 3.12, TPU only)", "families": ("llama3", "qwen2", "qwen3")},
+    "sglang_jax": {"module": "sgl_jax", "package": "sglang-jax (Python 3.12)", "families": ("llama3", "qwen2", "qwen3")},
+}
+
+
+class RolloutEngineUnavailable(RuntimeError):
+    """The chosen rollout engine cannot run here; the message says why and what to use instead."""
+
+
+def check_rollout_engine(engine: str, family: str) -> None:
+    """Fail early (before any model is loaded) and clearly when ``engine`` cannot serve ``family``.
+    Nothing is imported: the engine's package is only looked up.
+
+    >>> check_rollout_engine("vanilla", "gemma3")
+    >>> check_rollout_engine("vLLM", "gemma3")
+    Traceback (most recent call last):
+    ...
+    tunixkit.rl.RolloutEngineUnavailable: unknown rollout engine 'vLLM'; known: vanilla, vllm, sglang_jax
+    """
+    import importlib.util
+
+    if engine not in ENGINES:
+        raise RolloutEngineUnavailable(f"unknown rollout engine {engine!r}; known: {', '.join(ENGINES)}")
+    need = ENGINES[engine]
+    if need["module"] and importlib.util.find_spec(need["module"]) is None:
+        raise RolloutEngineUnavailable(
+            f"ROLLOUT_ENGINE={engine!r} needs the {need['module']!r} module, which is not installed "
+            f"(package {need['package']}); use 'vanilla', tunix's own sampler"
+        )
+    if need["families"] and family not in need["families"]:
+        raise RolloutEngineUnavailable(
+            f"ROLLOUT_ENGINE={engine!r}: tunix 0.1.7 ships {engine} weight mappings only for "
+            f"{', '.join(need['families'])}, not for {family}; use 'vanilla'"
+        )
 
 
 def rollout_config(settings: GRPOSettings, *, eos_ids: Sequence[int], vocab_size: int):
@@ -80,6 +121,7 @@ def build_grpo(
     output_dir: str | pathlib.Path,
     eos_ids: Sequence[int],
     vocab_size: int,
+    family: str = "gemma3",
 ):
     """A ready ``GRPOLearner`` (call ``.train(dataset)``) and its ``RLCluster``.
 
@@ -91,6 +133,7 @@ def build_grpo(
     from tunix.rl import rl_cluster as rl_cluster_lib
     from tunix.rl.grpo import grpo_learner
 
+    check_rollout_engine(settings.rollout_engine, family)
     out = pathlib.Path(output_dir)
     ckpt_root, ckpt_opts = training.checkpointing(
         out / "checkpoints", every_steps=settings.checkpoint_every, keep=settings.keep_checkpoints
@@ -105,7 +148,7 @@ def build_grpo(
     roles = rl_cluster_lib.Role
     cluster_config = rl_cluster_lib.ClusterConfig(
         role_to_mesh={roles.ACTOR: mesh, roles.REFERENCE: mesh, roles.ROLLOUT: mesh},
-        rollout_engine="vanilla",
+        rollout_engine=settings.rollout_engine,
         offload_to_cpu=False,
         training_config=rl_cluster_lib.RLTrainingConfig(
             actor_optimizer=training.optimizer(

@@ -356,15 +356,31 @@ def config(model_id: str):
 
 
 def materialize(model_id: str) -> pathlib.Path:
-    """Write (once, cached) the smoke model ``model_id`` in the HF layout and return its folder."""
+    """Write (once, cached) the smoke model ``model_id`` in the HF layout and return its folder.
+
+    It is built in a process of its own on one CPU device, so that the weights do not depend on
+    the caller (a test on 2 emulated devices and a notebook on 4 would otherwise train slightly
+    different warm starts: reductions split differently)."""
+    import os
+    import subprocess
+    import sys
+
+    from tunixkit import checkpoints
+
+    folder = cache_dir() / "models" / f"{model_id}-{cache_key(model_id)}"
+    if not (folder / checkpoints.WEIGHTS_FILE).is_file():
+        env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=1")
+        subprocess.run([sys.executable, "-m", "tunixkit.smoke", model_id, str(folder)], env=env, check=True)
+    return folder
+
+
+def _build(model_id: str, folder: pathlib.Path) -> None:
+    """What :func:`materialize` runs in its own process."""
     import shutil
     import tempfile
 
     from tunixkit import checkpoints
 
-    folder = cache_dir() / "models" / f"{model_id}-{cache_key(model_id)}"
-    if (folder / checkpoints.WEIGHTS_FILE).is_file():
-        return folder
     cfg, family = config(model_id), SMOKE_MODELS[model_id]["family"]
     if SMOKE_MODELS[model_id]["build"] == "warm_start":
         model = warm_start(cfg)
@@ -378,4 +394,9 @@ def materialize(model_id: str) -> pathlib.Path:
                                     bos_token_id=tok.bos_id())  # fmt: skip
     shutil.rmtree(folder, ignore_errors=True)
     tmp.rename(folder)  # atomic: a killed run leaves no half-written model behind
-    return folder
+
+
+if __name__ == "__main__":
+    import sys
+
+    _build(sys.argv[1], pathlib.Path(sys.argv[2]))

@@ -4,8 +4,10 @@ The trainers are tunix's (``PeftTrainer``, ``DPOTrainer``, ``DistillationTrainer
 ``GRPOLearner``); this module only builds what they take:
 
 - :func:`sft_dataset`: prompt/target pairs -> fixed-shape ``TrainingInput`` batches (loss on the
-  target only), with a report of truncated examples rather than silent clipping;
-- :func:`model_inputs_fn`: the ``gen_model_input_fn`` that adds positions and the causal mask;
+  target only), with a report of truncated examples rather than silent clipping; optionally
+  packed, several examples to a row (tunix 0.1.7's trainer has no packing of its own);
+- :func:`model_inputs_fn`: the ``gen_model_input_fn`` that adds positions and the causal mask
+  (block-diagonal for packed rows);
 - :func:`optimizer`: AdamW with warmup-cosine and gradient clipping;
 - :func:`checkpointing`, :func:`metrics_logging`, :func:`trainer_config`: tunix trainer options for
   resume and TensorBoard;
@@ -25,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+from flax.struct import dataclass as flax_dataclass
 
 from tunixkit.runlog import MetricsFile, RLMetricsFile
 from tunixkit.tokenizer import Tokenizer
@@ -50,12 +53,15 @@ def sft_dataset(
     batch_size: int,
     num_batches: int | None = None,
     seed: int = 0,
+    packing: bool = False,
     verbose: bool = True,
 ):
-    """A reproducible grain dataset of ``peft_trainer.TrainingInput`` batches from (prompt, target) pairs.
+    """A reproducible grain dataset of SFT batches from (prompt, target) pairs.
 
     Examples longer than ``max_len`` are truncated (and counted in the printed report); with
-    ``num_batches`` the data is shuffled and repeated to that many batches.
+    ``num_batches`` the data is shuffled and repeated to that many batches. ``packing`` fills each
+    row of ``max_len`` tokens with as many whole examples as fit (first fit, in order), each its own
+    segment (:class:`PackedInput`); :func:`model_inputs_fn` then keeps them apart.
     """
     import grain
     from tunix.sft import peft_trainer
@@ -63,28 +69,80 @@ def sft_dataset(
     encoded = [tokenize_pair(tokenizer, p, t, max_len) for p, t in pairs]
     n_trunc = sum(e[2] for e in encoded)
     if verbose and n_trunc:
-        print(
-            f"sft_dataset: {n_trunc}/{len(encoded)} examples longer than max_len={max_len} were truncated"
-        )
-    items = [{"input_tokens": ids, "input_mask": mask} for ids, mask, _ in encoded]
-    ds = grain.MapDataset.source(items)
-    if num_batches is not None:
-        ds = ds.shuffle(seed=seed).repeat(-(-num_batches * batch_size // max(len(items), 1)))
+        print(f"sft_dataset: {n_trunc}/{len(encoded)} examples longer than max_len={max_len} were truncated")
+    ds = grain.MapDataset.source([{"input_tokens": ids, "input_mask": mask} for ids, mask, _ in encoded])
+    if num_batches is not None:  # packed: as many epochs as it takes to fill num_batches of rows
+        ds = ds.shuffle(seed=seed).repeat(None if packing else -(-num_batches * batch_size // max(len(encoded), 1)))
+    if packing:
+        rows = _pack(ds, max_len, tokenizer.pad_id(), None if num_batches is None else num_batches * batch_size)
+        if verbose:
+            used = sum(int(r["segment_ids"].max()) for r in rows)
+            print(f"sft_dataset: {used} examples packed into {len(rows)} rows of {max_len} tokens")
+        ds = grain.MapDataset.source(rows)
     ds = ds.batch(batch_size, drop_remainder=num_batches is not None)
     if num_batches is not None:
         ds = ds[:num_batches]
-    return ds.map(lambda b: peft_trainer.TrainingInput(**b))
+    return ds.map(lambda b: PackedInput(**b) if packing else peft_trainer.TrainingInput(**b))
+
+
+@flax_dataclass
+class PackedInput:
+    """A batch of packed rows: ``segment_ids`` 1, 2, ... for each example in a row, 0 for padding."""
+
+    input_tokens: Any  # [B, L]
+    input_mask: Any  # [B, L], 1 on tokens that carry loss
+    segment_ids: Any  # [B, L]
+
+
+def _pack(items: Iterable[dict[str, np.ndarray]], max_len: int, pad: int,
+          rows_wanted: int | None = None) -> list[dict[str, np.ndarray]]:  # fmt: skip
+    """First-fit packing of padded examples into rows of ``max_len`` tokens (order kept in a row;
+    only the last 64 rows stay open, so it streams and is reproducible); with ``rows_wanted`` it
+    stops once that many rows are closed."""
+    rows: list[dict[str, np.ndarray]] = []
+    fill: list[int] = []
+    for item in items:
+        if rows_wanted is not None and len(rows) >= rows_wanted + 64:
+            break
+        n = int(np.count_nonzero(item["input_tokens"] != pad)) or 1
+        r = next((i for i in range(max(0, len(rows) - 64), len(rows)) if fill[i] + n <= max_len), None)
+        if r is None:
+            rows.append({"input_tokens": np.full(max_len, pad, np.int32), "input_mask": np.zeros(max_len, np.int32),
+                         "segment_ids": np.zeros(max_len, np.int32)})  # fmt: skip
+            fill.append(0)
+            r = len(rows) - 1
+        o, row = fill[r], rows[r]
+        row["input_tokens"][o : o + n] = item["input_tokens"][:n]
+        row["input_mask"][o : o + n] = item["input_mask"][:n]
+        row["input_mask"][o] = 0  # token o would be predicted from the previous segment: no target
+        row["segment_ids"][o : o + n] = int(row["segment_ids"].max()) + 1
+        fill[r] += n
+    return rows if rows_wanted is None else rows[:rows_wanted]
 
 
 def model_inputs_fn(pad_id: int) -> Callable[[Any], dict[str, Any]]:
-    """``gen_model_input_fn`` for tunix trainers: tokens and mask plus positions and causal mask."""
+    """``gen_model_input_fn`` for tunix trainers: tokens and mask plus positions and the causal
+    mask; for :class:`PackedInput` batches, positions restart at each segment and the mask is
+    block-diagonal (a token sees only its own example), which gives each packed example exactly
+    the loss it has alone (tunix's Gemma takes any [B, L, L] mask)."""
+    import jax
+    import jax.numpy as jnp
     from tunix.sft import utils as sft_utils
 
     def fn(x) -> dict[str, Any]:
-        valid = x.input_tokens != pad_id
-        return {"input_tokens": x.input_tokens, "input_mask": x.input_mask,
-                "positions": sft_utils.build_positions_from_mask(valid),
-                "attention_mask": sft_utils.make_causal_attn_mask(valid)}  # fmt: skip
+        if not isinstance(x, PackedInput):
+            valid = x.input_tokens != pad_id
+            return {"input_tokens": x.input_tokens, "input_mask": x.input_mask,
+                    "positions": sft_utils.build_positions_from_mask(valid),
+                    "attention_mask": sft_utils.make_causal_attn_mask(valid)}  # fmt: skip
+        seg = x.segment_ids
+        idx = jnp.broadcast_to(jnp.arange(seg.shape[-1], dtype=jnp.int32), seg.shape)
+        start = jnp.concatenate([jnp.ones_like(seg[:, :1], bool), seg[:, 1:] != seg[:, :-1]], axis=1)
+        positions = idx - jax.lax.cummax(jnp.where(start, idx, 0), axis=1)
+        same = (seg[:, :, None] == seg[:, None, :]) & (seg[:, :, None] > 0)
+        causal = jnp.tril(jnp.ones((seg.shape[-1],) * 2, bool))[None]
+        return {"input_tokens": x.input_tokens, "input_mask": x.input_mask, "positions": positions,
+                "attention_mask": same & causal}  # fmt: skip
 
     return fn
 

@@ -1,0 +1,133 @@
+"""Two Kaggle sessions of notebooks 01 and 02, replayed on the smoke profile.
+
+As on Kaggle: each session's Python lacks tunixkit (a fresh interpreter over the pinned stack, as
+Kaggle's image has jax, tunix and friends), so the notebook's install cell installs it into the
+running process; the working folder starts empty; ``KAGGLE_KERNEL_RUN_TYPE`` is set.
+
+- An uninterrupted run gives the reference (and the timings that size the session).
+- Session 1 gets a session limit of about half its training time (``SESSION_HOURS``) and is
+  SIGKILLed when the limit arrives, if it is still running. Its session clock must have stopped
+  training in time for a checkpoint and an export that loads.
+- Its output, made read-only, is session 2's ``RESUME_FROM``: session 2 trains exactly the remaining
+  steps on the batches the uninterrupted run used, reuses the stored "before" evaluation, and ends
+  with the uninterrupted run's weights.
+
+The notebook's py:percent source runs as a plain script with its parameters injected after the
+``parameters`` cell (``tunixkit.testing.notebook_script``), so the killed process is the one training.
+"""
+
+import json
+import os
+import pathlib
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tunixkit import models, session, testing
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SITE = next(p for p in sys.path if p.endswith("site-packages") and pathlib.Path(p, "jax").is_dir())
+CASES = {  # notebook: (reduced parameters, model id, steps)
+    "01_qlora_sft": ({"NUM_STEPS": 60, "EVAL_QUESTIONS": 32}, "tiny-gemma3", 60),
+    "02_grpo_gsm8k": ({"NUM_STEPS": 30, "EVAL_QUESTIONS": 32}, "tiny-gemma3-sft", 30),
+}
+
+
+def _kernel_python(folder: pathlib.Path) -> str:
+    """A Python with the pinned stack on its path but without tunixkit, like Kaggle's image."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    site = next(folder.glob("lib/python*/site-packages"))
+    (site / "kaggle_image.pth").write_text(SITE + "\n")  # a path line: the editable tunixkit stays out
+    python = str(folder / "bin" / "python")
+    probe = subprocess.run([python, "-c", "import importlib.util as u; print(u.find_spec('tunixkit'))"],
+                           capture_output=True, text=True, cwd=folder)  # fmt: skip
+    assert probe.stdout.strip() == "None", probe.stdout + probe.stderr
+    return python
+
+
+def _env(kaggle: bool) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNIXKIT_SESSION", "KAGGLE_", "PYTHONPATH"))}
+    env.update(TUNIXKIT_PROFILE="smoke", JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=4",
+               WANDB_MODE="disabled", HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", MPLBACKEND="Agg",
+               PYTHONUNBUFFERED="1", TUNIXKIT_SOURCE=str(ROOT))  # fmt: skip
+    if kaggle:
+        env["KAGGLE_KERNEL_RUN_TYPE"] = "Batch"
+    return env
+
+
+def _run(python: str, name: str, params: dict, cwd: pathlib.Path, *, kaggle: bool, limit: float | None = None):
+    """Run the notebook; SIGKILL it ``limit`` seconds after it started if it is still running."""
+    cwd.mkdir(parents=True, exist_ok=True)
+    script = testing.notebook_script(ROOT / "notebooks" / f"{name}.py", params | {"OUTPUT_DIR": "run"}, cwd / "nb.py")
+    log = (cwd / "log.txt").open("w")
+    proc = subprocess.Popen([python, str(script)], cwd=cwd, env=_env(kaggle), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        proc.wait(timeout=limit or 1200)
+        killed = False
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGKILL)  # the session ends: no cleanup, no final cell
+        proc.wait()
+        killed = True
+    text = (cwd / "log.txt").read_text()
+    assert killed or proc.returncode == 0, text[-4000:]
+    return cwd / "run", killed, text
+
+
+def _read_only(folder: pathlib.Path) -> None:
+    for p in [folder, *folder.rglob("*")]:
+        p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def _rollouts(folder: pathlib.Path, steps, skip: int = 0) -> dict[int, list]:
+    """Each step's questions, from the rows of ``rollouts.jsonl`` after the first ``skip``."""
+    out: dict[int, list] = {}
+    for line in (folder / "rollouts.jsonl").read_text().splitlines()[skip:]:
+        row = json.loads(line)
+        if row["step"] in steps:
+            out.setdefault(row["step"], []).extend(row["questions"])
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_two_kaggle_sessions(tmp_path, name):
+    params, model_id, steps = CASES[name]
+    straight_dir, _, _ = _run(sys.executable, name, params, tmp_path / "straight", kaggle=False)
+    straight = json.loads((straight_dir / "summary.json").read_text())
+    assert (straight["steps"], straight["stopped"]) == (steps, "done")
+
+    # Session 1: time for the install, everything before training and about half of training.
+    before_training = straight["seconds"] - straight["train_seconds"]
+    limit = 20 + before_training + 0.5 * straight["train_seconds"]
+    first, killed, log1 = _run(_kernel_python(tmp_path / "kernel1"), name, params | {"SESSION_HOURS": limit / 3600},
+                               tmp_path / "session1", kaggle=True, limit=limit)  # fmt: skip
+    assert "installing tunixkit into" in log1, "the install cell did not install tunixkit"
+    done = session.latest_checkpoint_step(first)
+    assert done is not None and 0 < done < steps, f"session 1 ended training at {done} of {steps}\n{log1[-3000:]}"
+    assert "stopping after" in log1 and "kept for the checkpoint, export and evaluation" in log1
+    exported = models.load_model(model_id, path=first / "export" / "hf", verbose=False)
+    judged = testing.load_orbax_export(first / "export" / "orbax")
+    assert testing.logits(judged).tolist() == testing.logits(exported.model).tolist()
+    print(f"{name}: session 1 trained {done} of {steps} steps, {'killed at' if killed else 'ended before'} its limit")
+
+    # Session 2: a new machine; the last session's output is a read-only input.
+    shutil.copytree(first, tmp_path / "input" / "run")
+    _read_only(tmp_path / "input")
+    second, _, log2 = _run(_kernel_python(tmp_path / "kernel2"), name,
+                           params | {"RESUME_FROM": str(tmp_path / "input" / "run")}, tmp_path / "session2", kaggle=True)  # fmt: skip
+    summary = json.loads((second / "summary.json").read_text())
+    assert (summary["resumed_from"], summary["steps"], summary["stopped"]) == (done, steps, "done")
+    assert "before: reusing the" in log2, "session 2 recomputed the stored evaluation before training"
+    assert summary["weights_digest"] == straight["weights_digest"], "session 2 ended with other weights"
+    if name.startswith("02"):  # GRPO logs each step's questions: the remaining steps, the same batches
+        remaining = range(done + 1, steps + 1)
+        carried = len((tmp_path / "input" / "run" / "rollouts.jsonl").read_text().splitlines())
+        trained = _rollouts(second, range(1, steps + 1), skip=carried)  # what session 2 itself rolled out
+        assert sorted(trained) == list(remaining), sorted(trained)
+        assert trained == _rollouts(straight_dir, remaining)
+    else:  # the eval loss is known from step 0 (session 1) to the end (session 2)
+        assert summary["eval_loss_steps"] == [0, steps] and summary["eval_loss_first"] == straight["eval_loss_first"]
