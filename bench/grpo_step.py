@@ -202,7 +202,9 @@ def main() -> int:
     print(f"overhead_ratio {out['overhead_ratio']:.3f} (target <= 1.05)   tokens_after_end_of_turn "
           f"{out['tokens_after_end_of_turn']} (target 0; upstream rollout: {out['upstream_tokens_after_end_of_turn']})   "
           f"step time vs upstream rollout: {out['speedup_vs_upstream_rollout']:.2f}x faster")  # fmt: skip
-    out["target_met"] = out["overhead_ratio"] <= MAX_OVERHEAD and out["tokens_after_end_of_turn"] == 0
+    out["target_met"] = (
+        out["overhead_ratio"] <= MAX_OVERHEAD and out["tokens_after_end_of_turn"] == 0
+    )
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "grpo_step.json").write_text(json.dumps(out, indent=2))
     print(f"wrote {RESULTS / 'grpo_step.json'}; target {'met' if out['target_met'] else 'MISSED'}")

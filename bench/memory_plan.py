@@ -1,4 +1,5 @@
-"""Memory plans of the full recipes of notebooks 01-04 on gemma-3-1b and gemma-2-2b, 8 devices.
+"""Memory plans of the full recipes of notebooks 01-04 on gemma-3-1b and gemma-2-2b (8 devices),
+and of their one-chip presets (Colab).
 
 Each plan runs ``python -m tunixkit.memplan`` in its own process (8 emulated CPU devices, the
 recipe's real mesh ``(fsdp=8, tp=1)``, tunix's sharding constraints applied) and appends a JSON line;
@@ -22,14 +23,18 @@ import sys
 import tempfile
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
-PLANS = [  # (recipe kind, model id, why)
-    ("sft", "gemma-3-1b-it", "01 full: QLoRA r64, 16 x 512"),
-    ("grpo", "gemma-3-1b-it", "02 full: LoRA r64, 4 prompts x G=4, micro 2, 256 + 768 tokens"),
-    ("dpo", "gemma-3-1b-it", "03 full: LoRA r64, 8 pairs, 256 + 512 tokens"),
-    ("distill", "gemma-3-270m-it", "04 full: gemma-3-1b teacher, gemma-3-270m student, 16 x 512"),
-    ("sft", "gemma-2-2b-it", "01 with MODEL_ID=gemma-2-2b-it"),
-    ("grpo", "gemma-2-2b-it", "02 with MODEL_ID=gemma-2-2b-it"),
-    ("dpo", "gemma-2-2b-it", "03 with MODEL_ID=gemma-2-2b-it"),
+PLANS = [  # (recipe kind, model id, devices, preset, why)
+    ("sft", "gemma-3-1b-it", 8, "full", "01 full: QLoRA r64, 16 x 512"),
+    ("grpo", "gemma-3-1b-it", 8, "full", "02 full: LoRA r64, 4 prompts x G=4, micro 2, 256 + 768 tokens"),
+    ("dpo", "gemma-3-1b-it", 8, "full", "03 full: LoRA r64, 8 pairs, 256 + 512 tokens"),
+    ("distill", "gemma-3-270m-it", 8, "full", "04 full: gemma-3-1b teacher, gemma-3-270m student, 16 x 512"),
+    ("sft", "gemma-2-2b-it", 8, "full", "01 with MODEL_ID=gemma-2-2b-it"),
+    ("grpo", "gemma-2-2b-it", 8, "full", "02 with MODEL_ID=gemma-2-2b-it"),
+    ("dpo", "gemma-2-2b-it", 8, "full", "03 with MODEL_ID=gemma-2-2b-it"),
+    ("sft", "gemma-3-1b-it", 1, "one_chip", "01 on one chip (Colab): 4 x 512"),
+    ("grpo", "gemma-3-1b-it", 1, "one_chip", "02 on one chip (Colab): 2 prompts x G=4, micro 1"),
+    ("dpo", "gemma-3-1b-it", 1, "one_chip", "03 on one chip (Colab): 2 pairs"),
+    ("distill", "gemma-3-270m-it", 1, "one_chip", "04 on one chip (Colab): 4 x 512"),
 ]
 # The same SFT and DPO programs compiled ahead of time for a TPU v5e 2x4 (libtpu's compile-only
 # client, no TPU attached) by the prototype of tunixkit.memplan: the CPU figures are ~2.4x these.
@@ -41,25 +46,41 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", choices=("sft", "grpo", "dpo", "distill"))
     args = ap.parse_args()
-    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    env = dict(
+        os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=8"
+    )
     rows, failed = [], []
     for kind, model, why in PLANS:
         if args.only and kind != args.only:
             continue
         with tempfile.TemporaryDirectory() as tmp:
             out = pathlib.Path(tmp) / "plan.jsonl"
-            cmd = [sys.executable, "-m", "tunixkit.memplan", kind, "--model", model, "--json", str(out)]
+            cmd = [
+                sys.executable,
+                "-m",
+                "tunixkit.memplan",
+                kind,
+                "--model",
+                model,
+                "--json",
+                str(out),
+            ]
             res = subprocess.run(cmd, env=env, capture_output=True, text=True)
             if not out.exists():
                 failed.append(f"{kind} {model}: {res.stderr[-2000:]}")
                 continue
             row = json.loads(out.read_text()) | {"recipe": why}
         rows.append(row)
-        print(f"{row['verdict']}  ({why}; {row['seconds']:.0f}s, host {row['host_peak_rss'] / 2**30:.1f} GiB)", flush=True)
+        print(
+            f"{row['verdict']}  ({why}; {row['seconds']:.0f}s, host {row['host_peak_rss'] / 2**30:.1f} GiB)",
+            flush=True,
+        )
     RESULTS.mkdir(exist_ok=True)
     summary = {"device": "8 emulated CPU devices (upper bounds for TPU, see tpu_reference)", "chip": "v5e",
                "plans": rows, "tpu_reference": TPU_REFERENCE, "failed": failed}  # fmt: skip
-    (RESULTS / ("memplan.json" if not args.only else f"memplan_{args.only}.json")).write_text(json.dumps(summary, indent=1))
+    (RESULTS / ("memplan.json" if not args.only else f"memplan_{args.only}.json")).write_text(
+        json.dumps(summary, indent=1)
+    )
     for f in failed:
         print(f"FAILED {f}", file=sys.stderr)
     return 1 if failed else 0

@@ -43,7 +43,9 @@ def main() -> int:
 
     base = models.load_model("tiny-gemma3", verbose=False)
     tok, fn = base.tokenizer, training.model_inputs_fn(base.tokenizer.pad_id())
-    records = data.to_records(smoke.synthetic_gsm8k(EXAMPLES, seed=11), "synthetic", verbose=False)[0]
+    records = data.to_records(smoke.synthetic_gsm8k(EXAMPLES, seed=11), "synthetic", verbose=False)[
+        0
+    ]
     pairs = [data.sft_pair(r, system_prompt=None) for r in records]
     sets = {packed: training.sft_dataset(pairs, tok, max_len=MAX_LEN, batch_size=16 if not packed else 8,
                                          packing=packed, verbose=False) for packed in (False, True)}  # fmt: skip
@@ -51,6 +53,7 @@ def main() -> int:
     fill = {p: real_tokens / sum(b.input_tokens.size for b in sets[p]) for p in sets}
 
     loss = nnx.jit(lambda m, kw: peft_trainer._default_loss_fn(m, **kw))
+
     def token_loss(batches) -> float:  # token-weighted over every example
         total = count = 0.0
         for b in batches:
@@ -76,9 +79,13 @@ def main() -> int:
         for packed in (False, True):
             batches = list(sets[packed])
             model = models.load_model("tiny-gemma3", verbose=False).model
-            config = peft_trainer.TrainingConfig(eval_every_n_steps=10**9, max_steps=len(batches), pbar_description=None)
+            config = peft_trainer.TrainingConfig(
+                eval_every_n_steps=10**9, max_steps=len(batches), pbar_description=None
+            )
             clock = Clock()
-            trainer = peft_trainer.PeftTrainer(model, training.optimizer(1e-3, len(batches)), config)
+            trainer = peft_trainer.PeftTrainer(
+                model, training.optimizer(1e-3, len(batches)), config
+            )
             trainer.with_gen_model_input_fn(fn).with_training_hooks(clock)
             trainer.train(batches)
             timed = batches[2:]  # the first two steps compile

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import pathlib
 import subprocess
 import sys
@@ -129,8 +128,10 @@ def main() -> int:
         r for r in largest if r["mode"] == "lora")["param_bytes"]  # fmt: skip
     out |= {"qlora_param_share": share, "target_met": share <= MAX_QLORA_PARAM_SHARE}
     (RESULTS / "sft_step.json").write_text(json.dumps(out, indent=2))
-    print(f"wrote {RESULTS / 'sft_step.json'}; QLoRA params are {share:.0%} of LoRA's: target "
-          f"{'met' if out['target_met'] else 'MISSED'}")
+    print(
+        f"wrote {RESULTS / 'sft_step.json'}; QLoRA params are {share:.0%} of LoRA's: target "
+        f"{'met' if out['target_met'] else 'MISSED'}"
+    )
     return 0 if out["target_met"] else 1
 
 

@@ -27,7 +27,13 @@
 # %%
 # Install: makes `import tunixkit` work in this kernel (Kaggle, Colab) without a restart and without
 # touching the preinstalled jax/libtpu; does nothing where tunixkit is already importable.
-import importlib.util, os, site, subprocess, sys, sysconfig, time  # noqa: E401
+import importlib.util  # noqa: E401
+import os
+import site
+import subprocess
+import sys
+import sysconfig
+import time
 
 os.environ.setdefault("TUNIXKIT_SESSION_START", str(time.time()))  # the session clock starts here
 if importlib.util.find_spec("tunixkit") is None:
@@ -35,7 +41,9 @@ if importlib.util.find_spec("tunixkit") is None:
     if not os.path.isdir(src):
         subprocess.run(["git", "clone", "-q", "--depth=1", src, "/tmp/tunixkit"], check=True)
         src = "/tmp/tunixkit"
-    subprocess.run(["bash", f"{src}/setup_notebook_tpu_single_host.sh", "--kernel", sys.executable], check=True)
+    subprocess.run(
+        ["bash", f"{src}/setup_notebook_tpu_single_host.sh", "--kernel", sys.executable], check=True
+    )
     for folder in (sysconfig.get_paths()["purelib"], site.getusersitepackages()):
         if os.path.isdir(folder) and folder not in sys.path:
             site.addsitedir(folder)
@@ -126,7 +134,9 @@ summary
 assert len(result.predictions) == recipe.num_questions
 assert all(p["completion"].strip() for p in result.predictions), "an empty answer"
 assert stopped >= len(result.predictions) / 2, f"only {stopped} answers stopped at <end_of_turn>"
-assert len(loaded.eos_ids) == 2, f"expected EOS and <end_of_turn> as stop tokens, got {loaded.eos_ids}"
+assert len(loaded.eos_ids) == 2, (
+    f"expected EOS and <end_of_turn> as stop tokens, got {loaded.eos_ids}"
+)
 if rt.smoke:
     assert result.format_rate >= 0.75, result.format_rate
 print("quickstart OK")

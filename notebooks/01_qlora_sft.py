@@ -37,7 +37,13 @@
 # %%
 # Install: makes `import tunixkit` work in this kernel (Kaggle, Colab) without a restart and without
 # touching the preinstalled jax/libtpu; does nothing where tunixkit is already importable.
-import importlib.util, os, site, subprocess, sys, sysconfig, time  # noqa: E401
+import importlib.util  # noqa: E401
+import os
+import site
+import subprocess
+import sys
+import sysconfig
+import time
 
 os.environ.setdefault("TUNIXKIT_SESSION_START", str(time.time()))  # the session clock starts here
 if importlib.util.find_spec("tunixkit") is None:
@@ -45,7 +51,9 @@ if importlib.util.find_spec("tunixkit") is None:
     if not os.path.isdir(src):
         subprocess.run(["git", "clone", "-q", "--depth=1", src, "/tmp/tunixkit"], check=True)
         src = "/tmp/tunixkit"
-    subprocess.run(["bash", f"{src}/setup_notebook_tpu_single_host.sh", "--kernel", sys.executable], check=True)
+    subprocess.run(
+        ["bash", f"{src}/setup_notebook_tpu_single_host.sh", "--kernel", sys.executable], check=True
+    )
     for folder in (sysconfig.get_paths()["purelib"], site.getusersitepackages()):
         if os.path.isdir(folder) and folder not in sys.path:
             site.addsitedir(folder)
@@ -76,7 +84,17 @@ import json
 from IPython.display import Markdown, display
 from tunix.sft import peft_trainer
 
-from tunixkit import checkpoints, data, evaluation, models, recipes, runlog, runtime, session, training
+from tunixkit import (
+    checkpoints,
+    data,
+    evaluation,
+    models,
+    recipes,
+    runlog,
+    runtime,
+    session,
+    training,
+)
 
 rt, recipe, out_dir, clock = recipes.start(
     recipes.SFT, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
@@ -157,7 +175,9 @@ peak_bytes, peak_what = runtime.peak_memory()
 metrics = runlog.read_metrics(out_dir / "metrics.jsonl")
 fig = runlog.plot_metrics(metrics, out_dir / "loss.png", title=f"SFT, {recipe.model_id}")
 eval_steps, eval_losses = metrics["eval"]["loss"]
-print(f"eval loss {eval_losses[0]:.3f} (step {eval_steps[0]}) -> {eval_losses[-1]:.3f} (step {eval_steps[-1]})")
+print(
+    f"eval loss {eval_losses[0]:.3f} (step {eval_steps[0]}) -> {eval_losses[-1]:.3f} (step {eval_steps[-1]})"
+)
 
 # %% [markdown]
 # ## Export
@@ -182,10 +202,14 @@ print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %%
 n = clock.fit(len(test_records))
-after = evaluation.evaluate(tuned, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir)
+after = evaluation.evaluate(
+    tuned, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir
+)
 display(Markdown(evaluation.comparison_table([before.first(n), after])))
 display(Markdown(evaluation.side_by_side([before.first(n), after], k=3)))
-fig = evaluation.plot_comparison([before.first(n), after], out_dir / "eval.png", title="GSM8K before/after SFT")
+fig = evaluation.plot_comparison(
+    [before.first(n), after], out_dir / "eval.png", title="GSM8K before/after SFT"
+)
 
 # %% [markdown]
 # ## Memory
@@ -232,7 +256,9 @@ summary = {
 # %%
 assert trained.stopped == "done" or (clock.hours and trained.stopped == "session clock"), trained
 assert summary["eval_loss_last"] < summary["eval_loss_first"], summary
-if rt.smoke and trained.stopped == "done":  # a whole run (a session stopped early is judged at its end)
+if (
+    rt.smoke and trained.stopped == "done"
+):  # a whole run (a session stopped early is judged at its end)
     assert before.format_rate <= 0.2, before.format_rate
     assert after.format_rate >= 0.9, after.format_rate
     assert summary["eval_loss_last"] <= 0.5 * summary["eval_loss_first"], summary

@@ -39,7 +39,13 @@
 # %%
 # Install: makes `import tunixkit` work in this kernel (Kaggle, Colab) without a restart and without
 # touching the preinstalled jax/libtpu; does nothing where tunixkit is already importable.
-import importlib.util, os, site, subprocess, sys, sysconfig, time  # noqa: E401
+import importlib.util  # noqa: E401
+import os
+import site
+import subprocess
+import sys
+import sysconfig
+import time
 
 os.environ.setdefault("TUNIXKIT_SESSION_START", str(time.time()))  # the session clock starts here
 if importlib.util.find_spec("tunixkit") is None:
@@ -47,7 +53,9 @@ if importlib.util.find_spec("tunixkit") is None:
     if not os.path.isdir(src):
         subprocess.run(["git", "clone", "-q", "--depth=1", src, "/tmp/tunixkit"], check=True)
         src = "/tmp/tunixkit"
-    subprocess.run(["bash", f"{src}/setup_notebook_tpu_single_host.sh", "--kernel", sys.executable], check=True)
+    subprocess.run(
+        ["bash", f"{src}/setup_notebook_tpu_single_host.sh", "--kernel", sys.executable], check=True
+    )
     for folder in (sysconfig.get_paths()["purelib"], site.getusersitepackages()):
         if os.path.isdir(folder) and folder not in sys.path:
             site.addsitedir(folder)
@@ -70,7 +78,9 @@ EVAL_QUESTIONS = None  # test questions for the greedy evaluation; None: all (1,
 DATA_SOURCE = "hf"  # full profile: "hf", "tfds" or "kaggle" (GSM8K)
 USE_RUBRIC = False  # add the example rubric reward defined below
 KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
-ROLLOUT_ENGINE = None  # None: tunix's own sampler ("vanilla"); "vllm" / "sglang_jax": see the Train section
+ROLLOUT_ENGINE = (
+    None  # None: tunix's own sampler ("vanilla"); "vllm" / "sglang_jax": see the Train section
+)
 
 # %%
 import dataclasses
@@ -78,7 +88,19 @@ import json
 
 from IPython.display import Markdown, display
 
-from tunixkit import checkpoints, data, evaluation, models, recipes, rewards, rl, runlog, runtime, session, training
+from tunixkit import (
+    checkpoints,
+    data,
+    evaluation,
+    models,
+    recipes,
+    rewards,
+    rl,
+    runlog,
+    runtime,
+    session,
+    training,
+)
 
 rt, recipe, out_dir, clock = recipes.start(
     recipes.GRPO, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
@@ -86,7 +108,9 @@ rt, recipe, out_dir, clock = recipes.start(
     model_id=MODEL_ID, num_steps=NUM_STEPS, learning_rate=LEARNING_RATE, lora_rank=LORA_RANK,
     num_generations=NUM_GENERATIONS, eval_questions=EVAL_QUESTIONS, rollout_engine=ROLLOUT_ENGINE,
 )  # fmt: skip
-rl.check_rollout_engine(recipe.grpo.rollout_engine, models.get_spec(recipe.model_id).family)  # before any loading
+rl.check_rollout_engine(
+    recipe.grpo.rollout_engine, models.get_spec(recipe.model_id).family
+)  # before any loading
 recipe
 
 # %% [markdown]
@@ -193,7 +217,9 @@ trained = training.run(learner, batches, mesh=mesh, metrics_file=out_dir / "metr
 series = rl.curves(out_dir / "metrics.jsonl")
 rewards_seen = series.get("reward", ([], []))[1]
 window = max(1, min(10, len(rewards_seen) // 4))
-fig = rl.plot_curves(series, out_dir / "curves.png", smooth=window, title=f"GRPO, {recipe.model_id}")
+fig = rl.plot_curves(
+    series, out_dir / "curves.png", smooth=window, title=f"GRPO, {recipe.model_id}"
+)
 
 # %% [markdown]
 # ## Export
@@ -234,7 +260,10 @@ arch = importlib.import_module(meta["module"])  # tunix.models.gemma3.model (or 
 if meta["preset"]:  # a released size, e.g. ModelConfig.gemma3_1b_it()
     config = getattr(arch.ModelConfig, meta["preset"])()
 else:  # a custom (smoke) size: the config's fields as written
-    fields = {k: getattr(arch, v["enum"])[v["name"]] if isinstance(v, dict) else v for k, v in meta["config"].items()}
+    fields = {
+        k: getattr(arch, v["enum"])[v["name"]] if isinstance(v, dict) else v
+        for k, v in meta["config"].items()
+    }
     config = arch.ModelConfig(**fields | {"param_dtype": jnp.dtype(fields["param_dtype"])})
 abstract = nnx.eval_shape(lambda: getattr(arch, meta["model_class"])(config, rngs=nnx.Rngs(0)))
 graph, state = nnx.split(abstract)
@@ -242,7 +271,9 @@ judged = nnx.merge(graph, ocp.StandardCheckpointer().restore(folder / "params", 
 sp = spm.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
 cache = sampler_lib.CacheConfig(cache_size=512, num_layers=config.num_layers,
                                 num_kv_heads=config.num_kv_heads, head_dim=config.head_dim)  # fmt: skip
-question = f"<start_of_turn>user\n{test_records[0]['question']}<end_of_turn>\n<start_of_turn>model\n"
+question = (
+    f"<start_of_turn>user\n{test_records[0]['question']}<end_of_turn>\n<start_of_turn>model\n"
+)
 answer = sampler_lib.Sampler(judged, sp, cache)(
     [question], max_generation_steps=64, echo=False,
     eos_tokens=[sp.eos_id(), sp.PieceToId("<end_of_turn>")],
@@ -257,12 +288,16 @@ print(answer)
 # %%
 n = clock.fit(len(test_records))  # fewer questions only if the session is short of time
 share = n / len(test_records)
-after = evaluation.evaluate(policy, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir)
+after = evaluation.evaluate(
+    policy, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir
+)
 heldout_after = rl.heldout_reward(policy, heldout_records[: max(1, int(share * len(heldout_records)))],
                                   reward_fns, sampled, name="heldout_after", samples=recipe.heldout_samples,
                                   output_dir=out_dir)  # fmt: skip
 display(Markdown(evaluation.comparison_table([before.first(n), after])))
-fig = evaluation.plot_comparison([before.first(n), after], out_dir / "eval.png", title="GSM8K before/after GRPO")
+fig = evaluation.plot_comparison(
+    [before.first(n), after], out_dir / "eval.png", title="GSM8K before/after GRPO"
+)
 heldout_after
 
 # %% [markdown]
@@ -312,7 +347,9 @@ assert trained.steps == recipe.grpo.num_steps or trained.stopped == "session clo
 assert answer.strip(), "the exported checkpoint, loaded by tunix alone, produced no text"
 if trained.steps >= 20:  # enough logged steps to compare windows
     assert summary["reward_last"] > summary["reward_first"], summary
-if rt.smoke and trained.stopped == "done":  # a whole run (a session stopped early is judged at its end)
+if (
+    rt.smoke and trained.stopped == "done"
+):  # a whole run (a session stopped early is judged at its end)
     gain = heldout_after.reward - heldout_before.reward
     assert gain >= 0.2, f"held-out reward rose by only {gain:.3f}"
     acc_gain = heldout_after.accuracy - heldout_before.accuracy

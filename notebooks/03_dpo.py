@@ -43,7 +43,13 @@
 # %%
 # Install: makes `import tunixkit` work in this kernel (Kaggle, Colab) without a restart and without
 # touching the preinstalled jax/libtpu; does nothing where tunixkit is already importable.
-import importlib.util, os, site, subprocess, sys, sysconfig, time  # noqa: E401
+import importlib.util  # noqa: E401
+import os
+import site
+import subprocess
+import sys
+import sysconfig
+import time
 
 os.environ.setdefault("TUNIXKIT_SESSION_START", str(time.time()))  # the session clock starts here
 if importlib.util.find_spec("tunixkit") is None:
@@ -51,7 +57,9 @@ if importlib.util.find_spec("tunixkit") is None:
     if not os.path.isdir(src):
         subprocess.run(["git", "clone", "-q", "--depth=1", src, "/tmp/tunixkit"], check=True)
         src = "/tmp/tunixkit"
-    subprocess.run(["bash", f"{src}/setup_notebook_tpu_single_host.sh", "--kernel", sys.executable], check=True)
+    subprocess.run(
+        ["bash", f"{src}/setup_notebook_tpu_single_host.sh", "--kernel", sys.executable], check=True
+    )
     for folder in (sysconfig.get_paths()["purelib"], site.getusersitepackages()):
         if os.path.isdir(folder) and folder not in sys.path:
             site.addsitedir(folder)
@@ -83,7 +91,17 @@ import json
 from IPython.display import Markdown, display
 from tunix.sft.dpo import dpo_trainer
 
-from tunixkit import checkpoints, evaluation, models, preferences, recipes, runlog, runtime, session, training
+from tunixkit import (
+    checkpoints,
+    evaluation,
+    models,
+    preferences,
+    recipes,
+    runlog,
+    runtime,
+    session,
+    training,
+)
 
 rt, recipe, out_dir, clock = recipes.start(
     recipes.DPO, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
@@ -118,7 +136,9 @@ policy = dataclasses.replace(reference, model=actor)
 # %%
 load = dict(data_dir=out_dir / "data", source=DATA_SOURCE)
 test_records = recipes.gsm8k(rt, "test", limit=recipe.eval_questions, **load)
-pair_records = recipes.gsm8k(rt, "train", limit=recipe.pair_questions, **load) if PAIRS == "on-policy" else []
+pair_records = (
+    recipes.gsm8k(rt, "train", limit=recipe.pair_questions, **load) if PAIRS == "on-policy" else []
+)
 pairs = preferences.training_pairs(
     out_dir, PAIRS, heldout=recipe.heldout_questions, policy=reference, train_records=pair_records,
     heldout_records=test_records, config=dataclasses.replace(recipe.eval, temperature=recipe.pair_temperature),
@@ -131,7 +151,9 @@ pairs["train"][0]
 # Greedy evaluation on the test questions, and the held-out pairs scored by the starting policy.
 
 # %%
-lengths = dict(max_prompt_length=recipe.max_prompt_length, max_response_length=recipe.max_response_length)
+lengths = dict(
+    max_prompt_length=recipe.max_prompt_length, max_response_length=recipe.max_response_length
+)
 heldout = preferences.preference_dataset(pairs["heldout"], reference.tokenizer, batch_size=recipe.batch_size,
                                          **lengths)  # fmt: skip
 with clock.timed("evaluation", items=len(test_records)):
@@ -189,7 +211,9 @@ print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 # %%
 scores_after = preferences.score(actor, reference.model, heldout, beta=recipe.beta)
 n = clock.fit(len(test_records))
-after = evaluation.evaluate(policy, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir)
+after = evaluation.evaluate(
+    policy, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir
+)
 display(Markdown(f"| held-out pairs (n={scores_after.n}) | before | after |\n|---|---|---|\n"
                  f"| preference accuracy (implicit reward) | {scores_before.reward_accuracy:.3f} | {scores_after.reward_accuracy:.3f} |\n"
                  f"| policy log p(chosen) > log p(rejected) | {scores_before.likelihood_ranking:.3f} | {scores_after.likelihood_ranking:.3f} |\n"
@@ -238,9 +262,14 @@ summary
 # %%
 assert trained.stopped == "done" or (clock.hours and trained.stopped == "session clock"), trained
 assert summary["margin_last"] > summary["margin_first"], summary
-if rt.smoke and trained.stopped == "done":  # a whole run (a session stopped early is judged at its end)
+if (
+    rt.smoke and trained.stopped == "done"
+):  # a whole run (a session stopped early is judged at its end)
     assert scores_after.reward_accuracy >= 0.9, scores_after
-    assert scores_after.reward_accuracy > scores_before.reward_accuracy, (scores_before, scores_after)
+    assert scores_after.reward_accuracy > scores_before.reward_accuracy, (
+        scores_before,
+        scores_after,
+    )
     assert after.accuracy >= before.accuracy - 0.05, (before.accuracy, after.accuracy)
     assert after.format_rate >= 0.9, after.format_rate
 print(f"{recipe.algorithm.upper()} OK")

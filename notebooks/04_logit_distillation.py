@@ -35,7 +35,13 @@
 # %%
 # Install: makes `import tunixkit` work in this kernel (Kaggle, Colab) without a restart and without
 # touching the preinstalled jax/libtpu; does nothing where tunixkit is already importable.
-import importlib.util, os, site, subprocess, sys, sysconfig, time  # noqa: E401
+import importlib.util  # noqa: E401
+import os
+import site
+import subprocess
+import sys
+import sysconfig
+import time
 
 os.environ.setdefault("TUNIXKIT_SESSION_START", str(time.time()))  # the session clock starts here
 if importlib.util.find_spec("tunixkit") is None:
@@ -43,7 +49,9 @@ if importlib.util.find_spec("tunixkit") is None:
     if not os.path.isdir(src):
         subprocess.run(["git", "clone", "-q", "--depth=1", src, "/tmp/tunixkit"], check=True)
         src = "/tmp/tunixkit"
-    subprocess.run(["bash", f"{src}/setup_notebook_tpu_single_host.sh", "--kernel", sys.executable], check=True)
+    subprocess.run(
+        ["bash", f"{src}/setup_notebook_tpu_single_host.sh", "--kernel", sys.executable], check=True
+    )
     for folder in (sysconfig.get_paths()["purelib"], site.getusersitepackages()):
         if os.path.isdir(folder) and folder not in sys.path:
             site.addsitedir(folder)
@@ -69,7 +77,18 @@ import json
 from IPython.display import Markdown, display
 from tunix.distillation import distillation_trainer
 
-from tunixkit import checkpoints, data, distill, evaluation, models, recipes, runlog, runtime, session, training
+from tunixkit import (
+    checkpoints,
+    data,
+    distill,
+    evaluation,
+    models,
+    recipes,
+    runlog,
+    runtime,
+    session,
+    training,
+)
 
 rt, recipe, out_dir, clock = recipes.start(
     recipes.Distill, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
@@ -214,7 +233,9 @@ summary = {
 
 # %%
 assert trained.stopped == "done" or (clock.hours and trained.stopped == "session clock"), trained
-if rt.smoke and trained.stopped == "done":  # a whole run (a session stopped early is judged at its end)
+if (
+    rt.smoke and trained.stopped == "done"
+):  # a whole run (a session stopped early is judged at its end)
     assert summary["student_kl_after"] <= 0.5 * summary["student_kl_before"], summary
     gap_before = summary["student_eval_loss_before"] - summary["teacher_eval_loss"]
     gap_after = summary["student_eval_loss_after"] - summary["teacher_eval_loss"]

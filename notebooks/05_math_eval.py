@@ -31,7 +31,13 @@
 # %%
 # Install: makes `import tunixkit` work in this kernel (Kaggle, Colab) without a restart and without
 # touching the preinstalled jax/libtpu; does nothing where tunixkit is already importable.
-import importlib.util, os, site, subprocess, sys, sysconfig, time  # noqa: E401
+import importlib.util  # noqa: E401
+import os
+import site
+import subprocess
+import sys
+import sysconfig
+import time
 
 os.environ.setdefault("TUNIXKIT_SESSION_START", str(time.time()))  # the session clock starts here
 if importlib.util.find_spec("tunixkit") is None:
@@ -39,7 +45,9 @@ if importlib.util.find_spec("tunixkit") is None:
     if not os.path.isdir(src):
         subprocess.run(["git", "clone", "-q", "--depth=1", src, "/tmp/tunixkit"], check=True)
         src = "/tmp/tunixkit"
-    subprocess.run(["bash", f"{src}/setup_notebook_tpu_single_host.sh", "--kernel", sys.executable], check=True)
+    subprocess.run(
+        ["bash", f"{src}/setup_notebook_tpu_single_host.sh", "--kernel", sys.executable], check=True
+    )
     for folder in (sysconfig.get_paths()["purelib"], site.getusersitepackages()):
         if os.path.isdir(folder) and folder not in sys.path:
             site.addsitedir(folder)
@@ -138,6 +146,10 @@ if rt.smoke:  # the random tiny model knows nothing; its SFT warm start has part
     gap = evaluation.paired(base, tuned)
     assert gap.difference > 0 and gap.p_value < 0.01, gap
     assert tuned.format_rate >= 0.9 > base.format_rate, (base.format_rate, tuned.format_rate)
-    assert max(base.categories, key=base.categories.get) in ("broken_format", "no_answer", "truncated"), base.categories
+    assert max(base.categories, key=base.categories.get) in (
+        "broken_format",
+        "no_answer",
+        "truncated",
+    ), base.categories
     assert tuned.categories["wrong_number"] > tuned.categories["broken_format"], tuned.categories
 print("math eval OK")

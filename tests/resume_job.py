@@ -24,13 +24,26 @@ import time
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("WANDB_MODE", "disabled")
 
-from tunixkit import data, distill, models, preferences, rewards, rl, runlog, runtime, smoke, training  # noqa: E402
+from tunixkit import (  # noqa: E402
+    data,
+    distill,
+    models,
+    preferences,
+    rewards,
+    rl,
+    runlog,
+    runtime,
+    smoke,
+    training,
+)
 
 STEPS, EVERY = 6, 2
 
 
 def _records(n: int, seed: int) -> list[dict[str, str]]:
-    return data.to_records(smoke.synthetic_gsm8k(n, seed=seed, max_operand=9), "synthetic", verbose=False)[0]
+    return data.to_records(
+        smoke.synthetic_gsm8k(n, seed=seed, max_operand=9), "synthetic", verbose=False
+    )[0]
 
 
 def _fingerprint(batch) -> str:
@@ -50,7 +63,9 @@ def _record_batches(trainer, path: pathlib.Path, pause: float) -> None:
         if pause:
             time.sleep(pause)
         with path.open("a") as f:
-            f.write(json.dumps({"step": trainer.train_steps + 1, "batch": _fingerprint(batch)}) + "\n")
+            f.write(
+                json.dumps({"step": trainer.train_steps + 1, "batch": _fingerprint(batch)}) + "\n"
+            )
         return prepare(batch)
 
     trainer._prepare_inputs = recorded
@@ -87,7 +102,9 @@ def dpo(out: pathlib.Path, mesh, pause: float):
     config = training.trainer_config(out, max_steps=STEPS, eval_every=10**6, checkpoint_every=EVERY,
                                      description=None, config_cls=dpo_trainer.DPOTrainingConfig,
                                      algorithm="dpo", beta=0.5, lambda_orpo=0.1)  # fmt: skip
-    trainer = dpo_trainer.DPOTrainer(actor, reference.model, training.optimizer(1e-3, STEPS), config)
+    trainer = dpo_trainer.DPOTrainer(
+        actor, reference.model, training.optimizer(1e-3, STEPS), config
+    )
     _record_batches(trainer, out / "trained.jsonl", pause)
     return trainer, batches, None, actor
 
@@ -117,7 +134,9 @@ def main() -> None:
     ap.add_argument("kind", choices=sorted(JOBS))
     ap.add_argument("out", type=pathlib.Path)
     ap.add_argument("--pause", type=float, default=0.0)
-    ap.add_argument("--stop-after", type=int, help="train only this many steps (a session clock stop)")
+    ap.add_argument(
+        "--stop-after", type=int, help="train only this many steps (a session clock stop)"
+    )
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     mesh = runtime.make_mesh()
@@ -127,7 +146,11 @@ def main() -> None:
     restored = runlog.digest(model)
     result = training.run(trainer, batches, eval_batches, mesh=mesh, metrics_file=args.out / "metrics.jsonl",
                           label=args.kind)  # fmt: skip
-    print(json.dumps(dataclasses.asdict(result) | {"restored": restored, "digest": runlog.digest(model)}))
+    print(
+        json.dumps(
+            dataclasses.asdict(result) | {"restored": restored, "digest": runlog.digest(model)}
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -33,7 +33,9 @@ def test_doctor_reports_missing_parameter_symbol_and_kwargs(monkeypatch, capsys)
     problems, unverifiable = doctor.check()
     assert problems[0] == "tunix.generate.sampler.CacheConfig: no parameter(s) no_such_param"
     assert problems[1].startswith("tunix.rl.rl_cluster.RLEngine: missing")
-    assert unverifiable == ["qwix.LoraProvider: takes **kwargs, so module_path, rank cannot be checked"]
+    assert unverifiable == [
+        "qwix.LoraProvider: takes **kwargs, so module_path, rank cannot be checked"
+    ]
     assert doctor.main([]) == 1
     out = capsys.readouterr().out
     assert "0 of 3 APIs verified" in out
@@ -51,6 +53,10 @@ def test_missing_tunix_dependencies_get_one_pinned_pip_line(monkeypatch, capsys)
     monkeypatch.setattr(doctor.md, "version", version)
     assert set(doctor.missing_dependencies()) == {"google-metrax", "jaxtyping"}
     line = doctor.pip_line(doctor.missing_dependencies(), ROOT / "requirements.txt")
-    assert line.startswith("pip install --no-deps ") and "google_metrax==" in line and "jaxtyping==" in line
+    assert (
+        line.startswith("pip install --no-deps ")
+        and "google_metrax==" in line
+        and "jaxtyping==" in line
+    )
     assert doctor.main(["--pins", str(ROOT / "requirements.txt"), "--missing-deps-line"]) == 0
     assert capsys.readouterr().out.strip() == line

@@ -80,7 +80,11 @@ def test_empty_file_is_an_error_naming_it(tmp_path, fmt):
 @pytest.mark.parametrize("fmt", ["jsonl", "json", "csv"])
 def test_non_utf8_file_names_file_and_line(tmp_path, fmt):
     path = tmp_path / f"latin1.{fmt}"
-    good = {"jsonl": '{"question": "q", "answer": "#### 1"}\n', "json": "[\n", "csv": "question,answer\n"}[fmt]
+    good = {
+        "jsonl": '{"question": "q", "answer": "#### 1"}\n',
+        "json": "[\n",
+        "csv": "question,answer\n",
+    }[fmt]
     bad = {"jsonl": '{"question": "caf\u00e9", "answer": "#### 2"}\n', "json": '{"question": "caf\u00e9"}]\n',
            "csv": "caf\u00e9,#### 2\n"}[fmt]  # fmt: skip
     path.write_bytes(good.encode() + bad.encode("latin-1"))

@@ -11,7 +11,20 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from tunixkit import checkpoints, data, evaluation, models, preferences, rewards, rl, runlog, runtime, smoke, testing, training
+from tunixkit import (
+    checkpoints,
+    data,
+    evaluation,
+    models,
+    preferences,
+    rewards,
+    rl,
+    runlog,
+    runtime,
+    smoke,
+    testing,
+    training,
+)
 
 ID = "tiny-gemma2"
 
@@ -26,7 +39,9 @@ def _sft(model, tok, records, steps=2):
 
     ds = training.sft_dataset([data.sft_pair(r) for r in records], tok, max_len=144, batch_size=4,
                               num_batches=steps, verbose=False)  # fmt: skip
-    config = peft_trainer.TrainingConfig(eval_every_n_steps=10**6, max_steps=steps, pbar_description=None)
+    config = peft_trainer.TrainingConfig(
+        eval_every_n_steps=10**6, max_steps=steps, pbar_description=None
+    )
     trainer = peft_trainer.PeftTrainer(model, training.optimizer(1e-2, steps), config)
     trainer.with_gen_model_input_fn(training.model_inputs_fn(tok.pad_id())).train(ds)
     return trainer.train_steps
@@ -36,9 +51,13 @@ def _sft(model, tok, records, steps=2):
 def test_sft_steps_train_only_the_adapters(records, qlora):
     lm = models.load_model(ID, verbose=False)
     assert lm.family == "gemma2" and lm.tokenizer.stop_ids() == lm.eos_ids
-    tuned = models.apply_lora(lm.model, family="gemma2", rank=4, alpha=8.0, qlora=qlora, verbose=False)
+    tuned = models.apply_lora(
+        lm.model, family="gemma2", rank=4, alpha=8.0, qlora=qlora, verbose=False
+    )
     before = runlog.digest(tuned)
-    backbone = {k: np.asarray(v) for k, v in nnx.to_flat_state(nnx.state(tuned, nnx.Not(nnx.LoRAParam)))}
+    backbone = {
+        k: np.asarray(v) for k, v in nnx.to_flat_state(nnx.state(tuned, nnx.Not(nnx.LoRAParam)))
+    }
     assert _sft(tuned, lm.tokenizer, records) == 2
     assert runlog.digest(tuned) != before
     after = dict(nnx.to_flat_state(nnx.state(tuned, nnx.Not(nnx.LoRAParam))))
@@ -48,14 +67,18 @@ def test_sft_steps_train_only_the_adapters(records, qlora):
 def test_grpo_step_with_lora_on_the_shared_reference(tmp_path, records):
     mesh = runtime.make_mesh()
     reference = models.load_model(ID, mesh=mesh, verbose=False)
-    actor = models.apply_lora(reference.model, family="gemma2", rank=4, alpha=8.0, mesh=mesh, verbose=False)
+    actor = models.apply_lora(
+        reference.model, family="gemma2", rank=4, alpha=8.0, mesh=mesh, verbose=False
+    )
     settings = rl.GRPOSettings(learning_rate=1e-3, beta=0.1, max_prompt_length=96, max_generation_steps=16,
                                batch_size=2, num_generations=2, num_steps=2, checkpoint_every=2)  # fmt: skip
     learner, _ = rl.build_grpo(actor, reference.model, reference.tokenizer, mesh=mesh, settings=settings,
                                reward_fns=rewards.DEFAULT_REWARDS, output_dir=tmp_path, eos_ids=reference.eos_ids,
                                vocab_size=reference.config.num_embed)  # fmt: skip
     batches = data.grpo_dataset(records, batch_size=2, num_batches=2)
-    result = training.run(learner, batches, mesh=mesh, metrics_file=tmp_path / "metrics.jsonl", label="GRPO")
+    result = training.run(
+        learner, batches, mesh=mesh, metrics_file=tmp_path / "metrics.jsonl", label="GRPO"
+    )
     assert (result.steps, result.stopped) == (2, "done")
     series = rl.curves(tmp_path / "metrics.jsonl")
     assert len(series["reward"][1]) == 2 and np.all(np.isfinite(series["kl"][1]))
@@ -69,14 +92,18 @@ def test_dpo_steps_and_heldout_scores(tmp_path, records):
     pairs = [{"prompt": data.format_prompt(r["question"]), "chosen": data.format_completion(r["solution"], r["answer"]),
               "rejected": "no idea" + data.END_OF_TURN} for r in records[:16]]  # fmt: skip
     lengths = {"max_prompt_length": 88, "max_response_length": 48}
-    heldout = preferences.preference_dataset(pairs[:8], reference.tokenizer, batch_size=4, **lengths)
+    heldout = preferences.preference_dataset(
+        pairs[:8], reference.tokenizer, batch_size=4, **lengths
+    )
     before = preferences.score(actor, reference.model, heldout, beta=0.5)
     assert before.reward_accuracy == 0.5  # the policy is the reference: every pair a tie
     config = training.trainer_config(tmp_path, max_steps=3, eval_every=10**6, checkpoint_every=10,
                                      description=None, config_cls=dpo_trainer.DPOTrainingConfig,
                                      algorithm="dpo", beta=0.5, lambda_orpo=0.1)  # fmt: skip
     trainer = dpo_trainer.DPOTrainer(actor, reference.model, training.optimizer(1e-2, 3), config)
-    batches = preferences.preference_dataset(pairs, reference.tokenizer, batch_size=4, num_batches=3, **lengths)
+    batches = preferences.preference_dataset(
+        pairs, reference.tokenizer, batch_size=4, num_batches=3, **lengths
+    )
     training.run(trainer, batches, metrics_file=tmp_path / "metrics.jsonl", label="DPO")
     after = preferences.score(actor, reference.model, heldout, beta=0.5)
     assert after.margin > before.margin
@@ -84,7 +111,9 @@ def test_dpo_steps_and_heldout_scores(tmp_path, records):
 
 def test_evaluation_and_export(tmp_path, records):
     lm = models.load_model(ID, verbose=False)
-    result = evaluation.evaluate(lm, records[:4], name="g2", config=evaluation.EvalConfig.smoke(), progress=False)
+    result = evaluation.evaluate(
+        lm, records[:4], name="g2", config=evaluation.EvalConfig.smoke(), progress=False
+    )
     assert result.n == 4 and result.mean_tokens > 0
     tuned = models.apply_lora(lm.model, family="gemma2", rank=4, alpha=8.0, verbose=False)
     out = checkpoints.export(tuned, lm, tmp_path / "export", lora_rank=4, lora_alpha=8.0)

@@ -24,7 +24,6 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -42,7 +41,9 @@ def _kernel_python(folder: pathlib.Path) -> str:
     """A Python with the pinned stack on its path but without tunixkit, like Kaggle's image."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
     site = next(folder.glob("lib/python*/site-packages"))
-    (site / "kaggle_image.pth").write_text(SITE + "\n")  # a path line: the editable tunixkit stays out
+    (site / "kaggle_image.pth").write_text(
+        SITE + "\n"
+    )  # a path line: the editable tunixkit stays out
     python = str(folder / "bin" / "python")
     probe = subprocess.run([python, "-c", "import importlib.util as u; print(u.find_spec('tunixkit'))"],
                            capture_output=True, text=True, cwd=folder)  # fmt: skip
@@ -51,7 +52,11 @@ def _kernel_python(folder: pathlib.Path) -> str:
 
 
 def _env(kaggle: bool) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNIXKIT_SESSION", "KAGGLE_", "PYTHONPATH"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("TUNIXKIT_SESSION", "KAGGLE_", "PYTHONPATH"))
+    }
     env.update(TUNIXKIT_PROFILE="smoke", JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=4",
                WANDB_MODE="disabled", HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", MPLBACKEND="Agg",
                PYTHONUNBUFFERED="1", TUNIXKIT_SOURCE=str(ROOT))  # fmt: skip
@@ -60,12 +65,24 @@ def _env(kaggle: bool) -> dict:
     return env
 
 
-def _run(python: str, name: str, params: dict, cwd: pathlib.Path, *, kaggle: bool, limit: float | None = None):
+def _run(
+    python: str,
+    name: str,
+    params: dict,
+    cwd: pathlib.Path,
+    *,
+    kaggle: bool,
+    limit: float | None = None,
+):
     """Run the notebook; SIGKILL it ``limit`` seconds after it started if it is still running."""
     cwd.mkdir(parents=True, exist_ok=True)
-    script = testing.notebook_script(ROOT / "notebooks" / f"{name}.py", params | {"OUTPUT_DIR": "run"}, cwd / "nb.py")
+    script = testing.notebook_script(
+        ROOT / "notebooks" / f"{name}.py", params | {"OUTPUT_DIR": "run"}, cwd / "nb.py"
+    )
     log = (cwd / "log.txt").open("w")
-    proc = subprocess.Popen([python, str(script)], cwd=cwd, env=_env(kaggle), stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [python, str(script)], cwd=cwd, env=_env(kaggle), stdout=log, stderr=subprocess.STDOUT
+    )
     try:
         proc.wait(timeout=limit or 1200)
         killed = False
@@ -107,12 +124,16 @@ def test_two_kaggle_sessions(tmp_path, name):
                                tmp_path / "session1", kaggle=True, limit=limit)  # fmt: skip
     assert "installing tunixkit into" in log1, "the install cell did not install tunixkit"
     done = session.latest_checkpoint_step(first)
-    assert done is not None and 0 < done < steps, f"session 1 ended training at {done} of {steps}\n{log1[-3000:]}"
+    assert done is not None and 0 < done < steps, (
+        f"session 1 ended training at {done} of {steps}\n{log1[-3000:]}"
+    )
     assert "stopping after" in log1 and "kept for the checkpoint, export and evaluation" in log1
     exported = models.load_model(model_id, path=first / "export" / "hf", verbose=False)
     judged = testing.load_orbax_export(first / "export" / "orbax")
     assert testing.logits(judged).tolist() == testing.logits(exported.model).tolist()
-    print(f"{name}: session 1 trained {done} of {steps} steps, {'killed at' if killed else 'ended before'} its limit")
+    print(
+        f"{name}: session 1 trained {done} of {steps} steps, {'killed at' if killed else 'ended before'} its limit"
+    )
 
     # Session 2: a new machine; the last session's output is a read-only input.
     shutil.copytree(first, tmp_path / "input" / "run")
@@ -121,13 +142,24 @@ def test_two_kaggle_sessions(tmp_path, name):
                            params | {"RESUME_FROM": str(tmp_path / "input" / "run")}, tmp_path / "session2", kaggle=True)  # fmt: skip
     summary = json.loads((second / "summary.json").read_text())
     assert (summary["resumed_from"], summary["steps"], summary["stopped"]) == (done, steps, "done")
-    assert "before: reusing the" in log2, "session 2 recomputed the stored evaluation before training"
-    assert summary["weights_digest"] == straight["weights_digest"], "session 2 ended with other weights"
-    if name.startswith("02"):  # GRPO logs each step's questions: the remaining steps, the same batches
+    assert "before: reusing the" in log2, (
+        "session 2 recomputed the stored evaluation before training"
+    )
+    assert summary["weights_digest"] == straight["weights_digest"], (
+        "session 2 ended with other weights"
+    )
+    if name.startswith(
+        "02"
+    ):  # GRPO logs each step's questions: the remaining steps, the same batches
         remaining = range(done + 1, steps + 1)
         carried = len((tmp_path / "input" / "run" / "rollouts.jsonl").read_text().splitlines())
-        trained = _rollouts(second, range(1, steps + 1), skip=carried)  # what session 2 itself rolled out
+        trained = _rollouts(
+            second, range(1, steps + 1), skip=carried
+        )  # what session 2 itself rolled out
         assert sorted(trained) == list(remaining), sorted(trained)
         assert trained == _rollouts(straight_dir, remaining)
     else:  # the eval loss is known from step 0 (session 1) to the end (session 2)
-        assert summary["eval_loss_steps"] == [0, steps] and summary["eval_loss_first"] == straight["eval_loss_first"]
+        assert (
+            summary["eval_loss_steps"] == [0, steps]
+            and summary["eval_loss_first"] == straight["eval_loss_first"]
+        )

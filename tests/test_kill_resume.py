@@ -40,7 +40,9 @@ def _rows(path: pathlib.Path) -> list[dict]:
 
 def _trained(out: pathlib.Path, kind: str, skip: int = 0) -> dict[int, list]:
     """What each step trained on, from the rows written after the first ``skip`` ones."""
-    if kind == "grpo":  # GRPO's rollout log names the questions of every (micro-)batch it rolled out
+    if (
+        kind == "grpo"
+    ):  # GRPO's rollout log names the questions of every (micro-)batch it rolled out
         steps: dict[int, list] = {}
         for row in _rows(out / "rollouts.jsonl")[skip:]:
             steps.setdefault(row["step"], []).extend(row["questions"])
@@ -70,10 +72,18 @@ def test_killed_run_resumes_the_remaining_steps_on_the_same_batches(tmp_path, ki
     before = len(_rows(out / ("rollouts.jsonl" if kind == "grpo" else "trained.jsonl")))
 
     resumed = _run(kind, out)
-    assert (resumed["resumed_from"], resumed["steps"], resumed["stopped"]) == (last, STEPS, "done"), resumed
+    assert (resumed["resumed_from"], resumed["steps"], resumed["stopped"]) == (
+        last,
+        STEPS,
+        "done",
+    ), resumed
     again = _trained(out, kind, skip=before)
-    assert sorted(again) == list(range(last + 1, STEPS + 1)), "the rerun trained other steps than the remaining ones"
-    assert again == {s: expected[s] for s in again}, "the rerun trained on other batches than an uninterrupted run"
+    assert sorted(again) == list(range(last + 1, STEPS + 1)), (
+        "the rerun trained other steps than the remaining ones"
+    )
+    assert again == {s: expected[s] for s in again}, (
+        "the rerun trained on other batches than an uninterrupted run"
+    )
     assert resumed["digest"] == straight["digest"], "the resumed run ended with other weights"
 
 
@@ -109,12 +119,18 @@ def test_session_clock_stop_leaves_a_checkpoint_of_the_last_step(tmp_path):
                                      description=None)  # fmt: skip
     trainer = peft_trainer.PeftTrainer(lora, training.optimizer(3e-3, 10), config).with_gen_model_input_fn(
         training.model_inputs_fn(lm.tokenizer.pad_id()))  # fmt: skip
-    result = training.run(trainer, batches, metrics_file=tmp_path / "metrics.jsonl", session=_StopAfter(3))
+    result = training.run(
+        trainer, batches, metrics_file=tmp_path / "metrics.jsonl", session=_StopAfter(3)
+    )
     assert (result.steps, result.stopped) == (3, "session clock"), result
     assert session.latest_checkpoint_step(tmp_path) == 3
     trained = runlog.digest(lora)
     fresh = models.apply_lora(models.load_model("tiny-gemma3", verbose=False).model, rank=4, alpha=8.0,
                               seed=7, verbose=False)  # fmt: skip
-    checkpoints.restore_state(fresh, tmp_path / "checkpoints" / "3" / "model_params", lora_only=True)
-    assert runlog.digest(fresh) == trained, "the last checkpoint does not hold the last step's weights"
+    checkpoints.restore_state(
+        fresh, tmp_path / "checkpoints" / "3" / "model_params", lora_only=True
+    )
+    assert runlog.digest(fresh) == trained, (
+        "the last checkpoint does not hold the last step's weights"
+    )
     assert nnx.state(fresh, nnx.LoRAParam)

@@ -16,7 +16,9 @@ from tunixkit import memplan
 
 def _plan(tmp_path, *args):
     out = tmp_path / "plan.jsonl"
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu"
+    )
     proc = subprocess.run([sys.executable, "-m", "tunixkit.memplan", *args, "--layers", "2", "--json", str(out)],
                           env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
     assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -27,14 +29,22 @@ def test_sft_plan_counts_the_sharded_state(tmp_path):
     plan, proc = _plan(tmp_path, "sft", "--set", "batch_size=8", "max_len=128")
     (step,) = plan["steps"]
     assert step["name"] == "sft_update" and plan["devices"] == 8
-    state = sum(plan["persistent"].values())  # QLoRA: nf4 backbone + adapters + AdamW, one shard each
+    state = sum(
+        plan["persistent"].values()
+    )  # QLoRA: nf4 backbone + adapters + AdamW, one shard each
     assert state <= step["argument"] <= state + 2**20  # the arguments are that state and the batch
     assert step["alias"] > 0  # the optimizer state is donated
-    assert 0 < plan["peak"] < 16 * 2**30 and "fits a v5e chip with" in proc.stdout and proc.returncode == 0
+    assert (
+        0 < plan["peak"] < 16 * 2**30
+        and "fits a v5e chip with" in proc.stdout
+        and proc.returncode == 0
+    )
 
 
 def test_grpo_plan_has_every_step_and_says_what_to_turn_down(tmp_path):
-    plan, proc = _plan(tmp_path, "grpo", "--set", "grpo.batch_size=4", "grpo.micro_batch_size=4", "--chip", "v2")
+    plan, proc = _plan(
+        tmp_path, "grpo", "--set", "grpo.batch_size=4", "grpo.micro_batch_size=4", "--chip", "v2"
+    )
     names = [s["name"] for s in plan["steps"]]
     assert names == ["rollout_prefill", "rollout_decode", "reference_logps", "grpo_update"]
     assert {"backbone", "lora", "optimizer", "reference"} <= set(plan["persistent"])
@@ -46,7 +56,9 @@ def test_grpo_plan_has_every_step_and_says_what_to_turn_down(tmp_path):
 def test_unknown_chip_model_or_kind_lists_the_known_ones():
     with pytest.raises(ValueError, match=r"unknown chip 'v4'; known: v5e \(16 GiB\)"):
         memplan.plan("sft", chip="v4")
-    with pytest.raises(ValueError, match="unknown recipe kind 'ppo'; known: sft, dpo, distill, grpo"):
+    with pytest.raises(
+        ValueError, match="unknown recipe kind 'ppo'; known: sft, dpo, distill, grpo"
+    ):
         memplan.plan("ppo")
     with pytest.raises(KeyError, match="Unknown model id 'gemma-7b'. Supported:"):
         memplan.plan("sft", model_id="gemma-7b")

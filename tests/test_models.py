@@ -31,7 +31,9 @@ def test_hf_layout_loads_exactly_through_real_path(tmp_path, tiny, shards):
         assert len(set(index["weight_map"].values())) == shards
     lm = models.load_model("tiny-gemma3", path=folder, verbose=False)
     a, b = nnx.to_pure_dict(nnx.state(src)), nnx.to_pure_dict(nnx.state(lm.model))
-    diffs = jax.tree.leaves(jax.tree.map(lambda x, y: float(np.abs(np.asarray(x) - np.asarray(y)).max()), a, b))
+    diffs = jax.tree.leaves(
+        jax.tree.map(lambda x, y: float(np.abs(np.asarray(x) - np.asarray(y)).max()), a, b)
+    )
     assert max(diffs) == 0.0
     np.testing.assert_array_equal(testing.logits(src), testing.logits(lm.model))
     assert lm.eos_ids == [3, 5]  # EOS and <end_of_turn> of the tiny tokenizer
@@ -60,7 +62,13 @@ def test_missing_files_and_unknown_ids(tmp_path):
 
 def test_missing_credentials_name_the_secret(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
-    for k in ("HF_TOKEN", "KAGGLE_USERNAME", "KAGGLE_KEY", "KAGGLE_API_TOKEN", "KAGGLE_KERNEL_RUN_TYPE"):
+    for k in (
+        "HF_TOKEN",
+        "KAGGLE_USERNAME",
+        "KAGGLE_KEY",
+        "KAGGLE_API_TOKEN",
+        "KAGGLE_KERNEL_RUN_TYPE",
+    ):
         monkeypatch.delenv(k, raising=False)
     with pytest.raises(models.runtime.MissingSecretError, match="'HF_TOKEN'.*google/gemma-3-1b-it"):
         models.load_model("gemma-3-1b-it", source="hf")
@@ -78,10 +86,14 @@ def test_lora_shares_the_backbone_and_round_trips(tmp_path, tiny):
     base = models.load_model("tiny-gemma3", path=folder, verbose=False).model
     lora = models.apply_lora(base, rank=4, alpha=8.0, verbose=False)
     shared, own = _backbone(base), _backbone(lora)
-    assert shared.keys() == own.keys() and all(own[k] is shared[k] for k in shared), "LoRA copied the backbone"
+    assert shared.keys() == own.keys() and all(own[k] is shared[k] for k in shared), (
+        "LoRA copied the backbone"
+    )
     trainable, total = models.count_params(lora)
     assert 0 < trainable < total / 5
-    np.testing.assert_allclose(testing.logits(lora), testing.logits(src), atol=1e-5)  # B = 0 at init
+    np.testing.assert_allclose(
+        testing.logits(lora), testing.logits(src), atol=1e-5
+    )  # B = 0 at init
     for _, v in nnx.iter_graph(lora):  # pretend training moved the adapters
         if isinstance(v, nnx.LoRAParam):
             v.value = v.value + 0.05
@@ -101,7 +113,9 @@ def _train(model, tok, steps: int = 3):
     records = data.to_records(smoke.synthetic_gsm8k(32, seed=4), "s", verbose=False)[0]
     ds = training.sft_dataset([data.sft_pair(r) for r in records], tok, max_len=144, batch_size=4,
                               num_batches=steps, verbose=False)  # fmt: skip
-    config = peft_trainer.TrainingConfig(eval_every_n_steps=10**6, max_steps=steps, pbar_description=None)
+    config = peft_trainer.TrainingConfig(
+        eval_every_n_steps=10**6, max_steps=steps, pbar_description=None
+    )
     trainer = peft_trainer.PeftTrainer(model, training.optimizer(1e-2, steps), config)
     trainer.with_gen_model_input_fn(training.model_inputs_fn(tok.pad_id())).train(ds)
 
@@ -112,15 +126,21 @@ def test_qlora_quantizes_the_backbone_to_nf4_and_trains_only_adapters(tmp_path, 
     q = models.apply_lora(lm.model, rank=4, alpha=8.0, qlora=True, verbose=False)
     kernels = [n for _, n in nnx.iter_graph(q) if type(n).__name__ == "QArray"]
     assert len(kernels) == 6 * cfg.num_layers  # q, kv, attn_vec, gate, up, down in every layer
-    assert {k.qtype for k in kernels} == {"nf4"} and {str(k.qvalue.value.dtype) for k in kernels} == {"uint4"}
+    assert {k.qtype for k in kernels} == {"nf4"} and {
+        str(k.qvalue.value.dtype) for k in kernels
+    } == {"uint4"}
     assert models.footprint(q)["bytes"] < 0.5 * models.footprint(lm.model)["bytes"]
     diff = np.abs(testing.logits(q) - testing.logits(src)).max()
-    assert 0 < diff < 0.5 * np.abs(testing.logits(src)).max()  # nf4 changes the base a little, not a lot
+    assert (
+        0 < diff < 0.5 * np.abs(testing.logits(src)).max()
+    )  # nf4 changes the base a little, not a lot
     frozen = {k: np.asarray(v) for k, v in _backbone(q).items()}
     adapters = runlog.digest(q)
     _train(q, lm.tokenizer)
     after = _backbone(q)
-    assert all(np.array_equal(frozen[k], np.asarray(after[k])) for k in frozen), "QLoRA training moved the backbone"
+    assert all(np.array_equal(frozen[k], np.asarray(after[k])) for k in frozen), (
+        "QLoRA training moved the backbone"
+    )
     assert runlog.digest(q) != adapters, "QLoRA training did not move the adapters"
 
 
@@ -142,7 +162,9 @@ def test_released_config_json_gives_tunix_preset(model_id):
     has 256,000 (tunix's loader quietly uses the checkpoint's; tunixkit's config says so upfront)."""
     spec = models.get_spec(model_id)
     fam = families.get(spec.family)
-    hf = json.loads((pathlib.Path(__file__).parent / "data" / f"{model_id}.config.json").read_text())
+    hf = json.loads(
+        (pathlib.Path(__file__).parent / "data" / f"{model_id}.config.json").read_text()
+    )
     preset = checkpoints.tunix_config_dict(getattr(fam.config_cls(), spec.preset)())
     parsed = checkpoints.tunix_config_dict(fam.config_from_hf(hf, preset.get("param_dtype")))
     if spec.family == "gemma2":
@@ -178,15 +200,20 @@ def test_export_merges_adapters_and_orbax_loads_with_tunix_alone(tmp_path, tiny,
     out = checkpoints.export(tuned, base, tmp_path / "export", lora_rank=4, lora_alpha=8.0)
     merged = models.load_model("tiny-gemma3", path=out["hf"], verbose=False)
     assert not jax.tree.leaves(nnx.state(merged.model, nnx.LoRAParam))
-    assert (out["hf"] / "tokenizer.model").is_file() and (out["orbax"] / "tokenizer.model").is_file()
+    assert (out["hf"] / "tokenizer.model").is_file() and (
+        out["orbax"] / "tokenizer.model"
+    ).is_file()
     np.testing.assert_allclose(testing.logits(merged.model), want, atol=1e-4)
     judged = testing.load_orbax_export(out["orbax"])
     np.testing.assert_array_equal(testing.logits(judged), testing.logits(merged.model))
 
 
 def test_merge_handles_fused_qkv_that_tunix_merger_cannot(tmp_path):
-    """num_heads == num_kv_heads fuses q/k/v into one einsum (TUNIX_NOTES pitfall 7)."""
-    cfg = smoke.gemma3_config(smoke.load_tokenizer().vocab_size, smoke.TinyShape(num_heads=2, num_kv_heads=2))
+    """num_heads == num_kv_heads fuses q/k/v into one einsum, which tunix 0.1.7's own merger
+    mis-names (qk_einsum) and fails on; tunixkit merges in memory."""
+    cfg = smoke.gemma3_config(
+        smoke.load_tokenizer().vocab_size, smoke.TinyShape(num_heads=2, num_kv_heads=2)
+    )
     src = testing.randomize_all(smoke.random_model(cfg))
     base = models.load_model("tiny-gemma3", path=_write(tmp_path, cfg, src), verbose=False)
     assert base.model.layers[0].attn.use_qkv_einsum
@@ -203,10 +230,14 @@ def test_qlora_shards_when_the_mesh_cannot_split_the_scales():
     makes 3 tiles of 32 on the tests' 2 devices. The scales are replicated instead of failing."""
     from tunixkit import runtime
 
-    cfg = smoke.gemma3_config(smoke.load_tokenizer().vocab_size, smoke.TinyShape(embed_dim=96, hidden_dim=384))
+    cfg = smoke.gemma3_config(
+        smoke.load_tokenizer().vocab_size, smoke.TinyShape(embed_dim=96, hidden_dim=384)
+    )
     mesh = runtime.make_mesh()
     assert mesh.shape["fsdp"] == 2
-    q = models.apply_lora(smoke.random_model(cfg), rank=4, alpha=8.0, qlora=True, mesh=mesh, verbose=False)
+    q = models.apply_lora(
+        smoke.random_model(cfg), rank=4, alpha=8.0, qlora=True, mesh=mesh, verbose=False
+    )
     scale = q.layers[0].attn.kv_einsum.w.array.scale.value
     assert scale.shape[2] == 3 and scale.sharding.spec[2] is None
     assert np.isfinite(testing.logits(q)).all()

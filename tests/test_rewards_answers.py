@@ -21,7 +21,14 @@ text = st.one_of(
 def test_every_registered_reward_never_raises_and_stays_bounded(completion, gold):
     assert len(rewards.REWARDS) >= 5  # the registry is filled by the @reward decorator
     for name, fn in rewards.REWARDS.items():
-        (value,) = fn(["prompt"], [completion], answer=[gold], question=["q"], trajectory_ids=["t"], mode="train")
+        (value,) = fn(
+            ["prompt"],
+            [completion],
+            answer=[gold],
+            question=["q"],
+            trajectory_ids=["t"],
+            mode="train",
+        )
         lo, hi = fn.bounds
         assert lo <= value <= hi, (name, completion, value)
 

@@ -77,6 +77,8 @@ def test_secret_client_failure_is_reported_not_taken_for_unset(monkeypatch, tmp_
         def get_secret(self, name):
             raise NotFound(f"No user secrets exist for label {name}")
 
-    monkeypatch.setitem(sys.modules, "kaggle_secrets", types.SimpleNamespace(UserSecretsClient=Client))
+    monkeypatch.setitem(
+        sys.modules, "kaggle_secrets", types.SimpleNamespace(UserSecretsClient=Client)
+    )
     assert runtime.get_secret("TK_NOPE_2", required=False) is None
     assert capsys.readouterr().out == ""

@@ -10,7 +10,12 @@ import pytest
 
 from tunixkit import session
 
-RECIPE = {"notebook": "SFT", "profile": "smoke", "recipe": {"steps": 150, "eval": {"batch_size": 32}}, "inputs": {}}
+RECIPE = {
+    "notebook": "SFT",
+    "profile": "smoke",
+    "recipe": {"steps": 150, "eval": {"batch_size": 32}},
+    "inputs": {},
+}
 
 
 def _fake_run(folder, steps=(25, 50), recipe=RECIPE):
@@ -22,7 +27,9 @@ def _fake_run(folder, steps=(25, 50), recipe=RECIPE):
     for step in steps:
         (folder / "checkpoints" / str(step) / "model_params").mkdir(parents=True)
         (folder / "checkpoints" / str(step) / "commit_success.txt").write_text("ok")
-    (folder / "checkpoints" / "75.orbax-checkpoint-tmp-1").mkdir()  # killed mid-save: not a checkpoint
+    (
+        folder / "checkpoints" / "75.orbax-checkpoint-tmp-1"
+    ).mkdir()  # killed mid-save: not a checkpoint
     (folder / "export" / "hf").mkdir(parents=True)
     return folder
 
@@ -39,7 +46,11 @@ def test_other_settings_in_output_dir_are_refused_naming_the_fields(tmp_path):
     with pytest.raises(session.RecipeMismatch) as e:
         session.prepare(out, changed)
     msg = str(e.value)
-    assert "recipe.steps: 150 -> 300" in msg and "recipe.eval.batch_size: 32 -> 8" in msg and "START_FRESH" in msg
+    assert (
+        "recipe.steps: 150 -> 300" in msg
+        and "recipe.eval.batch_size: 32 -> 8" in msg
+        and "START_FRESH" in msg
+    )
     assert session.prepare(out, RECIPE) == "continuing this output folder from step 50"
     said = session.prepare(out, changed, start_fresh=True)
     assert "moved to" in said and session.latest_checkpoint_step(out) is None
@@ -96,7 +107,9 @@ def test_clock_keeps_time_for_the_work_after_training(tmp_path, capsys):
 
 
 def test_upload_needs_a_handle_and_calls_kagglehub(tmp_path, monkeypatch):
-    with pytest.raises(ValueError, match="KAGGLE_MODEL=None: set it to '<your Kaggle user>/<model name>/jax/"):
+    with pytest.raises(
+        ValueError, match="KAGGLE_MODEL=None: set it to '<your Kaggle user>/<model name>/jax/"
+    ):
         session.upload_to_kaggle(tmp_path, None)
     with pytest.raises(ValueError, match="KAGGLE_MODEL='me/model'"):
         session.upload_to_kaggle(tmp_path, "me/model")

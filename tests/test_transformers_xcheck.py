@@ -30,7 +30,9 @@ def _config(family: str):
     shape = FAMILIES[family][1]
     if family == "gemma3":
         return smoke.gemma3_config(vocab, shape)
-    return dataclasses.replace(smoke.gemma2_config(vocab, shape), attn_logits_soft_cap=5.0, final_logit_softcap=10.0)
+    return dataclasses.replace(
+        smoke.gemma2_config(vocab, shape), attn_logits_soft_cap=5.0, final_logit_softcap=10.0
+    )
 
 
 def _hf_logits(folder, family: str, toks):

@@ -102,11 +102,22 @@ def test_rollout_engine_is_checked_before_loading_and_never_imported_unless_chos
     rl.check_rollout_engine("vanilla", "gemma3")
     assert "vllm" not in sys.modules and "sgl_jax" not in sys.modules
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
-    with pytest.raises(rl.RolloutEngineUnavailable, match=r"needs the 'vllm' module, which is not installed.*vllm-tpu"):
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a)
+    )
+    with pytest.raises(
+        rl.RolloutEngineUnavailable,
+        match=r"needs the 'vllm' module, which is not installed.*vllm-tpu",
+    ):
         rl.check_rollout_engine("vllm", "gemma3")
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "sgl_jax" else real(name, *a))
-    with pytest.raises(rl.RolloutEngineUnavailable, match="mappings only for llama3, qwen2, qwen3, not for gemma2"):
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: object() if name == "sgl_jax" else real(name, *a),
+    )
+    with pytest.raises(
+        rl.RolloutEngineUnavailable, match="mappings only for llama3, qwen2, qwen3, not for gemma2"
+    ):
         rl.check_rollout_engine("sglang_jax", "gemma2")
     assert "sgl_jax" not in sys.modules
 
@@ -119,10 +130,14 @@ def test_packed_rows_give_each_example_its_unpacked_loss():
     lm = models.load_model("tiny-gemma3", verbose=False)
     tok, fn = lm.tokenizer, training.model_inputs_fn(lm.tokenizer.pad_id())
     records = data.to_records(smoke.synthetic_gsm8k(16, seed=3), "s", verbose=False)[0]
-    pairs = [data.sft_pair(r, system_prompt=None) for r in records]  # 47-81 tokens: several fit a row
+    pairs = [
+        data.sft_pair(r, system_prompt=None) for r in records
+    ]  # 47-81 tokens: several fit a row
     unpacked = training.sft_dataset(pairs, tok, max_len=144, batch_size=16)[0]
     (packed,) = list(training.sft_dataset(pairs, tok, max_len=288, batch_size=16, packing=True))
-    assert packed.segment_ids.max() >= 3 and packed.input_tokens.shape[0] < 16  # rows hold several examples
+    assert (
+        packed.segment_ids.max() >= 3 and packed.input_tokens.shape[0] < 16
+    )  # rows hold several examples
     assert int(packed.input_mask.sum()) == int(unpacked.input_mask.sum())  # the same target tokens
     a = float(peft_trainer._default_loss_fn(lm.model, **fn(unpacked)))
     b = float(peft_trainer._default_loss_fn(lm.model, **fn(packed)))

@@ -1,19 +1,27 @@
 """tunixkit: thin helpers for post-training Gemma with Google Tunix, used by the notebooks.
 
-Modules, one concern each:
+Modules, one concern each (each opens with a docstring saying more):
+
   runtime      profile (smoke/full), platform, mesh, secrets
-  models       load_model (HF / Kaggle / local / smoke) onto a mesh, LoRA and QLoRA
-  checkpoints  HF-layout writer and validation, Orbax save/restore, merged and Orbax export
-  data         GSM8K records from any source, the chat template, pipelines
+  session      the session clock, recipe.json, RESUME_FROM continuation, Kaggle Model upload
+  recipes      the smoke/full presets of each notebook; start(), every notebook's setup cell
+  families     what differs between Gemma3 and Gemma2 (config.json, HF layout, LoRA targets)
+  models       load_model (HF / Kaggle / local / smoke) onto a mesh; LoRA and QLoRA
+  tokenizer    one interface over SentencePiece and Hugging Face tokenizers
+  checkpoints  HF-layout writer and validation, Orbax save/restore, the export (merged HF + Orbax)
+  data         GSM8K records from any source, the chat template, GRPO batches
   answers      answer extraction and numeric checking
-  rewards      GRPO reward functions
-  evaluation   batched generation and the GSM8K evaluator
-  training     SFT batches, optimizer, budget, trainer config and run, metrics on disk, digest
-  rl           GRPO wiring (RLCluster + GRPOLearner), curves, held-out reward
+  rewards      GRPO reward functions (a registry the property tests walk)
+  evaluation   batched generation and the GSM8K evaluator, paired comparisons
+  training     SFT batches (packing), optimizer, trainer options, run(): the one training loop
+  runlog       metrics.jsonl across sessions, curves, weights digest
+  rl           GRPO wiring (RLCluster + GRPOLearner), curves, held-out reward, rollout engines
   preferences  DPO/ORPO pairs (on-policy or a dataset), tokenization, held-out scores
-  recipes      the smoke/full presets of each notebook
-  testing      tiny Gemma3, offline tokenizer, synthetic GSM8K (public)
-  doctor       checks that the installed tunix offers every API tunixkit calls
+  distill      logit distillation: vocabulary check, LogitStrategy, held-out losses
+  memplan      memory plan: each recipe's step programs compiled at real shape, bytes per device
+  smoke        the smoke profile's tiny models, offline tokenizer and data
+  doctor       checks that the installed tunix offers every API tunixkit uses
+  testing      helpers for tunixkit's own tests
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

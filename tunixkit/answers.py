@@ -19,6 +19,12 @@ import math
 import re
 from fractions import Fraction
 
+__all__ = [
+    "ANSWER_TAG_RE", "BOXED_RE", "Extraction", "HASH_RE", "NUMBER_RE", "OPEN_ANSWER_RE",
+    "THE_ANSWER_RE", "extract_answer", "format_number", "is_correct", "last_number",
+    "numbers_equal", "parse_number",
+]  # fmt: skip
+
 # A number: optional sign and currency, digits with optional thousands commas, decimals,
 # optional fraction part, optional percent.
 _NUM = r"[-+−]?\s?[$€£]?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s?/\s?\d+(?:\.\d+)?)?\s?%?|[-+−]?\.\d+"

@@ -2,7 +2,7 @@
 
 - :func:`write_hf_checkpoint`: a tunix model as ``config.json`` + ``model.safetensors`` (or shards
   with ``model.safetensors.index.json``), loadable by tunix's safetensors loader *and* by
-  ``transformers`` (the family's config fields follow ``shared/reference/xcheck``).
+  ``transformers`` (checked by tests/test_transformers_xcheck.py for both families).
 - :func:`validate_hf_checkpoint`: before loading, every expected tensor is present with the shape the
   config implies; otherwise a clear error naming the tensor and both shapes.
 - :func:`save_state` / :func:`restore_state`: Orbax save/restore of a model's full or LoRA-only state.
@@ -33,7 +33,11 @@ __all__ = [
     "write_hf_checkpoint",
 ]  # fmt: skip
 
-CONFIG_FILE, WEIGHTS_FILE, INDEX_FILE = "config.json", "model.safetensors", "model.safetensors.index.json"
+CONFIG_FILE, WEIGHTS_FILE, INDEX_FILE = (
+    "config.json",
+    "model.safetensors",
+    "model.safetensors.index.json",
+)
 TUNIX_CONFIG_FILE = "tunix_config.json"  # beside an Orbax export: how to build the tunix model
 _NOT_COPIED = {CONFIG_FILE, INDEX_FILE}
 
@@ -61,7 +65,9 @@ def write_hf_checkpoint(
     out.mkdir(parents=True, exist_ok=True)
     sd = fam.hf_state_dict(model, cfg)
     dtype = str(next(iter(sd.values())).dtype)
-    (out / CONFIG_FILE).write_text(json.dumps(fam.hf_config(cfg, dtype=dtype, **config_kw), indent=1))
+    (out / CONFIG_FILE).write_text(
+        json.dumps(fam.hf_config(cfg, dtype=dtype, **config_kw), indent=1)
+    )
     if shards == 1:
         stn.save_file(sd, str(out / WEIGHTS_FILE), metadata={"format": "pt"})
     else:
@@ -103,7 +109,9 @@ def validate_hf_checkpoint(model_dir: str | pathlib.Path, cfg, *, family: str = 
     missing = [name for name in expected if name not in found]
     if missing:
         raise CheckpointError(f"{folder}: {len(missing)} tensor(s) missing, e.g. {missing[:3]}")
-    extra = [n for n in found if n not in expected and n.startswith("model.") and "rotary_emb" not in n]
+    extra = [
+        n for n in found if n not in expected and n.startswith("model.") and "rotary_emb" not in n
+    ]
     if extra:
         raise CheckpointError(
             f"{folder}: {len(extra)} tensor(s) the config does not expect, e.g. {extra[:3]} "
@@ -232,7 +240,9 @@ def export(model, base, out_dir: str | pathlib.Path, *, lora_rank: int | None = 
     ids = {k: src[k] for k in ("eos_token_id", "pad_token_id", "bos_token_id") if k in src}
     extras = {p.name: p for p in base.path.iterdir()
               if p.is_file() and p.suffix != ".safetensors" and p.name not in _NOT_COPIED}  # fmt: skip
-    hf_dir = write_hf_checkpoint(plain, base.config, out / "hf", family=base.family, extra_files=extras, **ids)
+    hf_dir = write_hf_checkpoint(
+        plain, base.config, out / "hf", family=base.family, extra_files=extras, **ids
+    )
     orbax_dir = out / "orbax"
     save_state(plain, orbax_dir / "params")
     meta = {"family": base.family, "module": families.get(base.family).model_module,

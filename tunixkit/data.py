@@ -22,6 +22,12 @@ from typing import Any
 
 from tunixkit.answers import format_number, parse_number
 
+__all__ = [
+    "DataError", "KAGGLE_GSM8K", "LoadReport", "Record", "SYSTEM_PROMPT", "columns",
+    "format_completion", "format_prompt", "grpo_dataset", "load_gsm8k", "load_rows",
+    "parse_gsm8k_answer", "read_rows", "sft_pair", "to_records", "write_jsonl",
+]  # fmt: skip
+
 REASONING_START, REASONING_END = "<reasoning>", "</reasoning>"
 ANSWER_START, ANSWER_END = "<answer>", "</answer>"
 START_OF_TURN, END_OF_TURN = "<start_of_turn>", "<end_of_turn>"
@@ -165,9 +171,13 @@ def read_rows(path: str | pathlib.Path) -> list[dict[str, Any]]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{lineno}: invalid JSON ({e.msg}); expected one object per line") from e
+                raise DataError(
+                    f"{path}:{lineno}: invalid JSON ({e.msg}); expected one object per line"
+                ) from e
             if not isinstance(row, dict):
-                raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+                raise DataError(
+                    f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}"
+                )
             rows.append(row)
     elif suffix == ".json":
         try:
@@ -180,14 +190,18 @@ def read_rows(path: str | pathlib.Path) -> list[dict[str, Any]]:
         reader = csv.DictReader(io.StringIO(_decode(path), newline=""))
         missing = {"question", "answer"} - {c.strip().lower() for c in reader.fieldnames or []}
         if reader.fieldnames and missing:
-            raise DataError(f"{path}:1: header lacks column(s) {sorted(missing)}; found {reader.fieldnames}")
+            raise DataError(
+                f"{path}:1: header lacks column(s) {sorted(missing)}; found {reader.fieldnames}"
+            )
         rows = list(reader)
     elif suffix == ".parquet":
         import pyarrow.parquet as pq
 
         rows = pq.read_table(path).to_pylist()
     else:
-        raise DataError(f"{path}: unsupported extension {suffix!r}; use .jsonl, .json, .csv or .parquet")
+        raise DataError(
+            f"{path}: unsupported extension {suffix!r}; use .jsonl, .json, .csv or .parquet"
+        )
     if not rows:
         raise DataError(f"{path}: no records (the file is empty); expected at least one row")
     return rows

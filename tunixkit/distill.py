@@ -15,6 +15,10 @@ import numpy as np
 
 from tunixkit import data
 
+__all__ = [
+    "VocabularyMismatch", "check_vocab", "forward", "heldout_losses", "strategy",
+]  # fmt: skip
+
 
 class VocabularyMismatch(ValueError):
     """Teacher and student do not share a vocabulary: their logits cannot be compared."""

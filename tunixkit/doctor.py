@@ -18,8 +18,8 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
-import importlib.util
 import importlib.metadata as md
+import importlib.util
 import inspect
 import pathlib
 import re
@@ -126,7 +126,9 @@ def check() -> tuple[list[str], list[str]]:
         if missing:
             problems.append(f"{module}.{path}: no parameter(s) {', '.join(missing)}")
         elif hidden:
-            unverifiable.append(f"{module}.{path}: takes **kwargs, so {', '.join(hidden)} cannot be checked")
+            unverifiable.append(
+                f"{module}.{path}: takes **kwargs, so {', '.join(hidden)} cannot be checked"
+            )
     return problems, unverifiable
 
 
@@ -185,7 +187,10 @@ def scan(paths: Iterable[str | pathlib.Path]) -> set[tuple[str, str]]:
                 for a in node.names:
                     if a.name.split(".")[0] in ("tunix", "qwix"):
                         aliases[a.asname or a.name] = a.name
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("tunix", "qwix"):
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in (
+                "tunix",
+                "qwix",
+            ):
                 for a in node.names:
                     full = f"{node.module}.{a.name}"
                     if importlib.util.find_spec(node.module) and _is_module(full):
@@ -193,7 +198,11 @@ def scan(paths: Iterable[str | pathlib.Path]) -> set[tuple[str, str]]:
                     else:
                         used.add((node.module, a.name))
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+            ):
                 used.add((aliases[node.value.id], node.attr))
     return used
 
@@ -206,8 +215,12 @@ def _is_module(name: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Check the installed tunix against what tunixkit uses.")
-    ap.add_argument("--pins", type=pathlib.Path, help="requirements.txt whose versions the pip line uses")
+    ap = argparse.ArgumentParser(
+        description="Check the installed tunix against what tunixkit uses."
+    )
+    ap.add_argument(
+        "--pins", type=pathlib.Path, help="requirements.txt whose versions the pip line uses"
+    )
     ap.add_argument("--missing-deps-line", action="store_true",
                     help="print only the pip line for tunix's missing dependencies (empty if none)")  # fmt: skip
     args = ap.parse_args(argv)
@@ -228,9 +241,13 @@ def main(argv: list[str] | None = None) -> int:
     for line in problems:
         print(f"  MISSING: {line}")
     if deps:
-        print(f"  tunix's own dependencies not installed: {', '.join(deps)}\n  Fix: {pip_line(deps, args.pins)}")
+        print(
+            f"  tunix's own dependencies not installed: {', '.join(deps)}\n  Fix: {pip_line(deps, args.pins)}"
+        )
     if problems:
-        print(f"Fix: pip install --no-deps '{PIN}' qwix==0.1.8   (keeps the preinstalled jax/libtpu)")
+        print(
+            f"Fix: pip install --no-deps '{PIN}' qwix==0.1.8   (keeps the preinstalled jax/libtpu)"
+        )
     return 1 if problems or deps else 0
 
 

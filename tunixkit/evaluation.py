@@ -21,6 +21,12 @@ from tunixkit.answers import extract_answer, is_correct
 from tunixkit.data import SYSTEM_PROMPT, format_prompt
 from tunixkit.rewards import has_format
 
+__all__ = [
+    "CATEGORIES", "EvalConfig", "EvalResult", "Generation", "Paired", "categorize",
+    "comparison_table", "evaluate", "generate", "make_sampler", "paired", "plot_comparison",
+    "result_from", "side_by_side", "wilson_interval", "worst_errors",
+]  # fmt: skip
+
 CATEGORIES = ("correct", "wrong_number", "broken_format", "no_answer", "truncated")
 
 
@@ -219,9 +225,13 @@ def evaluate(
     is", last number). With ``reuse``, predictions already stored for exactly these questions are
     read back instead of generated again (a resumed run's "before" evaluation).
     """
-    stored = pathlib.Path(output_dir) / f"predictions_{name}.jsonl" if output_dir is not None else None
+    stored = (
+        pathlib.Path(output_dir) / f"predictions_{name}.jsonl" if output_dir is not None else None
+    )
     if reuse and stored is not None and stored.is_file():
-        preds = [json.loads(line) for line in stored.read_text(encoding="utf-8").splitlines() if line]
+        preds = [
+            json.loads(line) for line in stored.read_text(encoding="utf-8").splitlines() if line
+        ]
         if [p["question"] for p in preds] == [r["question"] for r in records]:
             print(f"{name}: reusing the {len(preds)} stored predictions in {stored}")
             return result_from(name, preds)

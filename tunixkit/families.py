@@ -41,11 +41,17 @@ class Family:
     name: str
     model_module: str  # tunix module holding ModelConfig and the model class
     model_class: str  # e.g. "Gemma3"
-    loader_module: str  # tunix module with create_model_from_safe_tensors(file_dir, config, mesh, dtype)
+    loader_module: (
+        str  # tunix module with create_model_from_safe_tensors(file_dir, config, mesh, dtype)
+    )
     architecture: str  # HF "architectures" entry
     lora_modules: str  # qwix LoraProvider(module_path=...)
-    config_from_hf: Callable[[dict[str, Any], Any], Any]  # (config.json dict, dtype) -> tunix config
-    hf_config: Callable[..., dict[str, Any]]  # (tunix config, dtype=, eos/pad/bos ids) -> config.json
+    config_from_hf: Callable[
+        [dict[str, Any], Any], Any
+    ]  # (config.json dict, dtype) -> tunix config
+    hf_config: Callable[
+        ..., dict[str, Any]
+    ]  # (tunix config, dtype=, eos/pad/bos ids) -> config.json
     hf_shapes: Callable[[Any], dict[str, tuple[int, ...]]]  # tunix config -> {tensor: shape}
     hf_state_dict: Callable[[Any, Any], dict[str, np.ndarray]]  # (model, config) -> HF tensors
     end_of_turn: str = "<end_of_turn>"
@@ -67,14 +73,18 @@ def read_hf_config(folder: str | pathlib.Path) -> dict[str, Any]:
     return c.get("text_config", c)
 
 
-# --- Gemma3 (270M, 1B, ...): checked against transformers.Gemma3ForCausalLM (shared/reference/xcheck)
+# --- Gemma3 (270M, 1B, ...): checked against transformers.Gemma3ForCausalLM (tests/test_transformers_xcheck.py).
+# config.json must say query_pre_attn_scalar, sliding_window and layer_types explicitly:
+# transformers' defaults (256, 4096, its own pattern) give other logits.
 
 
 def _g3_config_from_hf(c: dict[str, Any], dtype: Any):
     from tunix.models.gemma3 import model as g3
 
     rope = c.get("rope_parameters") or {}
-    global_theta = c.get("rope_theta") or rope.get("full_attention", {}).get("rope_theta", 1_000_000)
+    global_theta = c.get("rope_theta") or rope.get("full_attention", {}).get(
+        "rope_theta", 1_000_000
+    )
     local_theta = c.get("rope_local_base_freq") or rope.get("sliding_attention", {}).get(
         "rope_theta", 10_000
     )
@@ -204,9 +214,13 @@ def _g2_config_from_hf(c: dict[str, Any], dtype: Any):
         (not g["tie_word_embeddings"] or g["attention_bias"], "untied embeddings or attention biases"),
     ) if bad]  # fmt: skip
     if problems:
-        raise ValueError(f"config.json describes a Gemma2 tunix cannot build: {'; '.join(problems)}")
+        raise ValueError(
+            f"config.json describes a Gemma2 tunix cannot build: {'; '.join(problems)}"
+        )
     n = g["num_hidden_layers"]
-    layer_types = c.get("layer_types") or ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)]
+    layer_types = c.get("layer_types") or [
+        "sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)
+    ]
     types = tuple(g2.AttentionType.LOCAL_SLIDING if t == "sliding_attention" else g2.AttentionType.GLOBAL
                   for t in layer_types)  # fmt: skip
     return g2.ModelConfig(
@@ -246,20 +260,25 @@ def _g2_state_dict(model, cfg) -> dict[str, np.ndarray]:
           "model.norm.weight": model.final_norm.scale.value}  # fmt: skip
     for i, layer in enumerate(model.layers):
         pre = f"model.layers.{i}."
-        parts = _gemma_attention(layer.attn, cfg) | {
-            "mlp.gate_proj.weight": layer.mlp.gate_proj.kernel.value.T,
-            "mlp.up_proj.weight": layer.mlp.up_proj.kernel.value.T,
-            "mlp.down_proj.weight": layer.mlp.down_proj.kernel.value.T,
-            "input_layernorm.weight": layer.pre_attention_norm.scale.value,
-            "post_attention_layernorm.weight": layer.post_attn_norm.scale.value,  # Gemma3: post_attention_norm
-            "pre_feedforward_layernorm.weight": layer.pre_ffw_norm.scale.value,
-            "post_feedforward_layernorm.weight": layer.post_ffw_norm.scale.value,
-        }
+        parts = (
+            _gemma_attention(layer.attn, cfg)
+            | {
+                "mlp.gate_proj.weight": layer.mlp.gate_proj.kernel.value.T,
+                "mlp.up_proj.weight": layer.mlp.up_proj.kernel.value.T,
+                "mlp.down_proj.weight": layer.mlp.down_proj.kernel.value.T,
+                "input_layernorm.weight": layer.pre_attention_norm.scale.value,
+                "post_attention_layernorm.weight": layer.post_attn_norm.scale.value,  # Gemma3: post_attention_norm
+                "pre_feedforward_layernorm.weight": layer.pre_ffw_norm.scale.value,
+                "post_feedforward_layernorm.weight": layer.post_ffw_norm.scale.value,
+            }
+        )
         sd |= {pre + k: v for k, v in parts.items()}
     return {name: np.ascontiguousarray(np.asarray(x)) for name, x in sd.items()}
 
 
-_GEMMA_LORA = ".*q_einsum|.*kv_einsum|.*qkv_einsum|.*attn_vec_einsum|.*gate_proj|.*up_proj|.*down_proj"
+_GEMMA_LORA = (
+    ".*q_einsum|.*kv_einsum|.*qkv_einsum|.*attn_vec_einsum|.*gate_proj|.*up_proj|.*down_proj"
+)
 
 FAMILIES: dict[str, Family] = {
     "gemma3": Family(

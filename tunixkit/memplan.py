@@ -37,7 +37,14 @@ from tunixkit import families, models
 __all__ = ["CHIPS", "KINDS", "Plan", "StepReport", "plan", "sharding_constraints"]
 
 GIB = 2**30
-CHIPS = {"v5e": 16 * GIB, "v6e": 32 * GIB, "v2": 8 * GIB, "v3": 8 * GIB, "h100": 80 * GIB, "h200": 141 * GIB}
+CHIPS = {
+    "v5e": 16 * GIB,
+    "v6e": 32 * GIB,
+    "v2": 8 * GIB,
+    "v3": 8 * GIB,
+    "h100": 80 * GIB,
+    "h200": 141 * GIB,
+}
 KINDS = ("sft", "dpo", "distill", "grpo")
 PAD_ID, EOS_ID = 0, 1  # any ids give the same programs
 HEADROOM = 0.9  # XLA plans buffers statically; keep 10% for fragmentation and the runtime
@@ -65,7 +72,9 @@ class StepReport:
 
     @property
     def peak(self) -> int:
-        return self.argument + self.output + self.temp + self.code - self.alias + self.resident_other
+        return (
+            self.argument + self.output + self.temp + self.code - self.alias + self.resident_other
+        )
 
 
 @dataclasses.dataclass
@@ -103,7 +112,7 @@ class Plan:
                 f"{worst}, {-self.spare:.1f} GiB too many; try {KNOBS[self.kind]}")  # fmt: skip
 
     def table(self) -> str:
-        rows = [f"| step | shapes | peak GiB/device | temp | arguments | other resident | compile s |",
+        rows = ["| step | shapes | peak GiB/device | temp | arguments | other resident | compile s |",
                 "|---|---|---|---|---|---|---|"]  # fmt: skip
         rows += [f"| {s.name} | {s.shapes} | **{s.peak / GIB:.2f}** | {s.temp / GIB:.2f} | {s.argument / GIB:.2f} | "
                  f"{s.resident_other / GIB:.2f} | {s.compile_s:.0f} |" for s in self.steps]  # fmt: skip
@@ -126,7 +135,9 @@ def _mesh_and_shard(x, spec):
         mesh = pxla.thread_resources.env.physical_mesh
     if mesh.empty:
         return jax.numpy.asarray(x)
-    return jax.lax.with_sharding_constraint(x, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(*spec)))
+    return jax.lax.with_sharding_constraint(
+        x, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(*spec))
+    )
 
 
 @contextlib.contextmanager
@@ -175,7 +186,14 @@ def _abstract(model_id: str, layers: int | None, mesh):
 
     family, cfg = _config(model_id, layers)
     model = nnx.eval_shape(lambda: families.get(family).model_cls()(cfg, rngs=nnx.Rngs(0)))
-    floats = lambda a: jax.ShapeDtypeStruct(a.shape, jnp.bfloat16) if jnp.issubdtype(a.dtype, jnp.floating) else a  # noqa: E731
+
+    def floats(a):  # tunixkit loads the weights in bfloat16
+        return (
+            jax.ShapeDtypeStruct(a.shape, jnp.bfloat16)
+            if jnp.issubdtype(a.dtype, jnp.floating)
+            else a
+        )
+
     nnx.update(model, jax.tree.map(floats, nnx.state(model)))
     _place(model, mesh)
     return model, family, cfg
@@ -196,8 +214,14 @@ def _lora(model, mesh, *, family: str, rank: int, alpha: float, qlora: bool = Fa
     import qwix
     from flax import nnx
 
-    kw = {"weight_qtype": "nf4", "tile_size": models.default_tile_size(model.config)} if qlora else {}
-    provider = qwix.LoraProvider(module_path=families.get(family).lora_modules, rank=rank, alpha=alpha, **kw)
+    kw = (
+        {"weight_qtype": "nf4", "tile_size": models.default_tile_size(model.config)}
+        if qlora
+        else {}
+    )
+    provider = qwix.LoraProvider(
+        module_path=families.get(family).lora_modules, rank=rank, alpha=alpha, **kw
+    )
     lora = nnx.eval_shape(lambda m: qwix.apply_lora_to_model(m, provider, rngs=nnx.Rngs(params=0),
                                                              **m.get_model_input()), model)  # fmt: skip
     _place(lora, mesh)
@@ -239,13 +263,18 @@ def _batch(mesh, shape, dtype, *, sharded: bool = True):
     return jax.ShapeDtypeStruct(tuple(shape), dtype, sharding=s)
 
 
-def _compile(name: str, shapes: str, lower: Callable[[], Any], resident_other: int, verbose: bool) -> StepReport:
+def _compile(
+    name: str, shapes: str, lower: Callable[[], Any], resident_other: int, verbose: bool
+) -> StepReport:
     t0 = time.perf_counter()
     m = lower().compile().memory_analysis()
     r = StepReport(name, shapes, m.argument_size_in_bytes, m.output_size_in_bytes, m.temp_size_in_bytes,
                    m.alias_size_in_bytes, m.generated_code_size_in_bytes, resident_other, time.perf_counter() - t0)  # fmt: skip
     if verbose:
-        print(f"  {name} [{shapes}]: {r.peak / GIB:.2f} GiB/device, compiled in {r.compile_s:.0f}s", flush=True)
+        print(
+            f"  {name} [{shapes}]: {r.peak / GIB:.2f} GiB/device, compiled in {r.compile_s:.0f}s",
+            flush=True,
+        )
     return r
 
 
@@ -274,14 +303,20 @@ def _sft(rec, mesh, model_id, layers, verbose, jnp):
     from tunixkit import training
 
     base, family, _ = _abstract(model_id, layers, mesh)
-    model = _lora(base, mesh, family=family, rank=rec.lora_rank, alpha=rec.lora_alpha, qlora=rec.qlora)
+    model = _lora(
+        base, mesh, family=family, rank=rec.lora_rank, alpha=rec.lora_alpha, qlora=rec.qlora
+    )
     config = peft_trainer.TrainingConfig(eval_every_n_steps=rec.eval_every, max_steps=rec.steps)
     tx = _abstract_optimizer(training.optimizer(rec.learning_rate, rec.steps))
-    trainer = peft_trainer.PeftTrainer(model, tx, config).with_gen_model_input_fn(training.model_inputs_fn(PAD_ID))
+    trainer = peft_trainer.PeftTrainer(model, tx, config).with_gen_model_input_fn(
+        training.model_inputs_fn(PAD_ID)
+    )
     _place(trainer.optimizer, mesh)
     persistent = _lora_pieces(trainer.model, trainer.optimizer)
     b, n = rec.batch_size, rec.max_len
-    x = peft_trainer.TrainingInput(input_tokens=_batch(mesh, (b, n), jnp.int32), input_mask=_batch(mesh, (b, n), jnp.int32))
+    x = peft_trainer.TrainingInput(
+        input_tokens=_batch(mesh, (b, n), jnp.int32), input_mask=_batch(mesh, (b, n), jnp.int32)
+    )
     lower = _train_step(trainer)
     kind = f"{'QLoRA' if rec.qlora else 'LoRA'} r{rec.lora_rank}"
     return persistent, [_compile("sft_update", f"{b}x{n} {kind}", lambda: lower(x), 0, verbose)]
@@ -296,20 +331,36 @@ def _dpo(rec, mesh, model_id, layers, verbose, jnp):
     actor = _lora(reference, mesh, family=family, rank=rec.lora_rank, alpha=rec.lora_alpha)
     config = dpo_trainer.DPOTrainingConfig(eval_every_n_steps=rec.eval_every, max_steps=rec.steps, algorithm=rec.algorithm,
                                            beta=rec.beta, lambda_orpo=rec.lambda_orpo)  # fmt: skip
-    tx = _abstract_optimizer(training.optimizer(rec.learning_rate, rec.steps, clip_norm=rec.clip_norm))
-    trainer = dpo_trainer.DPOTrainer(actor, reference if rec.algorithm == "dpo" else None, tx, config)
+    tx = _abstract_optimizer(
+        training.optimizer(rec.learning_rate, rec.steps, clip_norm=rec.clip_norm)
+    )
+    trainer = dpo_trainer.DPOTrainer(
+        actor, reference if rec.algorithm == "dpo" else None, tx, config
+    )
     _place(trainer.optimizer, mesh)
     persistent = _lora_pieces(trainer.model, trainer.optimizer)
-    if rec.algorithm == "dpo":  # after one step the actor's backbone is a separate buffer (see README)
+    if (
+        rec.algorithm == "dpo"
+    ):  # after one step the actor's backbone is a separate buffer (see README)
         persistent["reference"] = _state(reference)
     b2, p, r = 2 * rec.batch_size, rec.max_prompt_length, rec.max_response_length
     n, reports = p + r, []
     if rec.algorithm == "dpo":  # DPOTrainer._prepare_inputs: on the batch before it is sharded
         raw = lambda shape, dt: _batch(mesh, shape, dt, sharded=False)  # noqa: E731
-        args = (raw((b2, n), jnp.int32), raw((b2, n), jnp.int32), raw((b2, n, n), jnp.bool_), r, raw((b2, r), jnp.int32))
+        args = (
+            raw((b2, n), jnp.int32),
+            raw((b2, n), jnp.int32),
+            raw((b2, n, n), jnp.bool_),
+            r,
+            raw((b2, r), jnp.int32),
+        )
         reports.append(_compile("reference_logps", f"{b2}x({p}+{r})", lambda: dpo_trainer.compute_logps.lower(reference, *args),
                                 _others(persistent, "reference"), verbose))  # fmt: skip
-    ref = (lambda: _batch(mesh, (b2 // 2,), jnp.float32)) if rec.algorithm == "dpo" else (lambda: None)
+    ref = (
+        (lambda: _batch(mesh, (b2 // 2,), jnp.float32))
+        if rec.algorithm == "dpo"
+        else (lambda: None)
+    )
     ex = dpo_trainer.TrainExample(
         input_ids=_batch(mesh, (b2, n), jnp.int32), positions=_batch(mesh, (b2, n), jnp.int32),
         attention_mask=_batch(mesh, (b2, n, n), jnp.bool_), ref_chosen_logps=ref(), ref_rejected_logps=ref(),
@@ -335,7 +386,11 @@ def _distill(rec, mesh, model_id, layers, verbose, jnp):
     trainer = dt.DistillationTrainer(student, teacher, strategy, tx, config).with_gen_model_input_fn(
         training.model_inputs_fn(PAD_ID))  # fmt: skip
     _place(trainer.optimizer, mesh)
-    persistent = {"teacher": _state(teacher), "student": _state(trainer.model), "optimizer": _state(trainer.optimizer)}
+    persistent = {
+        "teacher": _state(teacher),
+        "student": _state(trainer.model),
+        "optimizer": _state(trainer.optimizer),
+    }
     b, n = rec.batch_size, rec.max_len
     toks, mask = _batch(mesh, (b, n), jnp.int32), _batch(mesh, (b, n), jnp.int32)
 
@@ -383,10 +438,14 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
 
     s = rec.grpo
     reference, family, cfg = _abstract(model_id, layers, mesh)
-    actor = _lora(reference, mesh, family=family, rank=rec.lora_rank, alpha=rec.lora_alpha, qlora=rec.qlora)
+    actor = _lora(
+        reference, mesh, family=family, rank=rec.lora_rank, alpha=rec.lora_alpha, qlora=rec.qlora
+    )
     mini = s.mini_batch_size or s.batch_size
     micro = s.micro_batch_size or mini
-    rows = micro * s.num_generations  # rollout, reference and update micro-batches: micro prompts x G
+    rows = (
+        micro * s.num_generations
+    )  # rollout, reference and update micro-batches: micro prompts x G
     config = rl_cluster_lib.RLTrainingConfig(
         actor_optimizer=None, eval_every_n_steps=10**9, max_steps=s.num_steps, mini_batch_size=mini,
         train_micro_batch_size=micro, rollout_micro_batch_size=micro, compute_logps_micro_batch_size=micro,
@@ -399,7 +458,9 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
     algo = grpo_learner.GRPOConfig(num_generations=s.num_generations, num_iterations=s.num_iterations,
                                    beta=s.beta, epsilon=s.epsilon)  # fmt: skip
     algo.temperature = s.temperature  # GRPOLearner sets it from the rollout config
-    loss = function_registry.get_policy_loss_fn(algo.policy_loss_fn)  # GRPOLearner's wiring, no RLCluster
+    loss = function_registry.get_policy_loss_fn(
+        algo.policy_loss_fn
+    )  # GRPOLearner's wiring, no RLCluster
     trainer.with_loss_fn(lambda model, train_example, algo_config: loss(
         model, train_example, algo_config=algo, pad_id=PAD_ID, eos_id=EOS_ID), has_aux=True)  # fmt: skip
     trainer.with_gen_model_input_fn(lambda x: {"train_example": x, "algo_config": algo})
@@ -418,7 +479,10 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
             top_p=rc.top_p, top_k=rc.top_k, seed=seed, beam_size=None, include_logprobs=rc.return_logprobs),
         jax.ShapeDtypeStruct((rows, p), jnp.int32), jax.ShapeDtypeStruct((2,), jnp.uint32),
     ).replace(num_input_tokens=jnp.array(p, dtype=jnp.int32))  # fmt: skip
-    params, shapes = sampler._flattened_transformer_state, f"{rows} rows, prompt {p}, cache {rc.kv_cache_size}"
+    params, shapes = (
+        sampler._flattened_transformer_state,
+        f"{rows} rows, prompt {p}, cache {rc.kv_cache_size}",
+    )
     during_rollout = _others(persistent, "backbone", "lora")
     reports = [
         _compile("rollout_prefill", shapes, lambda: sampler._compiled_prefill_fn.lower(params, state, None, echo=False),
@@ -464,16 +528,31 @@ def plan(kind: str, recipe: Any = None, *, model_id: str | None = None, mesh=Non
     if kind not in KINDS:
         raise ValueError(f"unknown recipe kind {kind!r}; known: {', '.join(KINDS)}")
     if chip not in CHIPS:
-        raise ValueError(f"unknown chip {chip!r}; known: {', '.join(f'{c} ({b // GIB} GiB)' for c, b in CHIPS.items())}")
-    rec = recipe or {"sft": recipes.SFT, "dpo": recipes.DPO, "distill": recipes.Distill, "grpo": recipes.GRPO}[kind].full()
+        raise ValueError(
+            f"unknown chip {chip!r}; known: {', '.join(f'{c} ({b // GIB} GiB)' for c, b in CHIPS.items())}"
+        )
+    rec = (
+        recipe
+        or {
+            "sft": recipes.SFT,
+            "dpo": recipes.DPO,
+            "distill": recipes.Distill,
+            "grpo": recipes.GRPO,
+        }[kind].full()
+    )
     model_id = model_id or getattr(rec, "student_id", None) or rec.model_id
     models.get_spec(model_id)  # an unknown id names the known ones
     if kind in ("dpo", "grpo") and not rec.lora_rank:
-        raise NotImplementedError(f"the {kind} plan covers LoRA recipes (full fine-tuning holds a second copy)")
+        raise NotImplementedError(
+            f"the {kind} plan covers LoRA recipes (full fine-tuning holds a second copy)"
+        )
     mesh = mesh or runtime.make_mesh((devices, 1)) if devices else mesh or runtime.make_mesh()
     platform = mesh.devices.flat[0].platform
     if verbose:
-        print(f"memory plan: {kind} on {model_id}, {mesh.devices.size} {platform} devices, against {chip}", flush=True)
+        print(
+            f"memory plan: {kind} on {model_id}, {mesh.devices.size} {platform} devices, against {chip}",
+            flush=True,
+        )
     with sharding_constraints(mesh):
         persistent, steps = _PLANNERS[kind](rec, mesh, model_id, layers, verbose, jnp)
     return Plan(kind, model_id, chip, int(mesh.devices.size), platform, persistent, steps)
@@ -484,24 +563,47 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("kind", choices=KINDS)
-    ap.add_argument("--model", help="model id (the student for distill); default: the full recipe's")
+    ap.add_argument(
+        "--model", help="model id (the student for distill); default: the full recipe's"
+    )
     ap.add_argument("--devices", type=int, default=8)
     ap.add_argument("--chip", default="v5e", help=f"one of {', '.join(CHIPS)}")
     ap.add_argument("--layers", type=int, help="cut the depth (reduced shapes)")
-    ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="recipe overrides, e.g. batch_size=8")
+    ap.add_argument("--preset", choices=("full", "one_chip"), default="full", help="the recipe's preset")
+    ap.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="recipe overrides, e.g. batch_size=8",
+    )
     ap.add_argument("--json", help="append the plan as a JSON line to this file")
     args = ap.parse_args(argv)
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_force_host_platform_device_count" not in flags:  # before JAX starts
-        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={args.devices}".strip()
+        os.environ["XLA_FLAGS"] = (
+            f"{flags} --xla_force_host_platform_device_count={args.devices}".strip()
+        )
     from tunixkit import recipes
 
-    rec = {"sft": recipes.SFT, "dpo": recipes.DPO, "distill": recipes.Distill, "grpo": recipes.GRPO}[args.kind].full()
+    rec = {
+        "sft": recipes.SFT,
+        "dpo": recipes.DPO,
+        "distill": recipes.Distill,
+        "grpo": recipes.GRPO,
+    }[args.kind].full()
     for kv in args.set:
         name, value = kv.split("=", 1)
         rec = recipes._override(rec, name, json.loads(value))
     t0 = time.perf_counter()
-    p = plan(args.kind, rec, model_id=args.model, devices=args.devices, chip=args.chip, layers=args.layers)
+    p = plan(
+        args.kind,
+        rec,
+        model_id=args.model,
+        devices=args.devices,
+        chip=args.chip,
+        layers=args.layers,
+    )
     print(p.table())
     if args.json:
         row = p.to_json() | {"layers": args.layers, "overrides": args.set, "seconds": time.perf_counter() - t0,

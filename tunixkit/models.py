@@ -83,11 +83,13 @@ class LoadedModel:
     family: str
     dtype: Any = None  # the parameter dtype it was loaded in
     preset: str | None = None  # the tunix ModelConfig preset of model_id, if any
-    load_seconds: float = 0.0  # reading the weights onto the mesh (not downloading or building them)
+    load_seconds: float = (
+        0.0  # reading the weights onto the mesh (not downloading or building them)
+    )
 
     @property
     def eos_ids(self) -> list[int]:
-        """Stop tokens: EOS and ``<end_of_turn>`` (Gemma turns end there; TUNIX_NOTES pitfall 5)."""
+        """Stop tokens: EOS and the family's end-of-turn piece (see ``Tokenizer.stop_ids``)."""
         return self.tokenizer.stop_ids(families.get(self.family).end_of_turn)
 
 
@@ -96,7 +98,9 @@ def _download(spec: ModelSpec, model_id: str, source: str) -> pathlib.Path:
     if source == "auto":
         source = "kaggle" if env == "kaggle" else "hf"
     if source == "hf":
-        token = runtime.get_secret("HF_TOKEN", purpose=f"downloading {spec.hf_repo} from Hugging Face")
+        token = runtime.get_secret(
+            "HF_TOKEN", purpose=f"downloading {spec.hf_repo} from Hugging Face"
+        )
         from huggingface_hub import snapshot_download
 
         patterns = ["*.json", "*.safetensors", "tokenizer*"]
@@ -156,7 +160,9 @@ def load_model(
         folder = _download(spec, model_id, source)
     fam = families.get(spec.family)
     if not (folder / checkpoints.CONFIG_FILE).is_file():
-        raise checkpoints.CheckpointError(f"{folder}: no {checkpoints.CONFIG_FILE} (a HF-layout folder has one)")
+        raise checkpoints.CheckpointError(
+            f"{folder}: no {checkpoints.CONFIG_FILE} (a HF-layout folder has one)"
+        )
     hf = families.read_hf_config(folder)
     dtype = _dtype(spec, dtype, hf)
     try:
@@ -275,7 +281,9 @@ def apply_lora(
     """Add LoRA (or nf4 QLoRA) adapters to attention and MLP with qwix, *on the same object*.
 
     The returned model shares its frozen backbone with ``model``, so it can serve as the reference
-    model of GRPO/DPO without a second copy (TUNIX_NOTES pitfall 4). With ``mesh``, the adapters
+    model of GRPO/DPO without a second copy (its backbone arrays are the very arrays of ``model``; a
+    tunix train step later writes back new buffers, so the two part after the first step: see
+    ``memplan``'s ``reference`` entry). QLoRA quantizes a copy of the backbone instead. With ``mesh``, the adapters
     are sharded too. ``tile_size`` (QLoRA's quantization block) defaults to the largest divisor of
     128 that divides the model's widths (128 for the released Gemma sizes).
     """

@@ -24,6 +24,11 @@ import numpy as np
 
 from tunixkit import data, evaluation
 
+__all__ = [
+    "Pair", "Scores", "dataset_pairs", "on_policy_pairs", "preference_dataset", "score",
+    "sequence_logps", "tokenize", "training_pairs",
+]  # fmt: skip
+
 Pair = dict[str, str]  # {"prompt", "chosen", "rejected"}
 _REJECT_ORDER = {"broken_format": 0, "no_answer": 1, "truncated": 2, "wrong_number": 3}
 
@@ -112,7 +117,9 @@ def training_pairs(
     files = {"train": out / "pairs_train.jsonl", "heldout": out / "pairs_heldout.jsonl"}
     if all(f.is_file() for f in files.values()):
         pairs = {k: data.read_rows(f) for k, f in files.items()}
-        print(f"read {len(pairs['train'])} training and {len(pairs['heldout'])} held-out pairs from {out}")
+        print(
+            f"read {len(pairs['train'])} training and {len(pairs['heldout'])} held-out pairs from {out}"
+        )
         return pairs
     if source == "on-policy":
         if config is None or policy is None:

@@ -23,20 +23,32 @@ class _Presets:
 
     @classmethod
     def for_runtime(cls, rt: Runtime):
-        return cls.smoke() if rt.smoke else cls.full()
+        """smoke on the smoke profile; ``one_chip()`` where the full profile has a single device
+        (Colab's v5e-1) and the recipe has one; else ``full()`` (Kaggle's v5e-8)."""
+        if rt.smoke:
+            return cls.smoke()
+        if rt.device_count == 1 and hasattr(cls, "one_chip"):
+            return cls.one_chip()
+        return cls.full()
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)  # type: ignore[call-overload]
 
     def _repr_markdown_(self) -> str:
         rows = [f"| `{k}` | {v!r} |" for k, v in _flatten(self.as_dict())]
-        return f"**{type(self).__name__} recipe**\n\n| setting | value |\n|---|---|\n" + "\n".join(rows)
+        return f"**{type(self).__name__} recipe**\n\n| setting | value |\n|---|---|\n" + "\n".join(
+            rows
+        )
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     for k, v in d.items():
-        out += _flatten(v, f"{prefix}{k}.") if isinstance(v, dict) and k != "models" else [(prefix + k, v)]
+        out += (
+            _flatten(v, f"{prefix}{k}.")
+            if isinstance(v, dict) and k != "models"
+            else [(prefix + k, v)]
+        )
     return out
 
 
@@ -47,14 +59,20 @@ def _override(recipe: Any, name: str, value: Any) -> Any:
     if name in fields:
         return dataclasses.replace(recipe, **{name: value})
     outer, _, inner = name.partition(".")
-    if inner and outer in fields and dataclasses.is_dataclass(getattr(recipe, outer)):  # "grpo.batch_size"
-        return dataclasses.replace(recipe, **{outer: _override(getattr(recipe, outer), inner, value)})
+    if (
+        inner and outer in fields and dataclasses.is_dataclass(getattr(recipe, outer))
+    ):  # "grpo.batch_size"
+        return dataclasses.replace(
+            recipe, **{outer: _override(getattr(recipe, outer), inner, value)}
+        )
     nested = [f for f in fields if dataclasses.is_dataclass(getattr(recipe, f))
               and name in {g.name for g in dataclasses.fields(getattr(recipe, f))}]  # fmt: skip
     if len(nested) != 1:
         known = sorted(fields | {f"{f}.{g.name}" for f in fields if dataclasses.is_dataclass(getattr(recipe, f))
                                  for g in dataclasses.fields(getattr(recipe, f))})  # fmt: skip
-        raise TypeError(f"{type(recipe).__name__} has no field {name!r}; its fields: {', '.join(known)}")
+        raise TypeError(
+            f"{type(recipe).__name__} has no field {name!r}; its fields: {', '.join(known)}"
+        )
     inner = dataclasses.replace(getattr(recipe, nested[0]), **{name: value})
     return dataclasses.replace(recipe, **{nested[0]: inner})
 
@@ -159,6 +177,11 @@ class SFT(_Presets):
                    eval_examples=256, checkpoint_every=100, eval=evaluation.EvalConfig.full(),
                    eval_questions=None)  # fmt: skip
 
+    @classmethod
+    def one_chip(cls) -> SFT:
+        # One 16 GiB chip (Colab v5e-1): 4 rows of 512 per step, the same ~2 epochs in 4x the steps.
+        return dataclasses.replace(cls.full(), batch_size=4, steps=3700, eval_examples=64, checkpoint_every=200)
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class GRPO(_Presets):
@@ -176,7 +199,7 @@ class GRPO(_Presets):
 
     @classmethod
     def smoke(cls) -> GRPO:
-        # Full fine-tuning of the tiny model: a small LoRA did not learn in the feasibility runs.
+        # Full fine-tuning of the tiny model, no KL term.
         settings = rl.GRPOSettings(
             learning_rate=1e-4, beta=0.0, clip_norm=1.0, weight_decay=0.0, warmup_ratio=0.05,
             temperature=1.0, max_prompt_length=96, max_generation_steps=64, batch_size=8, num_generations=8,
@@ -194,6 +217,13 @@ class GRPO(_Presets):
         return cls(model_id="gemma-3-1b-it", lora_rank=64, lora_alpha=64.0, qlora=False,
                    grpo=settings, eval=evaluation.EvalConfig.full(), eval_questions=None,
                    heldout_questions=128, heldout_samples=1)  # fmt: skip
+
+    @classmethod
+    def one_chip(cls) -> GRPO:
+        # One 16 GiB chip: 2 prompts x G=4 per step, one prompt's 4 rollouts per forward/backward.
+        full = cls.full()
+        settings = dataclasses.replace(full.grpo, batch_size=2, micro_batch_size=1)
+        return dataclasses.replace(full, grpo=settings)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -243,6 +273,11 @@ class DPO(_Presets):
                    eval_every=100, checkpoint_every=100, eval=evaluation.EvalConfig.full(),
                    eval_questions=None)  # fmt: skip
 
+    @classmethod
+    def one_chip(cls) -> DPO:
+        # One 16 GiB chip: 2 pairs per step (the same pairs in 4x the steps).
+        return dataclasses.replace(cls.full(), batch_size=2, steps=4000, eval_every=400, checkpoint_every=200)
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Distill(_Presets):
@@ -275,6 +310,11 @@ class Distill(_Presets):
                    alpha=0.7, learning_rate=5e-5, steps=1000, batch_size=16, max_len=512,
                    eval_every=100, eval_examples=256, checkpoint_every=100,
                    eval=evaluation.EvalConfig.full(), eval_questions=None)  # fmt: skip
+
+    @classmethod
+    def one_chip(cls) -> Distill:
+        # One 16 GiB chip: 4 rows of 512 per step (the [rows, 512, 262k] logits dominate).
+        return dataclasses.replace(cls.full(), batch_size=4, steps=4000, eval_examples=64, checkpoint_every=200)
 
 
 def gsm8k(

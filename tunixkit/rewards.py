@@ -24,8 +24,17 @@ FORMAT_RE = re.compile(
     r"<answer>(?:(?!</?(?:reasoning|answer)>).)+?</answer>\s*(?:<end_of_turn>)?\s*$",
     re.S,
 )
-__all__ = ["DEFAULT_REWARDS", "REWARDS", "answer_match", "format_approx", "format_exact", "has_format",
-           "number_match", "reward", "strict_answer"]
+__all__ = [
+    "DEFAULT_REWARDS",
+    "REWARDS",
+    "answer_match",
+    "format_approx",
+    "format_exact",
+    "has_format",
+    "number_match",
+    "reward",
+    "strict_answer",
+]
 
 RewardFn = Callable[..., list[float]]
 REWARDS: dict[str, RewardFn] = {}  # every reward function, by name; each has ``.bounds``

@@ -5,7 +5,7 @@ What this module adds to tunix (and nothing more):
 - :class:`GRPOSettings`: the knobs a notebook sets, with the flagship defaults (G=4, beta 0.08,
   epsilon 0.2, lr 3e-6 warmup-cosine, clip 0.1, temperature 0.9, top-k 50);
 - :func:`build_grpo`: actor, reference and rollout on one mesh, rollouts that stop at
-  ``<end_of_turn>`` (TUNIX_NOTES pitfall 5), top-k clamped to the vocabulary, checkpoints with
+  ``<end_of_turn>`` (Gemma writes on after it otherwise), top-k clamped to the vocabulary, checkpoints with
   automatic resume and TensorBoard logs;
 - :func:`curves` / :func:`plot_curves`: reward, per-function reward, KL and completion length per
   step, read from ``metrics.jsonl`` (so they span resumed sessions), as arrays and as a plot;
@@ -25,6 +25,12 @@ import numpy as np
 
 from tunixkit import training
 from tunixkit.data import format_prompt
+
+__all__ = [
+    "ENGINES", "GRPOSettings", "HeldOut", "RewardFn", "RolloutEngineUnavailable", "build_grpo",
+    "check_rollout_engine", "curves", "heldout_reward", "plot_curves", "rollout_config",
+    "window_mean",
+]  # fmt: skip
 
 RewardFn = Callable[..., list[float]]
 
@@ -53,15 +59,25 @@ class GRPOSettings:
     checkpoint_every: int = 100  # steps between checkpoints (resume restarts from the last)
     keep_checkpoints: int = 2
     seed: int = 42  # rollout sampling seed
-    rollout_engine: str = "vanilla"  # "vanilla" (tunix's sampler), "vllm" or "sglang_jax" (see ENGINES)
+    rollout_engine: str = (
+        "vanilla"  # "vanilla" (tunix's sampler), "vllm" or "sglang_jax" (see ENGINES)
+    )
 
 
 # What each rollout engine needs in tunix 0.1.7 (rl_cluster.py:363-482): the module it imports when
 # chosen, the pip package, and the model families tunix ships trainer-to-engine weight mappings for.
 ENGINES = {
     "vanilla": {"module": None, "package": None, "families": None},
-    "vllm": {"module": "vllm", "package": "vllm-tpu (Python 3.12, TPU only)", "families": ("llama3", "qwen2", "qwen3")},
-    "sglang_jax": {"module": "sgl_jax", "package": "sglang-jax (Python 3.12)", "families": ("llama3", "qwen2", "qwen3")},
+    "vllm": {
+        "module": "vllm",
+        "package": "vllm-tpu (Python 3.12, TPU only)",
+        "families": ("llama3", "qwen2", "qwen3"),
+    },
+    "sglang_jax": {
+        "module": "sgl_jax",
+        "package": "sglang-jax (Python 3.12)",
+        "families": ("llama3", "qwen2", "qwen3"),
+    },
 }
 
 
@@ -82,7 +98,9 @@ def check_rollout_engine(engine: str, family: str) -> None:
     import importlib.util
 
     if engine not in ENGINES:
-        raise RolloutEngineUnavailable(f"unknown rollout engine {engine!r}; known: {', '.join(ENGINES)}")
+        raise RolloutEngineUnavailable(
+            f"unknown rollout engine {engine!r}; known: {', '.join(ENGINES)}"
+        )
     need = ENGINES[engine]
     if need["module"] and importlib.util.find_spec(need["module"]) is None:
         raise RolloutEngineUnavailable(

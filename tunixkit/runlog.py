@@ -17,6 +17,10 @@ from typing import Any
 import numpy as np
 from tunix.sft import hooks
 
+__all__ = [
+    "MetricsFile", "RLMetricsFile", "digest", "plot_metrics", "read_metrics",
+]  # fmt: skip
+
 
 class MetricsFile(hooks.TrainingHooks):
     """A tunix ``TrainingHooks`` that appends each logged step's metrics to a JSONL file.
@@ -75,10 +79,17 @@ class RLMetricsFile:
         cluster.actor_trainer.with_training_hooks(MetricsFile(self.path, ("loss", "kl")))
 
     def __call__(self, buffer: Any) -> None:
-        row: dict[str, Any] = {"mode": str(buffer.mode), "step": self.offset + int(buffer.global_steps) + 1}
+        row: dict[str, Any] = {
+            "mode": str(buffer.mode),
+            "step": self.offset + int(buffer.global_steps) + 1,
+        }
         for name, (values, op) in buffer.metrics.items():
             key = self.NAMES.get(name)
-            fn = name.split("/", 1)[1] if name.startswith("rewards/") and name.count("/") == 1 else None
+            fn = (
+                name.split("/", 1)[1]
+                if name.startswith("rewards/") and name.count("/") == 1
+                else None
+            )
             if key is None and fn is not None and fn not in ("sum", "mean", "min", "max"):
                 key = f"reward/{fn}"  # one reward function's mean
             if key is None:

@@ -24,6 +24,12 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+__all__ = [
+    "ENV_PROFILE", "MESH_AXES", "MissingSecretError", "PROFILES", "Runtime", "detect_backend",
+    "detect_environment", "get_secret", "make_mesh", "mesh_context", "mesh_shape", "peak_memory",
+    "resolve",
+]  # fmt: skip
+
 PROFILES = ("smoke", "full")
 ENV_PROFILE = "TUNIXKIT_PROFILE"
 MESH_AXES = ("fsdp", "tp")
@@ -221,9 +227,15 @@ def _platform_secret(env: str, name: str) -> str | None:
         unset = kind == "SecretNotFoundError" or "no user secrets exist" in str(e).lower()
         if unset and not isinstance(e, ImportError):
             return None  # simply not set
-        where = "Kaggle: Add-ons > Secrets" if env == "kaggle" else "Colab: the key icon, notebook access on"
-        print(f"get_secret: the {env} secrets client failed for {name!r} ({kind}: {e}); check {where}. "
-              "Looking in the environment instead.")
+        where = (
+            "Kaggle: Add-ons > Secrets"
+            if env == "kaggle"
+            else "Colab: the key icon, notebook access on"
+        )
+        print(
+            f"get_secret: the {env} secrets client failed for {name!r} ({kind}: {e}); check {where}. "
+            "Looking in the environment instead."
+        )
         return None
 
 

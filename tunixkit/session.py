@@ -118,7 +118,9 @@ class Session:
         if per_item <= 0 or budget >= per_item * n:
             return n
         fit = max(1, min(n, int(budget / per_item)))
-        print(f"session clock: {budget:.0f}s left, so the {label} shrinks to {fit} of {n} questions")
+        print(
+            f"session clock: {budget:.0f}s left, so the {label} shrinks to {fit} of {n} questions"
+        )
         return fit
 
     def describe(self) -> str:
@@ -139,8 +141,13 @@ def _committed_steps(root: pathlib.Path) -> dict[pathlib.Path, list[pathlib.Path
             return []
 
     out = {}
-    for folder in [root, *(p for p in entries(root) if not p.name.isdigit() and "tmp" not in p.name)]:
-        steps = [p for p in entries(folder) if p.name.isdigit() and (p / "commit_success.txt").is_file()]
+    for folder in [
+        root,
+        *(p for p in entries(root) if not p.name.isdigit() and "tmp" not in p.name),
+    ]:
+        steps = [
+            p for p in entries(folder) if p.name.isdigit() and (p / "commit_success.txt").is_file()
+        ]
         if steps:
             out[folder] = steps
     return out
@@ -252,7 +259,9 @@ def upload_to_kaggle(folder: str | pathlib.Path, handle: str | None, *, notes: s
         os.environ.setdefault("KAGGLE_API_TOKEN", token)  # kagglehub reads credentials from there
     elif runtime.detect_environment() != "kaggle":
         for name in ("KAGGLE_USERNAME", "KAGGLE_KEY"):
-            os.environ.setdefault(name, runtime.get_secret(name, purpose="uploading a Kaggle Model") or "")
+            os.environ.setdefault(
+                name, runtime.get_secret(name, purpose="uploading a Kaggle Model") or ""
+            )
     import kagglehub
 
     kagglehub.model_upload(handle, str(folder), license_name="Apache 2.0", version_notes=notes)

@@ -36,6 +36,14 @@ from tunixkit.data import (
 )
 from tunixkit.tokenizer import Tokenizer
 
+__all__ = [
+    "SMOKE_MAX_OPERAND", "SMOKE_MODELS", "SPECIAL_TOKENS", "SPLIT_SEEDS", "TINY_EMBEDDING_STD",
+    "TINY_GEMMA2", "TINY_GEMMA3", "TINY_STUDENT", "TOKENIZER_VOCAB", "TinyShape", "WARM_START",
+    "WarmStart", "build_tokenizer", "cache_dir", "cache_key", "config", "gemma2_config",
+    "gemma3_config", "load_tokenizer", "materialize", "random_model", "randomize_mlp",
+    "synthetic_gsm8k", "tokenizer_corpus", "tokenizer_path", "warm_start", "write_synthetic_gsm8k",
+]  # fmt: skip
+
 SPECIAL_TOKENS = (
     START_OF_TURN,
     END_OF_TURN,
@@ -43,8 +51,10 @@ SPECIAL_TOKENS = (
     REASONING_END,
     ANSWER_START,
     ANSWER_END,
+    "<tool_call>",
+    "</tool_call>",
 )
-TOKENIZER_VOCAB = 400
+TOKENIZER_VOCAB = 512
 _NAMES = ("Tom", "Ann", "Bob", "Mia", "Sam", "Lea", "Max", "Zoe", "Ben", "Eva")
 _ITEMS = ("apples", "pens", "books", "coins", "cards", "eggs", "shells", "stamps")
 
@@ -125,7 +135,11 @@ def synthetic_gsm8k(n: int, seed: int = 0, *, max_operand: int = 30) -> list[dic
 
 
 def tokenizer_corpus() -> list[str]:
-    """The deterministic text the shipped tokenizer is trained on."""
+    """The deterministic text the shipped tokenizer is trained on: the smoke GSM8K problems, the
+    multi-domain tasks (notebook 06), calculator calls and results (notebook 07), and every
+    printable ASCII character once (so that any text a model writes can be spelled)."""
+    from tunixkit import calculator, domains
+
     lines = []
     for row in synthetic_gsm8k(4000, seed=12345):
         steps, answer = parse_gsm8k_answer(row["answer"])
@@ -133,6 +147,13 @@ def tokenizer_corpus() -> list[str]:
         lines.append(format_prompt(row["question"], system_prompt=None))
     lines.append(SYSTEM_PROMPT)
     lines += [" ".join(str(i) for i in range(k, k + 30)) for k in range(0, 200, 10)]
+    for task in domains.synthetic_tasks(1200, seed=54321):
+        lines.append(format_prompt(task.prompt, domains.SYSTEM_PROMPT) + task.response)
+    rng = random.Random(777)
+    for _ in range(600):
+        a, b, op = rng.randint(2, 99), rng.randint(2, 99), rng.choice("+-*")
+        lines.append(calculator.tool_call(f"{a} {op} {b}") + f"\n{calculator.RESULT_PREFIX}{calculator.calculate(f'{a} {op} {b}')}")
+    lines.append("".join(chr(c) for c in range(32, 127)))
     return lines
 
 
@@ -218,7 +239,8 @@ def gemma2_config(vocab_size: int, shape: TinyShape):
 
 
 def randomize_mlp(model, seed: int = 0, scale: float = 0.02):
-    """Re-randomise the MLP kernels, which tunix initialises to zero (TUNIX_NOTES pitfall 1)."""
+    """Re-randomise the MLP kernels, which tunix initialises to zero: a randomly initialised
+    model would otherwise have exactly zero MLP gradients forever."""
     import jax
 
     key = jax.random.key(seed)
@@ -239,7 +261,9 @@ def randomize_mlp(model, seed: int = 0, scale: float = 0.02):
 TINY_EMBEDDING_STD = 0.1
 
 
-def random_model(config, seed: int = 0, *, embedding_std: float | None = None, family: str = "gemma3"):
+def random_model(
+    config, seed: int = 0, *, embedding_std: float | None = None, family: str = "gemma3"
+):
     """A randomly initialised tunix model of ``family`` (Gemma3 by default) whose MLP can learn
     (embeddings redrawn with ``embedding_std`` when given; tunix's own std is 0.01)."""
     import jax
@@ -247,7 +271,9 @@ def random_model(config, seed: int = 0, *, embedding_std: float | None = None, f
 
     from tunixkit import families
 
-    model = randomize_mlp(families.get(family).model_cls()(config, rngs=nnx.Rngs(params=seed)), seed)
+    model = randomize_mlp(
+        families.get(family).model_cls()(config, rngs=nnx.Rngs(params=seed)), seed
+    )
     if embedding_std is not None:
         emb = model.embedder.input_embedding
         noise = jax.random.normal(jax.random.key(seed + 1), emb.value.shape)
@@ -369,8 +395,12 @@ def materialize(model_id: str) -> pathlib.Path:
 
     folder = cache_dir() / "models" / f"{model_id}-{cache_key(model_id)}"
     if not (folder / checkpoints.WEIGHTS_FILE).is_file():
-        env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=1")
-        subprocess.run([sys.executable, "-m", "tunixkit.smoke", model_id, str(folder)], env=env, check=True)
+        env = dict(
+            os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=1"
+        )
+        subprocess.run(
+            [sys.executable, "-m", "tunixkit.smoke", model_id, str(folder)], env=env, check=True
+        )
     return folder
 
 

@@ -38,17 +38,23 @@ def logits(model, tokens: np.ndarray | None = None) -> np.ndarray:
     """float32 logits of ``model`` on ``tokens`` (default: ids 2..13), full causal attention."""
     from tunix.sft import utils as su
 
-    toks = np.arange(2, 14, dtype=np.int32)[None] if tokens is None else np.asarray(tokens, np.int32)
+    toks = (
+        np.arange(2, 14, dtype=np.int32)[None] if tokens is None else np.asarray(tokens, np.int32)
+    )
     mask = np.ones_like(toks, dtype=bool)
     out, _ = model(toks, su.build_positions_from_mask(mask), None, su.make_causal_attn_mask(mask))
     return np.asarray(out, dtype=np.float32)
 
 
-def notebook_script(notebook: str | pathlib.Path, params: Mapping[str, Any], out: str | pathlib.Path) -> pathlib.Path:
+def notebook_script(
+    notebook: str | pathlib.Path, params: Mapping[str, Any], out: str | pathlib.Path
+) -> pathlib.Path:
     """Write ``notebook`` (``NN_name.py``) to ``out`` with ``params`` assigned right after its
     ``parameters`` cell (papermill's injected-parameters cell); returns ``out``."""
     lines = pathlib.Path(notebook).read_text(encoding="utf-8").splitlines(keepends=True)
-    start = next(i for i, line in enumerate(lines) if line.startswith("# %%") and "parameters" in line)
+    start = next(
+        i for i, line in enumerate(lines) if line.startswith("# %%") and "parameters" in line
+    )
     end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("# %%")), len(lines))
     injected = ["# %% injected parameters\n", *(f"{k} = {v!r}\n" for k, v in params.items()), "\n"]
     out = pathlib.Path(out)
@@ -78,5 +84,7 @@ def load_orbax_export(folder: str | pathlib.Path):
     if "param_dtype" in fields:
         fields["param_dtype"] = np.dtype(fields["param_dtype"])
     config = arch.ModelConfig(**fields)
-    graph, state = nnx.split(nnx.eval_shape(lambda: getattr(arch, meta["model_class"])(config, rngs=nnx.Rngs(0))))
+    graph, state = nnx.split(
+        nnx.eval_shape(lambda: getattr(arch, meta["model_class"])(config, rngs=nnx.Rngs(0)))
+    )
     return nnx.merge(graph, ocp.StandardCheckpointer().restore(folder / "params", state))

@@ -77,7 +77,9 @@ class Tokenizer:
         return None if i is None or i == self.raw.unk_token_id else int(i)
 
     def stop_ids(self, end_of_turn: str = END_OF_TURN) -> list[int]:
-        """EOS plus the end-of-turn id: where a chat answer stops (TUNIX_NOTES pitfall 5)."""
+        """EOS plus the end-of-turn id: where a chat answer stops. Gemma ends a turn with
+        ``<end_of_turn>`` and often writes on after it; without that id the sampler runs to its
+        token limit (tunix issues #592, #842)."""
         ids = {self.eos_id(), self.token_id(end_of_turn)}
         return sorted(i for i in ids if i is not None)
 

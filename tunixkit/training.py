@@ -32,6 +32,11 @@ from flax.struct import dataclass as flax_dataclass
 from tunixkit.runlog import MetricsFile, RLMetricsFile
 from tunixkit.tokenizer import Tokenizer
 
+__all__ = [
+    "PackedInput", "RunResult", "checkpointing", "metrics_logging", "model_inputs_fn", "optimizer",
+    "run", "sft_dataset", "steps_done", "tokenize_pair", "trainer_config",
+]  # fmt: skip
+
 
 def tokenize_pair(
     tokenizer: Tokenizer, prompt: str, target: str, max_len: int
@@ -69,12 +74,23 @@ def sft_dataset(
     encoded = [tokenize_pair(tokenizer, p, t, max_len) for p, t in pairs]
     n_trunc = sum(e[2] for e in encoded)
     if verbose and n_trunc:
-        print(f"sft_dataset: {n_trunc}/{len(encoded)} examples longer than max_len={max_len} were truncated")
-    ds = grain.MapDataset.source([{"input_tokens": ids, "input_mask": mask} for ids, mask, _ in encoded])
+        print(
+            f"sft_dataset: {n_trunc}/{len(encoded)} examples longer than max_len={max_len} were truncated"
+        )
+    ds = grain.MapDataset.source(
+        [{"input_tokens": ids, "input_mask": mask} for ids, mask, _ in encoded]
+    )
     if num_batches is not None:  # packed: as many epochs as it takes to fill num_batches of rows
-        ds = ds.shuffle(seed=seed).repeat(None if packing else -(-num_batches * batch_size // max(len(encoded), 1)))
+        ds = ds.shuffle(seed=seed).repeat(
+            None if packing else -(-num_batches * batch_size // max(len(encoded), 1))
+        )
     if packing:
-        rows = _pack(ds, max_len, tokenizer.pad_id(), None if num_batches is None else num_batches * batch_size)
+        rows = _pack(
+            ds,
+            max_len,
+            tokenizer.pad_id(),
+            None if num_batches is None else num_batches * batch_size,
+        )
         if verbose:
             used = sum(int(r["segment_ids"].max()) for r in rows)
             print(f"sft_dataset: {used} examples packed into {len(rows)} rows of {max_len} tokens")
@@ -105,7 +121,9 @@ def _pack(items: Iterable[dict[str, np.ndarray]], max_len: int, pad: int,
         if rows_wanted is not None and len(rows) >= rows_wanted + 64:
             break
         n = int(np.count_nonzero(item["input_tokens"] != pad)) or 1
-        r = next((i for i in range(max(0, len(rows) - 64), len(rows)) if fill[i] + n <= max_len), None)
+        r = next(
+            (i for i in range(max(0, len(rows) - 64), len(rows)) if fill[i] + n <= max_len), None
+        )
         if r is None:
             rows.append({"input_tokens": np.full(max_len, pad, np.int32), "input_mask": np.zeros(max_len, np.int32),
                          "segment_ids": np.zeros(max_len, np.int32)})  # fmt: skip
@@ -137,7 +155,9 @@ def model_inputs_fn(pad_id: int) -> Callable[[Any], dict[str, Any]]:
                     "attention_mask": sft_utils.make_causal_attn_mask(valid)}  # fmt: skip
         seg = x.segment_ids
         idx = jnp.broadcast_to(jnp.arange(seg.shape[-1], dtype=jnp.int32), seg.shape)
-        start = jnp.concatenate([jnp.ones_like(seg[:, :1], bool), seg[:, 1:] != seg[:, :-1]], axis=1)
+        start = jnp.concatenate(
+            [jnp.ones_like(seg[:, :1], bool), seg[:, 1:] != seg[:, :-1]], axis=1
+        )
         positions = idx - jax.lax.cummax(jnp.where(start, idx, 0), axis=1)
         same = (seg[:, :, None] == seg[:, None, :]) & (seg[:, :, None] > 0)
         causal = jnp.tril(jnp.ones((seg.shape[-1],) * 2, bool))[None]
@@ -239,7 +259,9 @@ class RunResult:
     resumed_from: int  # steps the trainer had done when this run started (its restored checkpoint)
     steps: int  # steps done by the end (restored ones included)
     seconds: float  # this run's training wall time
-    stopped: str  # "done" (all steps), "session clock" (stopped in time) or "data" (batches ran out)
+    stopped: (
+        str  # "done" (all steps), "session clock" (stopped in time) or "data" (batches ran out)
+    )
 
     @property
     def trained(self) -> int:
@@ -273,7 +295,9 @@ class _Feed:
                 now = time.perf_counter()
                 if last is not None:
                     self.step_seconds.append(now - last)
-                if self.session is not None and self.session.must_stop(max(self.step_seconds[-3:], default=0.0)):
+                if self.session is not None and self.session.must_stop(
+                    max(self.step_seconds[-3:], default=0.0)
+                ):
                     self.stopped = "session clock"
                     print(f"{self.label}: stopping after {i} of the run's batches: {self.session.remaining():.0f}s "
                           f"are left and {self.session.reserve():.0f}s are kept for the checkpoint, export "

@@ -1,0 +1,69 @@
+"""The README's benchmark table, rendered from ``bench/results/*.json`` (never typed by hand).
+
+    .venv/bin/python scripts/bench_table.py           # print the table
+    .venv/bin/python scripts/bench_table.py --write   # replace it in README.md
+
+``tests/test_readme.py`` fails when the README's table differs from what this renders.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+BEGIN, END = "<!-- bench-table:begin -->", "<!-- bench-table:end -->"
+
+
+def _load(name: str) -> dict | None:
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def rows() -> list[str]:
+    out = ["| script | measures | result (from `bench/results/`) | target |", "|---|---|---|---|"]
+    if e := _load("eval_throughput"):
+        tiny = e["rows"][0]
+        out.append(f"| `bench/eval_throughput.py` | tunixkit's evaluator vs the upstream loop (4 prompts, 768 steps, greedy) "
+                   f"| {tiny['speedup']:.1f}x on {tiny['model']} ({tiny['questions']} questions, texts identical: "
+                   f"{tiny['texts_identical']}); random 4x512: {e['rows'][1]['speedup']:.1f}x (batching alone) "
+                   f"| >= 3x: {'met' if e['target_met'] else 'missed'} |")  # fmt: skip
+    if g := _load("grpo_step"):
+        out.append(f"| `bench/grpo_step.py` | `rl.build_grpo` vs a plain tunix script, and vs the upstream rollout config "
+                   f"| overhead {g['overhead_ratio']:.3f}; tokens after `<end_of_turn>`: {g['tokens_after_end_of_turn']} "
+                   f"(upstream config: {g['upstream_tokens_after_end_of_turn']:,}) "
+                   f"| <= 1.05 and 0: {'met' if g['target_met'] else 'missed'} |")  # fmt: skip
+    if s := _load("sft_step"):
+        out.append(f"| `bench/sft_step.py` | LoRA vs QLoRA (nf4) vs full fine-tuning: step time, memory "
+                   f"| QLoRA parameters {s['qlora_param_share']:.0%} of LoRA's "
+                   f"| <= 30%: {'met' if s['target_met'] else 'missed'} |")  # fmt: skip
+    if p := _load("sft_packing"):
+        out.append(f"| `bench/sft_packing.py` | SFT tokens/s with and without packing, same data "
+                   f"| rows filled {p['row_fill']['unpacked']:.0%} -> {p['row_fill']['packed']:.0%}, "
+                   f"{p['speedup']:.2f}x tokens/s; loss difference {p['loss_difference']:.1e} "
+                   f"| >= 1.3x, < 1e-4: {'met' if p['target_met'] else 'missed'} |")  # fmt: skip
+    if m := _load("memplan"):
+        for plan in m["plans"]:
+            worst = max(plan["steps"], key=lambda s: s["peak"])
+            compile_s = sum(s["compile_s"] for s in plan["steps"])
+            out.append(f"| `bench/memory_plan.py` | {plan['recipe']} | {plan['peak'] / 2**30:.1f} GiB/device "
+                       f"({worst['name']}), {compile_s:.0f} s of compiles | plan |")  # fmt: skip
+    return out
+
+
+def main() -> int:
+    table = "\n".join(rows())
+    if "--write" not in sys.argv:
+        print(table)
+        return 0
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    readme.write_text(text[:start] + "\n" + table + "\n" + text[end:])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

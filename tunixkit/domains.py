@@ -1,0 +1,258 @@
+"""Multi-domain tasks (the competition's mix) and their evaluation: traces, a judge, per-domain scores.
+
+The competition judges ``<reasoning>``/``<answer>`` responses on creative writing, ideation,
+summarization, science, math and code (math and code weighted down). This module holds:
+
+- :func:`load_traces`: SFT traces from a local file or a Hugging Face dataset, in chat-messages
+  (``messages``/``conversations``) or prompt/response form, as records
+  ``{"domain", "prompt", "response"}``; any other shape is an error naming the columns found;
+- :func:`synthetic_tasks`: the smoke profile's offline tasks for every domain, each with a good
+  reference response and what a grader looks for (tiny-model sized: short, few words);
+- :func:`rubric_grader`: a deterministic grader for those tasks, the smoke profile's stand-in for
+  a judge model (:class:`tunixkit.judging.Judge` wraps either);
+- :func:`evaluate`: per domain, format compliance, answers under the length limit, judged score with
+  a 95% interval, and math accuracy; :func:`table` / :func:`plot` for several stages side by side.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import pathlib
+import random
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from tunixkit import data, evaluation
+from tunixkit.answers import is_correct
+from tunixkit.judging import answer_text
+from tunixkit.rewards import has_format
+
+__all__ = [
+    "DOMAINS", "DomainScores", "Task", "evaluate", "load_traces", "plot", "rubric_grader", "synthetic_tasks",
+    "table",
+]  # fmt: skip
+
+DOMAINS = ("creative", "ideation", "summarization", "science", "math", "code")
+MAX_ANSWER_TOKENS = 1024  # the judges read answers under 1K tokens
+SYSTEM_PROMPT = (
+    "Answer the request. Think first and put your reasoning between <reasoning> and </reasoning>, "
+    "then give the answer between <answer> and </answer>."
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One prompt with a good reference response and what a grader checks (smoke tasks)."""
+
+    domain: str
+    prompt: str
+    response: str  # <reasoning>..</reasoning><answer>..</answer>
+    wants: tuple[str, ...] = ()  # words a good answer contains
+    answer: str = ""  # math: the number
+
+    def record(self) -> dict[str, str]:
+        return {"domain": self.domain, "prompt": self.prompt, "response": self.response, "answer": self.answer}
+
+
+def load_traces(source: str, split: str = "train", *, domain: str = "general",
+                fields: Sequence[str] = ("prompt", "response")) -> list[dict[str, str]]:  # fmt: skip
+    """SFT traces from a local ``.jsonl``/``.json``/``.csv``/``.parquet`` file or a HF dataset id.
+
+    Two shapes are understood: chat messages (a ``messages`` or ``conversations`` column holding
+    ``[{"role": "user", "content": ...}, {"role": "assistant", "content": ...}]``, the last user
+    turn is the prompt, the assistant turn after it the response) and prompt/response columns
+    (``fields``). A ``domain`` column is kept when present. Anything else raises
+    :class:`tunixkit.data.DataError` naming the columns found and the ones expected.
+    """
+    rows = data.load_rows(source, split)
+    if not rows:
+        raise data.DataError(f"{source}: no rows")
+    cols = sorted(rows[0])
+    chat = next((c for c in ("messages", "conversations") if c in rows[0]), None)
+    if chat is None and not all(f in rows[0] for f in fields):
+        raise data.DataError(
+            f"{source}: columns {cols}; expected a 'messages' (or 'conversations') column of chat turns, "
+            f"or the columns {list(fields)} (set the field names to yours)"
+        )
+    out, skipped = [], 0
+    for i, row in enumerate(rows, start=1):
+        if chat is not None:
+            turns = row[chat]
+            if not isinstance(turns, list) or not all(isinstance(t, Mapping) for t in turns):
+                raise data.DataError(f"{source}: row {i}: {chat!r} is not a list of {{role, content}} turns")
+            roles = [str(t.get("role") or t.get("from") or "") for t in turns]
+            texts = [str(t.get("content") or t.get("value") or "") for t in turns]
+            reply = max((j for j, r in enumerate(roles) if r in ("assistant", "model", "gpt")), default=-1)
+            asked = max((j for j, r in enumerate(roles[:reply]) if r in ("user", "human")), default=-1)
+            prompt, response = (texts[asked], texts[reply]) if asked >= 0 else ("", "")
+        else:
+            prompt, response = str(row[fields[0]] or ""), str(row[fields[1]] or "")
+        if not prompt.strip() or not response.strip():
+            skipped += 1
+            continue
+        out.append({"domain": str(row.get("domain") or domain), "prompt": prompt.strip(), "response": response.strip()})
+    print(f"{source}: {len(out)} traces" + (f", {skipped} skipped (empty prompt or response)" if skipped else ""))
+    return out
+
+
+# --- the smoke profile's tasks: few words, so a 2-layer model can learn them in minutes.
+_NAMES = ("Tom", "Ann", "Bob", "Mia", "Sam", "Lea", "Max", "Zoe", "Ben", "Eva")
+_PLACES, _ANIMALS = ("park", "lake", "shop", "farm", "zoo"), ("dog", "cat", "bird", "fox", "duck")
+_FEELS = ("small", "big", "happy", "quiet", "quick")
+_POEMS = {"sea": ("blue", "deep"), "moon": ("pale", "bright"), "rain": ("soft", "cold"), "snow": ("white", "still"),
+          "sun": ("warm", "gold"), "wind": ("wild", "free"), "river": ("long", "clear")}  # fmt: skip
+_IDEAS = {"rainy day": ("read a book", "bake a cake", "play a game", "watch a film"),
+          "picnic": ("pack fruit", "bring a ball", "find shade", "share bread"),
+          "party": ("play music", "make a cake", "send cards", "dance"),
+          "trip": ("pack light", "plan a route", "take a map", "bring water")}  # fmt: skip
+_SCIENCE = {("plant", "grow"): ("light", "water"), ("fish", "live"): ("water", "air"),
+            ("fire", "burn"): ("air", "fuel"), ("seed", "grow"): ("soil", "water")}  # fmt: skip
+_CODE = {"sum": ("add", "+"), "difference": ("sub", "-"), "product": ("mul", "*")}
+
+
+def _task(domain: str, rng: random.Random) -> Task:
+    if domain == "summarization":
+        name, place, animal, feel = (rng.choice(x) for x in (_NAMES, _PLACES, _ANIMALS, _FEELS))
+        passage = f"{name} went to the {place}. At the {place}, {name} saw a {feel} {animal}. Then {name} went home."
+        answer = f"{name} saw a {feel} {animal} at the {place}."
+        return Task(domain, f"Summarize in one sentence: {passage}", data.format_completion(
+            f"The main event: {name} saw a {animal}.", answer), (name.lower(), animal, place))  # fmt: skip
+    if domain == "creative":
+        topic = rng.choice(sorted(_POEMS))
+        a, b = _POEMS[topic]
+        return Task(domain, f"Write one line of poetry about the {topic}.", data.format_completion(
+            f"The {topic} is {a} and {b}.", f"The {a} {topic} is {b} tonight."), (topic, a, b))  # fmt: skip
+    if domain == "ideation":
+        occasion = rng.choice(sorted(_IDEAS))
+        ideas = rng.sample(_IDEAS[occasion], 3)
+        listed = " ".join(f"{i}. {x}." for i, x in enumerate(ideas, 1))
+        return Task(domain, f"Give three ideas for a {occasion}.", data.format_completion(
+            f"Three things fit a {occasion}.", listed), tuple(_IDEAS[occasion]))  # fmt: skip
+    if domain == "science":
+        (thing, verb), (f1, f2) = rng.choice(sorted(_SCIENCE.items()))
+        return Task(domain, f"What does a {thing} need to {verb}?", data.format_completion(
+            f"A {thing} uses {f1} and {f2}.", f"A {thing} needs {f1} and {f2} to {verb}."), (f1, f2))  # fmt: skip
+    if domain == "code":
+        what, (name, sym) = rng.choice(sorted(_CODE.items()))
+        code = f"def {name}(a, b):\n    return a {sym} b"
+        return Task(domain, f"Write a Python function that returns the {what} of two numbers.",
+                    data.format_completion(f"Use {sym} on the two numbers.", code), ("def", "return", sym))  # fmt: skip
+    from tunixkit import smoke  # math: the smoke profile's GSM8K-style problems
+
+    row = smoke.synthetic_gsm8k(1, seed=rng.randrange(10**9), max_operand=smoke.SMOKE_MAX_OPERAND)[0]
+    steps, answer = data.parse_gsm8k_answer(row["answer"])
+    return Task("math", row["question"], data.format_completion(steps, answer or ""), answer=answer or "")
+
+
+def synthetic_tasks(n: int, seed: int = 0, domains: Sequence[str] = DOMAINS) -> list[Task]:
+    """``n`` seeded tasks, the domains in turn (the smoke profile's multi-domain set)."""
+    rng = random.Random(seed)
+    return [_task(domains[i % len(domains)], rng) for i in range(n)]
+
+
+def _grade(task: Task, completion: str) -> float:
+    """0..10 for ``completion`` on ``task``: the checks a judge would make, as rules."""
+    if task.domain == "math":
+        return 10.0 if is_correct(completion, task.answer, strict=True) else (2.0 if has_format(completion) else 0.0)
+    answer = answer_text(completion).lower()
+    words = answer.replace(".", " ").split()
+    found = [w for w in task.wants if w.lower() in answer]
+    if task.domain == "ideation":
+        score = 3.0 * len(found)  # three of the occasion's ideas
+    elif task.domain == "code":
+        score = 3.0 * ("def" in found) + 3.0 * ("return" in found) + 4.0 * (task.wants[2] in answer)
+    else:
+        score = 9.0 * len(found) / max(1, len(task.wants))
+    score += 1.0 if has_format(completion) else 0.0
+    return min(10.0, score - (3.0 if len(words) > 25 else 0.0))
+
+
+def rubric_grader(tasks: Sequence[Task]) -> Callable[[list[str], list[str]], list[str]]:
+    """A grader for :func:`synthetic_tasks` with a judge's interface: (questions, completions) ->
+    replies "Score: N" (N of 10). Questions it does not know get "no idea" (scored 0)."""
+    by_prompt = {t.prompt: t for t in tasks}
+
+    def grade(questions: list[str], completions: list[str]) -> list[str]:
+        return [f"Score: {_grade(by_prompt[q], c):g}" if q in by_prompt else "no idea"
+                for q, c in zip(questions, completions, strict=True)]  # fmt: skip
+
+    return grade
+
+
+@dataclasses.dataclass
+class DomainScores:
+    """One stage's evaluation: per domain, and over all domains."""
+
+    name: str
+    rows: dict[str, dict[str, float]]  # domain -> {"n", "format", "under_limit", "judged", "judged_ci", "accuracy"}
+
+    def summary(self) -> dict[str, Any]:
+        return {"name": self.name, "domains": self.rows}
+
+
+def evaluate(loaded, tasks: Sequence[Mapping[str, str]], judge, *, name: str, config: evaluation.EvalConfig,
+             output_dir: str | pathlib.Path | None = None) -> DomainScores:  # fmt: skip
+    """Greedy answers to ``tasks`` (records with ``domain``, ``prompt``, ``answer``), judged by
+    ``judge`` (:class:`tunixkit.judging.Judge`): per domain and ``all``, the format rate, the share
+    under :data:`MAX_ANSWER_TOKENS`, the mean judged score (0..1) with a 95% interval, and math
+    accuracy. The completions go to ``output_dir/domains_<name>.jsonl``."""
+    prompts = [data.format_prompt(t["prompt"], config.system_prompt) for t in tasks]
+    gens = evaluation.generate(loaded, prompts, config, progress=False)
+    texts = [g.text for g in gens]
+    scores = judge.scores([t["prompt"] for t in tasks], texts)
+    rows: dict[str, dict[str, float]] = {}
+    for domain in [*sorted({t["domain"] for t in tasks}), "all"]:
+        idx = [i for i, t in enumerate(tasks) if domain in ("all", t["domain"])]
+        judged = [scores[i] for i in idx]
+        mean = sum(judged) / len(idx)
+        sd = math.sqrt(sum((s - mean) ** 2 for s in judged) / max(1, len(idx) - 1))
+        row = {"n": len(idx), "format": sum(has_format(texts[i]) for i in idx) / len(idx),
+               "under_limit": sum(gens[i].num_tokens < MAX_ANSWER_TOKENS for i in idx) / len(idx),
+               "judged": mean, "judged_ci": 1.96 * sd / math.sqrt(len(idx))}  # fmt: skip
+        math_idx = [i for i in idx if tasks[i]["domain"] == "math"]
+        if math_idx:
+            row["accuracy"] = sum(is_correct(texts[i], tasks[i]["answer"], strict=True) for i in math_idx) / len(math_idx)
+        rows[domain] = row
+    if output_dir is not None:
+        path = pathlib.Path(output_dir) / f"domains_{name}.jsonl"
+        path.write_text("".join(json.dumps({"domain": t["domain"], "prompt": t["prompt"], "completion": c, "judged": s})
+                                + "\n" for t, c, s in zip(tasks, texts, scores, strict=True)))  # fmt: skip
+    return DomainScores(name, rows)
+
+
+def table(stages: Sequence[DomainScores]) -> str:
+    """Markdown: one row per domain, the judged score (95% CI) and format rate of every stage."""
+    head = "| domain | " + " | ".join(f"{s.name}: judged (95% CI) | format" for s in stages) + " |"
+    rows = [head, "|---|" + "---|---|" * len(stages)]
+    for domain in stages[0].rows:
+        cells = " | ".join(f"{s.rows[domain]['judged']:.2f} (±{s.rows[domain]['judged_ci']:.2f}) | {s.rows[domain]['format']:.2f}"
+                           for s in stages)  # fmt: skip
+        rows.append(f"| {domain} | {cells} |")
+    math_acc = [s.rows.get("math", {}).get("accuracy") for s in stages]
+    if all(a is not None for a in math_acc):
+        rows.append("| math accuracy | " + " | ".join(f"{a:.2f} | " for a in math_acc) + "")
+    return "\n".join(rows)
+
+
+def plot(stages: Sequence[DomainScores], path: str | pathlib.Path, title: str = "Judged score by domain"):
+    """Grouped bars: the judged score (95% CI) per domain, one bar per stage; saved as PNG."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    domains = [d for d in stages[0].rows if d != "all"] + ["all"]
+    x = np.arange(len(domains))
+    width = 0.8 / len(stages)
+    fig, ax = plt.subplots(figsize=(1.4 + 1.2 * len(domains), 3.6))
+    for k, s in enumerate(stages):
+        ax.bar(x + (k - (len(stages) - 1) / 2) * width, [s.rows[d]["judged"] for d in domains], width,
+               yerr=[s.rows[d]["judged_ci"] for d in domains], capsize=3, label=s.name)  # fmt: skip
+    ax.set_xticks(x, domains)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("judged score (0..1)")
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return fig

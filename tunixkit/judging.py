@@ -1,0 +1,240 @@
+"""Rewards for answers without a ground truth: rubric checks, an LLM judge, prompt relevance, weights.
+
+All are TRL-style reward functions, ``fn(prompts, completions, **kwargs) -> list[float]``, as tunix's
+``GRPOLearner`` calls them and as :mod:`tunixkit.rewards` defines them; each is registered with its
+bounds in :data:`tunixkit.rewards.REWARDS`, so the property tests feed it any string.
+
+- rubric: :func:`length_limit`, :func:`structure`, :func:`repetition`, :func:`no_boilerplate`;
+- :class:`Judge`: a judge model (:func:`llm_grader`: loaded with the same loader) or any grader
+  scoring each completion against a rubric, batched, never re-judging a completion it has seen,
+  timing itself; :func:`parse_score` turns any reply, garbage included, into a number in [0, 1];
+- :func:`relevance`: TF-IDF cosine between prompt and answer, for when no judge fits;
+- :func:`weighted`: a reward scaled by its weight under its own name, so each is logged on its own.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import math
+import re
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tunixkit.rewards import RewardFn, has_format, reward
+
+__all__ = [
+    "BOILERPLATE", "Judge", "JudgeRubric", "answer_text", "length_limit", "llm_grader", "no_boilerplate",
+    "parse_score", "relevance", "repetition", "structure", "weighted",
+]  # fmt: skip
+
+BOILERPLATE = ("as an ai language model", "as an ai", "i'm sorry, but", "i cannot help", "i am unable to",
+               "as a language model", "i don't have personal")  # fmt: skip
+_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.S)
+_WORD_RE = re.compile(r"[a-z0-9]+")
+
+
+def answer_text(completion: str) -> str:
+    """The text of the last ``<answer>`` block, or the whole completion when there is none.
+
+    >>> answer_text("<reasoning>r</reasoning><answer> Paris </answer>"), answer_text("just text")
+    ('Paris', 'just text')
+    """
+    found = _ANSWER_RE.findall(completion or "")
+    return (found[-1] if found else completion or "").strip()
+
+
+@reward(-1.0, 0.0)
+def length_limit(prompts: Sequence[str], completions: Sequence[str], *, max_chars: int = 4000,
+                 **kwargs: Any) -> list[float]:  # fmt: skip
+    """0 within ``max_chars`` (the 1K-token answers the judges allow are ~4,000 characters), then
+    falling linearly to -1 at twice the limit.
+
+    >>> length_limit(["q", "q"], ["short", "x" * 6000])
+    [0.0, -0.5]
+    """
+    return [0.0 - min(1.0, max(0, len(c or "") - max_chars) / max_chars) for c in completions]
+
+
+@reward(0.0, 1.0)
+def structure(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any) -> list[float]:
+    """1 for the exact ``<reasoning>``/``<answer>`` structure, 0.5 when both blocks are there but
+    out of shape, 0 otherwise.
+
+    >>> structure(["q"] * 3, ["<reasoning>r</reasoning><answer>a</answer>", "<answer>a</answer><reasoning>r</reasoning>", "a"])
+    [1.0, 0.5, 0.0]
+    """
+    out = []
+    for c in completions:
+        c = c or ""
+        both = all(t in c for t in ("<reasoning>", "</reasoning>", "<answer>", "</answer>"))
+        out.append(1.0 if has_format(c) else 0.5 if both else 0.0)
+    return out
+
+
+@reward(-1.0, 0.0)
+def repetition(prompts: Sequence[str], completions: Sequence[str], *, n: int = 3, **kwargs: Any) -> list[float]:
+    """Minus the share of repeated word ``n``-grams: 0 for text that never repeats itself, towards -1
+    for a loop.
+
+    >>> repetition(["q", "q"], ["one two three four five", "go on go on go on go on go on"])
+    [0.0, -0.75]
+    """
+    out = []
+    for c in completions:
+        words = _WORD_RE.findall((c or "").lower())
+        grams = [tuple(words[i : i + n]) for i in range(max(0, len(words) - n + 1))]
+        out.append(len(set(grams)) / len(grams) - 1.0 if grams else 0.0)
+    return out
+
+
+@reward(-1.0, 0.0)
+def no_boilerplate(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any) -> list[float]:
+    """-1 for the "As an AI language model" kind of phrase (:data:`BOILERPLATE`), else 0.
+
+    >>> no_boilerplate(["q", "q"], ["As an AI language model, I think so.", "I think so."])
+    [-1.0, 0.0]
+    """
+    return [-1.0 if any(p in (c or "").lower() for p in BOILERPLATE) else 0.0 for c in completions]
+
+
+@reward(0.0, 1.0)
+def relevance(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any) -> list[float]:
+    """TF-IDF cosine similarity between each prompt and its answer (IDF over this batch): a cheap
+    signal that the answer is about the question, with no judge model.
+
+    >>> [round(x, 2) for x in relevance(["the moon orbits earth", "bake bread"], ["the moon orbits", "tax law"])]
+    [0.81, 0.0]
+    """
+    docs = [_WORD_RE.findall((t or "").lower()) for t in [*prompts, *(answer_text(c) for c in completions)]]
+    df = collections.Counter(w for d in docs for w in set(d))
+    idf = {w: math.log((1 + len(docs)) / (1 + n)) + 1.0 for w, n in df.items()}
+
+    def vec(words: list[str]) -> dict[str, float]:
+        tf = collections.Counter(words)
+        return {w: c * idf[w] for w, c in tf.items()}
+
+    out = []
+    for p, c in zip(docs[: len(prompts)], docs[len(prompts) :], strict=True):
+        a, b = vec(p), vec(c)
+        dot = sum(v * b.get(w, 0.0) for w, v in a.items())
+        norm = math.sqrt(sum(v * v for v in a.values()) * sum(v * v for v in b.values()))
+        out.append(min(1.0, dot / norm) if norm else 0.0)
+    return out
+
+
+_SCORE_RE = re.compile(r"(-?\d+(?:\.\d+)?)\s*(?:/|out of)\s*(\d+(?:\.\d+)?)|(?:score|rating)\s*[:=]?\s*(-?\d+(?:\.\d+)?)|(-?\d+(?:\.\d+)?)", re.I)
+
+
+def parse_score(reply: Any, scale: float = 10.0) -> float:
+    """Any judge reply -> a score in [0, 1]: "7/10", "Score: 8", "8 out of 10", a bare number (on a
+    ``scale`` of 0..10 by default); a reply with no number, or anything that is not text, gives 0.
+
+    >>> [parse_score(r) for r in ("Score: 8", "7/10", "9 out of 10 because", "great!", None, "42", "-3")]
+    [0.8, 0.7, 0.9, 0.0, 0.0, 1.0, 0.0]
+    """
+    if not isinstance(reply, str):
+        return 0.0
+    m = _SCORE_RE.search(reply)
+    if m is None:
+        return 0.0
+    try:
+        if m.group(1) is not None:
+            value, top = float(m.group(1)), float(m.group(2)) or scale
+        else:
+            value, top = float(m.group(3) or m.group(4)), scale
+    except (TypeError, ValueError):
+        return 0.0
+    score = value / top
+    return 0.0 if not math.isfinite(score) else min(1.0, max(0.0, score))
+
+
+class JudgeRubric:
+    """The prompt a judge model sees for one (question, answer) pair."""
+
+    TEMPLATE = (
+        "You are grading an answer to a question. Criteria: it answers what was asked, it is correct, "
+        "clear and well organised, and it puts its reasoning in <reasoning> and its answer in <answer>.\n"
+        "Question: {question}\nAnswer: {answer}\n"
+        "Reply with one line: Score: N, where N is from 0 (useless) to 10 (excellent)."
+    )
+
+    def __init__(self, template: str | None = None) -> None:
+        self.template = template or self.TEMPLATE
+
+    def __call__(self, question: str, answer: str) -> str:
+        return self.template.format(question=question, answer=answer)
+
+
+def llm_grader(judge_model, *, rubric: JudgeRubric | None = None, config=None) -> Callable[[list[str], list[str]], list[str]]:
+    """A grader that asks ``judge_model`` (a :class:`tunixkit.models.LoadedModel`: the same loader,
+    on the policy's mesh or one of its own) to score each answer against ``rubric``, greedily."""
+    from tunixkit import data, evaluation
+
+    rubric = rubric or JudgeRubric()
+    config = config or evaluation.EvalConfig(max_prompt_length=1024, max_generation_steps=16, batch_size=16,
+                                             system_prompt=None)  # fmt: skip
+
+    def grade(questions: list[str], completions: list[str]) -> list[str]:
+        prompts = [data.format_prompt(rubric(q, answer_text(c)), None) for q, c in zip(questions, completions, strict=True)]
+        return [g.text for g in evaluation.generate(judge_model, prompts, config, progress=False)]
+
+    return grade
+
+
+class Judge:
+    """Grades completions with ``grade(questions, completions) -> replies`` (a judge model, see
+    :func:`llm_grader`, or a deterministic grader in smoke), behind :func:`parse_score`; it is a
+    reward function too.
+
+    A completion already graded for the same question is not graded again; each call's time is kept
+    in :attr:`seconds` (one entry per GRPO step), the number graded in :attr:`calls`.
+    """
+
+    def __init__(self, grade: Callable[[list[str], list[str]], list[str]], *, batch_size: int = 16,
+                 name: str = "judge") -> None:  # fmt: skip
+        self.grade, self.batch_size = grade, batch_size
+        self.__name__ = name  # tunix names the reward's metric after it
+        self.cache: dict[tuple[str, str], float] = {}
+        self.seconds: list[float] = []
+        self.calls = 0
+
+    def scores(self, questions: Sequence[str], completions: Sequence[str]) -> list[float]:
+        t0 = time.perf_counter()
+        keys = [(str(q), str(c)) for q, c in zip(questions, completions, strict=True)]
+        todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
+        for i in range(0, len(todo), self.batch_size):
+            chunk = todo[i : i + self.batch_size]
+            try:
+                replies = list(self.grade([q for q, _ in chunk], [c for _, c in chunk]))
+            except Exception as e:  # noqa: BLE001 - a failing judge costs the batch its reward, not the run
+                print(f"judge: {type(e).__name__}: {e}; {len(chunk)} completions scored 0")
+                replies = [""] * len(chunk)
+            replies += [""] * (len(chunk) - len(replies))
+            self.cache.update({k: parse_score(r) for k, r in zip(chunk, replies, strict=False)})
+            self.calls += len(chunk)
+        self.seconds.append(time.perf_counter() - t0)
+        return [self.cache[k] for k in keys]
+
+    def __call__(self, prompts: Sequence[str], completions: Sequence[str], **kwargs: Any) -> list[float]:
+        questions = kwargs.get("question", prompts)
+        return self.scores([str(q) for q in questions], completions)
+
+
+def weighted(fn: RewardFn, weight: float, name: str | None = None) -> RewardFn:
+    """``fn`` times ``weight``, keeping a name of its own so tunix logs it as its own curve.
+
+    >>> w = weighted(length_limit, 2.0)
+    >>> w.__name__, w(["q"], ["x" * 6000])
+    ('length_limit_x2', [-1.0])
+    """
+
+    @functools.wraps(fn)
+    def scaled(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any) -> list[float]:
+        return [weight * float(v) for v in fn(prompts, completions, **kwargs)]
+
+    scaled.__name__ = name or f"{getattr(fn, '__name__', 'reward')}_x{weight:g}"
+    if hasattr(fn, "bounds"):
+        scaled.bounds = tuple(sorted(weight * b for b in fn.bounds))  # type: ignore[attr-defined]
+    return scaled
