@@ -25,9 +25,21 @@ import tempfile
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 PLANS = [  # (recipe kind, model id, devices, preset, why)
     ("sft", "gemma-3-1b-it", 8, "full", "01 full: QLoRA r64, 16 x 512"),
-    ("grpo", "gemma-3-1b-it", 8, "full", "02 full: LoRA r64, 4 prompts x G=4, micro 2, 256 + 768 tokens"),
+    (
+        "grpo",
+        "gemma-3-1b-it",
+        8,
+        "full",
+        "02 full: LoRA r64, 4 prompts x G=4, micro 2, 256 + 768 tokens",
+    ),
     ("dpo", "gemma-3-1b-it", 8, "full", "03 full: LoRA r64, 8 pairs, 256 + 512 tokens"),
-    ("distill", "gemma-3-270m-it", 8, "full", "04 full: gemma-3-1b teacher, gemma-3-270m student, 16 x 512"),
+    (
+        "distill",
+        "gemma-3-270m-it",
+        8,
+        "full",
+        "04 full: gemma-3-1b teacher, gemma-3-270m student, 16 x 512",
+    ),
     ("sft", "gemma-2-2b-it", 8, "full", "01 with MODEL_ID=gemma-2-2b-it"),
     ("grpo", "gemma-2-2b-it", 8, "full", "02 with MODEL_ID=gemma-2-2b-it"),
     ("dpo", "gemma-2-2b-it", 8, "full", "03 with MODEL_ID=gemma-2-2b-it"),

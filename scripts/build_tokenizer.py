@@ -13,4 +13,6 @@ out = build_tokenizer(
 )
 pathlib.Path(out).with_suffix(".vocab").unlink(missing_ok=True)
 sp = load_tokenizer(out)
-print(f"wrote {out}: vocab {sp.vocab_size}, pad/unk/bos/eos {sp.pad_id()}/{sp.unk_id()}/{sp.bos_id()}/{sp.eos_id()}")
+print(
+    f"wrote {out}: vocab {sp.vocab_size}, pad/unk/bos/eos {sp.pad_id()}/{sp.unk_id()}/{sp.bos_id()}/{sp.eos_id()}"
+)

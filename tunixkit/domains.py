@@ -53,7 +53,12 @@ class Task:
     answer: str = ""  # math: the number
 
     def record(self) -> dict[str, str]:
-        return {"domain": self.domain, "prompt": self.prompt, "response": self.response, "answer": self.answer}
+        return {
+            "domain": self.domain,
+            "prompt": self.prompt,
+            "response": self.response,
+            "answer": self.answer,
+        }
 
 
 def load_traces(source: str, split: str = "train", *, domain: str = "general",
@@ -81,19 +86,34 @@ def load_traces(source: str, split: str = "train", *, domain: str = "general",
         if chat is not None:
             turns = row[chat]
             if not isinstance(turns, list) or not all(isinstance(t, Mapping) for t in turns):
-                raise data.DataError(f"{source}: row {i}: {chat!r} is not a list of {{role, content}} turns")
+                raise data.DataError(
+                    f"{source}: row {i}: {chat!r} is not a list of {{role, content}} turns"
+                )
             roles = [str(t.get("role") or t.get("from") or "") for t in turns]
             texts = [str(t.get("content") or t.get("value") or "") for t in turns]
-            reply = max((j for j, r in enumerate(roles) if r in ("assistant", "model", "gpt")), default=-1)
-            asked = max((j for j, r in enumerate(roles[:reply]) if r in ("user", "human")), default=-1)
+            reply = max(
+                (j for j, r in enumerate(roles) if r in ("assistant", "model", "gpt")), default=-1
+            )
+            asked = max(
+                (j for j, r in enumerate(roles[:reply]) if r in ("user", "human")), default=-1
+            )
             prompt, response = (texts[asked], texts[reply]) if asked >= 0 else ("", "")
         else:
             prompt, response = str(row[fields[0]] or ""), str(row[fields[1]] or "")
         if not prompt.strip() or not response.strip():
             skipped += 1
             continue
-        out.append({"domain": str(row.get("domain") or domain), "prompt": prompt.strip(), "response": response.strip()})
-    print(f"{source}: {len(out)} traces" + (f", {skipped} skipped (empty prompt or response)" if skipped else ""))
+        out.append(
+            {
+                "domain": str(row.get("domain") or domain),
+                "prompt": prompt.strip(),
+                "response": response.strip(),
+            }
+        )
+    print(
+        f"{source}: {len(out)} traces"
+        + (f", {skipped} skipped (empty prompt or response)" if skipped else "")
+    )
     return out
 
 
@@ -141,9 +161,13 @@ def _task(domain: str, rng: random.Random) -> Task:
                     data.format_completion(f"Use {sym} on the two numbers.", code), ("def", "return", sym))  # fmt: skip
     from tunixkit import smoke  # math: the smoke profile's GSM8K-style problems
 
-    row = smoke.synthetic_gsm8k(1, seed=rng.randrange(10**9), max_operand=smoke.SMOKE_MAX_OPERAND)[0]
+    row = smoke.synthetic_gsm8k(1, seed=rng.randrange(10**9), max_operand=smoke.SMOKE_MAX_OPERAND)[
+        0
+    ]
     steps, answer = data.parse_gsm8k_answer(row["answer"])
-    return Task("math", row["question"], data.format_completion(steps, answer or ""), answer=answer or "")
+    return Task(
+        "math", row["question"], data.format_completion(steps, answer or ""), answer=answer or ""
+    )
 
 
 def synthetic_tasks(n: int, seed: int = 0, domains: Sequence[str] = DOMAINS) -> list[Task]:
@@ -155,7 +179,11 @@ def synthetic_tasks(n: int, seed: int = 0, domains: Sequence[str] = DOMAINS) -> 
 def _grade(task: Task, completion: str) -> float:
     """0..10 for ``completion`` on ``task``: the checks a judge would make, as rules."""
     if task.domain == "math":
-        return 10.0 if is_correct(completion, task.answer, strict=True) else (2.0 if has_format(completion) else 0.0)
+        return (
+            10.0
+            if is_correct(completion, task.answer, strict=True)
+            else (2.0 if has_format(completion) else 0.0)
+        )
     answer = answer_text(completion).lower()
     words = answer.replace(".", " ").split()
     found = [w for w in task.wants if w.lower() in answer]
@@ -186,7 +214,9 @@ class DomainScores:
     """One stage's evaluation: per domain, and over all domains."""
 
     name: str
-    rows: dict[str, dict[str, float]]  # domain -> {"n", "format", "under_limit", "judged", "judged_ci", "accuracy"}
+    rows: dict[
+        str, dict[str, float]
+    ]  # domain -> {"n", "format", "under_limit", "judged", "judged_ci", "accuracy"}
 
     def summary(self) -> dict[str, Any]:
         return {"name": self.name, "domains": self.rows}
@@ -213,7 +243,9 @@ def evaluate(loaded, tasks: Sequence[Mapping[str, str]], judge, *, name: str, co
                "judged": mean, "judged_ci": 1.96 * sd / math.sqrt(len(idx))}  # fmt: skip
         math_idx = [i for i in idx if tasks[i]["domain"] == "math"]
         if math_idx:
-            row["accuracy"] = sum(is_correct(texts[i], tasks[i]["answer"], strict=True) for i in math_idx) / len(math_idx)
+            row["accuracy"] = sum(
+                is_correct(texts[i], tasks[i]["answer"], strict=True) for i in math_idx
+            ) / len(math_idx)
         rows[domain] = row
     if output_dir is not None:
         path = pathlib.Path(output_dir) / f"domains_{name}.jsonl"
@@ -236,7 +268,9 @@ def table(stages: Sequence[DomainScores]) -> str:
     return "\n".join(rows)
 
 
-def plot(stages: Sequence[DomainScores], path: str | pathlib.Path, title: str = "Judged score by domain"):
+def plot(
+    stages: Sequence[DomainScores], path: str | pathlib.Path, title: str = "Judged score by domain"
+):
     """Grouped bars: the judged score (95% CI) per domain, one bar per stage; saved as PNG."""
     import matplotlib.pyplot as plt
     import numpy as np

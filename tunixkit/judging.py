@@ -74,7 +74,9 @@ def structure(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any)
 
 
 @reward(-1.0, 0.0)
-def repetition(prompts: Sequence[str], completions: Sequence[str], *, n: int = 3, **kwargs: Any) -> list[float]:
+def repetition(
+    prompts: Sequence[str], completions: Sequence[str], *, n: int = 3, **kwargs: Any
+) -> list[float]:
     """Minus the share of repeated word ``n``-grams: 0 for text that never repeats itself, towards -1
     for a loop.
 
@@ -90,7 +92,9 @@ def repetition(prompts: Sequence[str], completions: Sequence[str], *, n: int = 3
 
 
 @reward(-1.0, 0.0)
-def no_boilerplate(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any) -> list[float]:
+def no_boilerplate(
+    prompts: Sequence[str], completions: Sequence[str], **kwargs: Any
+) -> list[float]:
     """-1 for the "As an AI language model" kind of phrase (:data:`BOILERPLATE`), else 0.
 
     >>> no_boilerplate(["q", "q"], ["As an AI language model, I think so.", "I think so."])
@@ -107,7 +111,10 @@ def relevance(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any)
     >>> [round(x, 2) for x in relevance(["the moon orbits earth", "bake bread"], ["the moon orbits", "tax law"])]
     [0.81, 0.0]
     """
-    docs = [_WORD_RE.findall((t or "").lower()) for t in [*prompts, *(answer_text(c) for c in completions)]]
+    docs = [
+        _WORD_RE.findall((t or "").lower())
+        for t in [*prompts, *(answer_text(c) for c in completions)]
+    ]
     df = collections.Counter(w for d in docs for w in set(d))
     idf = {w: math.log((1 + len(docs)) / (1 + n)) + 1.0 for w, n in df.items()}
 
@@ -124,7 +131,10 @@ def relevance(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any)
     return out
 
 
-_SCORE_RE = re.compile(r"(-?\d+(?:\.\d+)?)\s*(?:/|out of)\s*(\d+(?:\.\d+)?)|(?:score|rating)\s*[:=]?\s*(-?\d+(?:\.\d+)?)|(-?\d+(?:\.\d+)?)", re.I)
+_SCORE_RE = re.compile(
+    r"(-?\d+(?:\.\d+)?)\s*(?:/|out of)\s*(\d+(?:\.\d+)?)|(?:score|rating)\s*[:=]?\s*(-?\d+(?:\.\d+)?)|(-?\d+(?:\.\d+)?)",
+    re.I,
+)
 
 
 def parse_score(reply: Any, scale: float = 10.0) -> float:
@@ -167,7 +177,9 @@ class JudgeRubric:
         return self.template.format(question=question, answer=answer)
 
 
-def llm_grader(judge_model, *, rubric: JudgeRubric | None = None, config=None) -> Callable[[list[str], list[str]], list[str]]:
+def llm_grader(
+    judge_model, *, rubric: JudgeRubric | None = None, config=None
+) -> Callable[[list[str], list[str]], list[str]]:
     """A grader that asks ``judge_model`` (a :class:`tunixkit.models.LoadedModel`: the same loader,
     on the policy's mesh or one of its own) to score each answer against ``rubric``, greedily."""
     from tunixkit import data, evaluation
@@ -177,7 +189,10 @@ def llm_grader(judge_model, *, rubric: JudgeRubric | None = None, config=None) -
                                              system_prompt=None)  # fmt: skip
 
     def grade(questions: list[str], completions: list[str]) -> list[str]:
-        prompts = [data.format_prompt(rubric(q, answer_text(c)), None) for q, c in zip(questions, completions, strict=True)]
+        prompts = [
+            data.format_prompt(rubric(q, answer_text(c)), None)
+            for q, c in zip(questions, completions, strict=True)
+        ]
         return [g.text for g in evaluation.generate(judge_model, prompts, config, progress=False)]
 
     return grade
@@ -217,7 +232,9 @@ class Judge:
         self.seconds.append(time.perf_counter() - t0)
         return [self.cache[k] for k in keys]
 
-    def __call__(self, prompts: Sequence[str], completions: Sequence[str], **kwargs: Any) -> list[float]:
+    def __call__(
+        self, prompts: Sequence[str], completions: Sequence[str], **kwargs: Any
+    ) -> list[float]:
         questions = kwargs.get("question", prompts)
         return self.scores([str(q) for q in questions], completions)
 

@@ -569,7 +569,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--devices", type=int, default=8)
     ap.add_argument("--chip", default="v5e", help=f"one of {', '.join(CHIPS)}")
     ap.add_argument("--layers", type=int, help="cut the depth (reduced shapes)")
-    ap.add_argument("--preset", choices=("full", "one_chip"), default="full", help="the recipe's preset")
+    ap.add_argument(
+        "--preset", choices=("full", "one_chip"), default="full", help="the recipe's preset"
+    )
     ap.add_argument(
         "--set",
         nargs="*",

@@ -180,7 +180,9 @@ class SFT(_Presets):
     @classmethod
     def one_chip(cls) -> SFT:
         # One 16 GiB chip (Colab v5e-1): 4 rows of 512 per step, the same ~2 epochs in 4x the steps.
-        return dataclasses.replace(cls.full(), batch_size=4, steps=3700, eval_examples=64, checkpoint_every=200)
+        return dataclasses.replace(
+            cls.full(), batch_size=4, steps=3700, eval_examples=64, checkpoint_every=200
+        )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -276,7 +278,9 @@ class DPO(_Presets):
     @classmethod
     def one_chip(cls) -> DPO:
         # One 16 GiB chip: 2 pairs per step (the same pairs in 4x the steps).
-        return dataclasses.replace(cls.full(), batch_size=2, steps=4000, eval_every=400, checkpoint_every=200)
+        return dataclasses.replace(
+            cls.full(), batch_size=2, steps=4000, eval_every=400, checkpoint_every=200
+        )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -314,7 +318,9 @@ class Distill(_Presets):
     @classmethod
     def one_chip(cls) -> Distill:
         # One 16 GiB chip: 4 rows of 512 per step (the [rows, 512, 262k] logits dominate).
-        return dataclasses.replace(cls.full(), batch_size=4, steps=4000, eval_examples=64, checkpoint_every=200)
+        return dataclasses.replace(
+            cls.full(), batch_size=4, steps=4000, eval_examples=64, checkpoint_every=200
+        )
 
 
 def gsm8k(
