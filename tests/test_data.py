@@ -42,7 +42,10 @@ def test_csv_without_answer_column(tmp_path):
     path = tmp_path / "x.csv"
     path.write_text("question,solution\nq,s\n")
     with pytest.raises(data.DataError, match=r"x.csv:1: header lacks column\(s\) \['answer'\]"):
-        data.read_rows(path)
+        data.read_rows(path, ("question", "answer"))
+    assert data.read_rows(path) == [
+        {"question": "q", "solution": "s"}
+    ]  # other files, other columns
 
 
 def test_rows_without_answers_are_counted_not_dropped_silently(capsys):

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tunixkit import answers, rewards
+from tunixkit import answers, judging, rewards  # judging registers its rubric rewards too
 
 text = st.one_of(
     st.text(max_size=200),
@@ -19,7 +19,9 @@ text = st.one_of(
 @settings(max_examples=300, deadline=None)
 @given(completion=text, gold=st.one_of(st.integers(-(10**6), 10**6).map(str), st.text(max_size=10)))
 def test_every_registered_reward_never_raises_and_stays_bounded(completion, gold):
-    assert len(rewards.REWARDS) >= 5  # the registry is filled by the @reward decorator
+    assert (
+        len(rewards.REWARDS) >= 10 and "relevance" in rewards.REWARDS
+    )  # filled by the @reward decorator
     for name, fn in rewards.REWARDS.items():
         (value,) = fn(
             ["prompt"],
@@ -69,3 +71,45 @@ def test_rewards_rank_good_over_bad():
         for i in (0, 1)
     ]
     assert total[0] > total[1] + 5
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    reply=st.one_of(
+        st.text(max_size=80),
+        st.none(),
+        st.integers(),
+        st.floats(allow_nan=True),
+        st.binary(max_size=8),
+    )
+)
+def test_any_judge_reply_parses_to_a_score_in_0_1(reply):
+    score = judging.parse_score(reply)
+    assert isinstance(score, float) and 0.0 <= score <= 1.0
+
+
+@settings(max_examples=100, deadline=None)
+@given(completions=st.lists(st.text(max_size=60), min_size=1, max_size=6),
+       replies=st.lists(st.one_of(st.text(max_size=30), st.none(), st.integers()), max_size=8))  # fmt: skip
+def test_judge_gives_a_finite_score_for_anything_and_grades_each_answer_once(completions, replies):
+    calls = []
+
+    def grade(questions, answers):  # a judge that replies garbage, too few or too many replies
+        calls.append(len(answers))
+        return replies
+
+    judge = judging.Judge(grade, batch_size=4)
+    scores = judge(["q"] * len(completions), completions, question=["q"] * len(completions))
+    assert len(scores) == len(completions) and all(0.0 <= s <= 1.0 for s in scores)
+    assert sum(calls) == len(set(completions))  # repeated completions are not graded again
+    assert judge(["q"] * len(completions), completions) == scores and sum(calls) == len(
+        set(completions)
+    )
+
+
+def test_a_judge_that_raises_costs_the_batch_its_reward_not_the_run():
+    def broken(questions, answers):
+        raise RuntimeError("out of memory")
+
+    judge = judging.Judge(broken)
+    assert judge(["q"], ["answer"]) == [0.0] and len(judge.seconds) == 1

@@ -23,7 +23,7 @@ from typing import Any
 from tunixkit.answers import format_number, parse_number
 
 __all__ = [
-    "DataError", "KAGGLE_GSM8K", "LoadReport", "Record", "SYSTEM_PROMPT", "columns",
+    "DataError", "GSM8K_COLUMNS", "KAGGLE_GSM8K", "LoadReport", "Record", "SYSTEM_PROMPT", "columns",
     "format_completion", "format_prompt", "grpo_dataset", "load_gsm8k", "load_rows",
     "parse_gsm8k_answer", "read_rows", "sft_pair", "to_records", "write_jsonl",
 ]  # fmt: skip
@@ -43,6 +43,9 @@ Record = dict[str, str]
 
 class DataError(ValueError):
     """A data file or row is not what the loader expects."""
+
+
+GSM8K_COLUMNS = ("question", "answer")  # what a local GSM8K-style file must have
 
 
 def format_prompt(question: str, system_prompt: str | None = SYSTEM_PROMPT) -> str:
@@ -154,10 +157,11 @@ def _decode(path: pathlib.Path) -> str:
         ) from e
 
 
-def read_rows(path: str | pathlib.Path) -> list[dict[str, Any]]:
+def read_rows(path: str | pathlib.Path, required: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Read raw rows from ``.jsonl``, ``.json``, ``.csv`` or ``.parquet``; errors name file and line.
 
-    A file without a single row, or one that is not UTF-8 text, is an error too.
+    A file without a single row, or one that is not UTF-8 text, is an error too; so is a CSV header
+    that lacks one of the ``required`` columns (named in the error with the header found).
     """
     path = pathlib.Path(path)
     if not path.is_file():
@@ -188,7 +192,7 @@ def read_rows(path: str | pathlib.Path) -> list[dict[str, Any]]:
             raise DataError(f"{path}: expected a JSON list of objects, got {type(rows).__name__}")
     elif suffix == ".csv":
         reader = csv.DictReader(io.StringIO(_decode(path), newline=""))
-        missing = {"question", "answer"} - {c.strip().lower() for c in reader.fieldnames or []}
+        missing = set(required) - {c.strip().lower() for c in reader.fieldnames or []}
         if reader.fieldnames and missing:
             raise DataError(
                 f"{path}:1: header lacks column(s) {sorted(missing)}; found {reader.fieldnames}"
@@ -224,7 +228,7 @@ def load_gsm8k(
     if source == "file":
         if path is None:
             raise ValueError("source='file' needs path=<.jsonl/.json/.csv/.parquet file>")
-        rows: Iterable[Mapping[str, Any]] = read_rows(path)
+        rows: Iterable[Mapping[str, Any]] = read_rows(path, GSM8K_COLUMNS)
         name = str(path)
     elif source == "hf":
         import datasets
@@ -243,7 +247,7 @@ def load_gsm8k(
         files = sorted(folder.rglob(f"*{split}*.csv"))
         if not files:
             raise DataError(f"{folder}: no CSV whose name contains {split!r} in {KAGGLE_GSM8K}")
-        rows, name = read_rows(files[0]), str(files[0])
+        rows, name = read_rows(files[0], GSM8K_COLUMNS), str(files[0])
     else:
         raise ValueError(f"unknown source {source!r}; expected 'hf', 'tfds', 'kaggle' or 'file'")
     records, _ = to_records(rows, name)

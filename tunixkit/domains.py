@@ -16,6 +16,7 @@ summarization, science, math and code (math and code weighted down). This module
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import math
@@ -30,8 +31,8 @@ from tunixkit.judging import answer_text
 from tunixkit.rewards import has_format
 
 __all__ = [
-    "DOMAINS", "DomainScores", "Task", "evaluate", "load_traces", "plot", "rubric_grader", "synthetic_tasks",
-    "table",
+    "DOMAINS", "DomainScores", "Task", "evaluate", "examples", "load_traces", "plot", "rubric_grader",
+    "split_heldout", "synthetic_tasks", "table",
 ]  # fmt: skip
 
 DOMAINS = ("creative", "ideation", "summarization", "science", "math", "code")
@@ -168,6 +169,38 @@ def _task(domain: str, rng: random.Random) -> Task:
     return Task(
         "math", row["question"], data.format_completion(steps, answer or ""), answer=answer or ""
     )
+
+
+def split_heldout(
+    records: Sequence[dict[str, str]], per_domain: int
+) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """(held-out, rest): the last ``per_domain`` records of each domain are held out.
+
+    >>> held, rest = split_heldout([{"domain": d, "i": i} for i in range(3) for d in "ab"], 1)
+    >>> [r["i"] for r in held], len(rest)
+    ([2, 2], 4)
+    """
+    by_domain: dict[str, list[int]] = {}
+    for i, r in enumerate(records):
+        by_domain.setdefault(r["domain"], []).append(i)
+    held = {i for idx in by_domain.values() for i in idx[-per_domain:]} if per_domain else set()
+    return [records[i] for i in sorted(held)], [r for i, r in enumerate(records) if i not in held]
+
+
+def examples(records: Sequence[Mapping[str, str]], k: int = 1) -> str:
+    """A Markdown table of ``k`` prompts per domain with their reference answers."""
+    rows, seen = ["| domain | prompt | reference answer |", "|---|---|---|"], collections.Counter()
+
+    def cell(text: str) -> str:
+        return (
+            text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("\n", "<br>")
+        )
+
+    for r in records:
+        if seen[r["domain"]] < k:
+            seen[r["domain"]] += 1
+            rows.append(f"| {r['domain']} | {cell(r['prompt'])} | {cell(r.get('response', ''))} |")
+    return "\n".join(rows)
 
 
 def synthetic_tasks(n: int, seed: int = 0, domains: Sequence[str] = DOMAINS) -> list[Task]:

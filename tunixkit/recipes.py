@@ -15,7 +15,18 @@ from typing import Any, NamedTuple
 from tunixkit import data, evaluation, rl, session, smoke
 from tunixkit.runtime import Runtime, resolve
 
-__all__ = ["DPO", "GRPO", "SFT", "Distill", "MathEval", "Quickstart", "Start", "gsm8k", "start"]
+__all__ = [
+    "DPO",
+    "GRPO",
+    "SFT",
+    "Distill",
+    "MathEval",
+    "Pipeline",
+    "Quickstart",
+    "Start",
+    "gsm8k",
+    "start",
+]
 
 
 class _Presets:
@@ -357,3 +368,67 @@ class MathEval(_Presets):
     def full(cls) -> MathEval:
         return cls(models={"gemma-3-1b-it": "gemma-3-1b-it", "grpo": "runs/02_grpo_gsm8k/export/hf"},
                    base_id="gemma-3-1b-it", eval=evaluation.EvalConfig.full())  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Pipeline(_Presets):
+    """06_multidomain_pipeline: SFT, a self-improvement round, preference tuning, then GRPO with
+    rubric and judge rewards, on every domain of the competition, in one session."""
+
+    model_id: str  # where stage 1 starts
+    judge_id: str | None  # a judge model id (None: the smoke profile's rubric grader)
+    lora_rank: int
+    lora_alpha: float
+    train_tasks: int  # smoke: synthetic tasks to train on; full: traces used at most
+    heldout_per_domain: int  # held-out prompts per domain for every evaluation
+    sft_steps: int
+    sft_learning_rate: float
+    batch_size: int
+    max_len: int  # SFT tokens per row
+    improve_prompts: int  # self-improvement: prompts sampled
+    improve_threshold: float  # ... and the judged score (0..1) an answer must reach to be kept
+    improve_steps: int  # SFT steps on what was kept
+    algorithm: str  # "dpo", "orpo" or "simpo"
+    beta: float  # DPO's KL strength (SimPO's reward scale)
+    preference_steps: int
+    preference_learning_rate: float
+    pair_prompts: int  # prompts sampled for judged pairs
+    samples: int  # answers sampled per prompt (self-improvement and pairs)
+    max_response_length: int
+    grpo: rl.GRPOSettings
+    reward_weights: dict[str, float]  # weight of each GRPO reward, by name
+    shares: dict[str, float]  # each stage's share of the training time
+    eval: evaluation.EvalConfig
+
+    @classmethod
+    def smoke(cls) -> Pipeline:
+        from tunixkit import domains
+
+        grpo = rl.GRPOSettings(learning_rate=3e-3, beta=0.04, clip_norm=1.0, weight_decay=0.0, temperature=1.0,
+                               max_prompt_length=96, max_generation_steps=64, batch_size=8, num_generations=4,
+                               num_steps=40, checkpoint_every=20)  # fmt: skip
+        return cls(model_id="tiny-gemma3-sft", judge_id=None, lora_rank=16, lora_alpha=16.0, train_tasks=1200,
+                   heldout_per_domain=20, sft_steps=150, sft_learning_rate=3e-3, batch_size=16, max_len=144,
+                   improve_prompts=120, improve_threshold=0.9, improve_steps=20, algorithm="simpo", beta=2.0,
+                   preference_steps=30, preference_learning_rate=1e-3, pair_prompts=240, samples=4,
+                   max_response_length=64, grpo=grpo,
+                   reward_weights={"judge": 4.0, "structure": 1.0, "length_limit": 1.0, "repetition": 1.0,
+                                   "no_boilerplate": 1.0, "relevance": 0.5, "answer_match": 1.0},
+                   shares={"sft": 0.35, "improve": 0.1, "preference": 0.15, "grpo": 0.4},
+                   eval=dataclasses.replace(evaluation.EvalConfig.smoke(), system_prompt=domains.SYSTEM_PROMPT))  # fmt: skip
+
+    @classmethod
+    def full(cls) -> Pipeline:
+        from tunixkit import domains
+
+        grpo = rl.GRPOSettings(max_prompt_length=512, max_generation_steps=768, batch_size=4, micro_batch_size=2,
+                               num_steps=1500, checkpoint_every=50)  # fmt: skip
+        return cls(model_id="gemma-3-1b-it", judge_id="gemma-3-1b-it", lora_rank=64, lora_alpha=64.0,
+                   train_tasks=20000, heldout_per_domain=50, sft_steps=1200, sft_learning_rate=1e-4, batch_size=16,
+                   max_len=1024, improve_prompts=512, improve_threshold=0.8, improve_steps=200, algorithm="simpo",
+                   beta=2.0, preference_steps=600, preference_learning_rate=5e-7 * 10, pair_prompts=1024, samples=4,
+                   max_response_length=768, grpo=grpo,
+                   reward_weights={"judge": 4.0, "structure": 1.0, "length_limit": 1.0, "repetition": 1.0,
+                                   "no_boilerplate": 1.0, "relevance": 0.5, "answer_match": 1.0},
+                   shares={"sft": 0.3, "improve": 0.1, "preference": 0.2, "grpo": 0.4},
+                   eval=dataclasses.replace(evaluation.EvalConfig.full(), system_prompt=domains.SYSTEM_PROMPT))  # fmt: skip

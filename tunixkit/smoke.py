@@ -152,7 +152,10 @@ def tokenizer_corpus() -> list[str]:
     rng = random.Random(777)
     for _ in range(600):
         a, b, op = rng.randint(2, 99), rng.randint(2, 99), rng.choice("+-*")
-        lines.append(calculator.tool_call(f"{a} {op} {b}") + f"\n{calculator.RESULT_PREFIX}{calculator.calculate(f'{a} {op} {b}')}")
+        lines.append(
+            calculator.tool_call(f"{a} {op} {b}")
+            + f"\n{calculator.RESULT_PREFIX}{calculator.calculate(f'{a} {op} {b}')}"
+        )
     lines.append("".join(chr(c) for c in range(32, 127)))
     return lines
 

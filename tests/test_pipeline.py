@@ -1,0 +1,100 @@
+"""Notebook 06's pieces: traces in either shape, the smoke grader, stage bookkeeping, SimPO."""
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from tunixkit import data, domains, pipeline, session
+
+
+def test_traces_load_from_chat_messages_or_prompt_response_and_other_shapes_are_refused(tmp_path):
+    chat = tmp_path / "chat.jsonl"
+    data.write_jsonl([{"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "Hi?"},
+                                    {"role": "assistant", "content": "Hello."}], "domain": "chat"},
+                      {"messages": [{"role": "user", "content": "Only a question"}]}], chat)  # fmt: skip
+    assert domains.load_traces(str(chat)) == [
+        {"domain": "chat", "prompt": "Hi?", "response": "Hello."}
+    ]
+    flat = tmp_path / "flat.csv"
+    flat.write_text("question,reply\nWhat is 2+2?,4\n")
+    rows = domains.load_traces(str(flat), fields=("question", "reply"), domain="math")
+    assert rows == [{"domain": "math", "prompt": "What is 2+2?", "response": "4"}]
+    other = tmp_path / "other.jsonl"
+    data.write_jsonl([{"text": "a", "label": 1}], other)
+    with pytest.raises(
+        data.DataError,
+        match=r"columns \['label', 'text'\]; expected a 'messages'.*\['prompt', 'response'\]",
+    ):
+        domains.load_traces(str(other))
+
+
+def test_the_smoke_grader_prefers_the_reference_in_every_domain():
+    tasks = domains.synthetic_tasks(60, seed=5)
+    grade = domains.rubric_grader(tasks)
+    good = [
+        float(r.split()[-1]) for r in grade([t.prompt for t in tasks], [t.response for t in tasks])
+    ]
+    bad = [
+        float(r.split()[-1])
+        for r in grade(
+            [t.prompt for t in tasks], ["<reasoning>hm</reasoning><answer>no</answer>"] * 60
+        )
+    ]
+    for domain in domains.DOMAINS:
+        idx = [i for i, t in enumerate(tasks) if t.domain == domain]
+        assert min(good[i] for i in idx) >= 8 > max(bad[i] for i in idx) + 4, domain
+    assert grade(["a prompt it never saw"], ["x"]) == ["no idea"]
+
+
+def test_stages_share_the_session_and_hand_over_exports(tmp_path):
+    clock = session.Session(tmp_path, hours=1.0, started=time.time())
+    stages = pipeline.Stages(tmp_path, {"a": 0.25, "b": 0.75}, clock)
+    first = stages.clock("a")
+    assert 0.2 < (first.deadline - time.time()) / (clock.remaining() - clock.reserve()) < 0.3
+    assert stages.start_path("b", "base") == "base" and not stages.done("a")
+    stages.finish("a", tmp_path / "a" / "export" / "hf", steps=10)
+    again = pipeline.Stages(tmp_path, {"a": 0.25, "b": 0.75}, clock)  # a rerun reads stages.json
+    assert again.done("a") and again.start_path("b", "base") == str(
+        tmp_path / "a" / "export" / "hf"
+    )
+    assert json.loads((tmp_path / "stages.json").read_text())["a"]["steps"] == 10
+    late = pipeline.StageClock(clock, deadline=time.time() - 1)
+    assert late.must_stop(0.0) and not clock.must_stop(0.0)
+
+
+def test_simpo_loss_prefers_the_answer_with_the_higher_mean_log_probability():
+    import types
+
+    import jax.numpy as jnp
+    from tunix.sft.dpo import dpo_trainer
+
+    from tunixkit import models
+
+    lm = models.load_model("tiny-gemma3-sft", verbose=False)
+    tok = lm.tokenizer
+    prompt = [
+        tok.bos_id(),
+        *tok.encode(data.format_prompt("Tom has 2 pens and buys 3 more. How many pens?")),
+    ]
+    good = tok.encode(data.format_completion("Tom has 2 + 3 = 5 pens.", "5") + data.END_OF_TURN)
+    bad = tok.encode("zq xv kk jw " * 4)
+    n = max(len(good), len(bad))
+    comp = np.array([good + [0] * (n - len(good)), bad + [0] * (n - len(bad))], np.int32)
+    mask = (np.arange(n)[None] < np.array([[len(good)], [len(bad)]])).astype(np.int32)
+    ids = jnp.asarray(np.concatenate([np.array([prompt] * 2, np.int32), comp], 1))
+    full = jnp.concatenate([jnp.ones((2, len(prompt)), jnp.int32), jnp.asarray(mask)], 1)
+    from tunix.rl import common
+
+    ex = types.SimpleNamespace(input_ids=ids, positions=common.build_positions_from_mask(full),
+                               attention_mask=common.make_causal_attn_mask(full), logits_to_keep=n,
+                               completion_mask=jnp.asarray(mask))  # fmt: skip
+    chosen, rejected = dpo_trainer.compute_logps(
+        lm.model, ex.input_ids, ex.positions, ex.attention_mask, n, ex.completion_mask
+    )
+    assert float(chosen[0]) / len(good) > float(rejected[0]) / len(
+        bad
+    )  # the warm start knows arithmetic, not noise
+    loss, aux = pipeline.simpo_loss_fn(lm.model, ex, beta=2.0, gamma=0.5)
+    assert float(aux["rewards/accuracy"]) == 1.0 and float(loss) < float(np.log(2))

@@ -1,0 +1,312 @@
+"""A chain of training stages in one session: SFT, then preference tuning, then GRPO (notebook 06).
+
+Each stage trains LoRA adapters on the previous stage's merged export, checkpoints as it goes and
+ends with an export of its own, which the next stage loads. :class:`Stages` keeps
+``OUTPUT_DIR/stages.json``: which stages are done and where their exports are, so a rerun (or a
+session continuing with ``RESUME_FROM``) skips the finished stages and continues the current one
+from its last checkpoint. One session clock spans the stages; each stage gets a share of the
+training time left when it starts (:meth:`Stages.clock`).
+
+Also here, the pieces the stages need beyond the other notebooks': judged preference pairs
+(:func:`judged_pairs`), the self-improvement round (:func:`self_improve`) and SimPO as a tunix
+loss (:func:`simpo_loss_fn`, :func:`preference_trainer`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from tunixkit import data, evaluation, judging
+
+__all__ = [
+    "StageClock", "Stages", "grpo_stage", "judged_pairs", "preference_stage", "preference_trainer", "self_improve",
+    "sft_stage", "simpo_loss_fn",
+]  # fmt: skip
+
+
+@dataclasses.dataclass
+class StageClock:
+    """The session clock as one stage sees it: it must also stop at its own deadline."""
+
+    session: Any  # tunixkit.session.Session
+    deadline: float  # time.time() by which this stage stops training
+
+    def remaining(self) -> float:
+        return min(self.session.remaining(), self.deadline - time.time() + self.session.reserve())
+
+    def reserve(self) -> float:
+        return self.session.reserve()
+
+    def must_stop(self, next_step_seconds: float = 0.0) -> bool:
+        return (
+            self.session.must_stop(next_step_seconds)
+            or time.time() + next_step_seconds > self.deadline
+        )
+
+
+class Stages:
+    """The stages of a pipeline and how far it got (``OUTPUT_DIR/stages.json``)."""
+
+    def __init__(self, out_dir: str | pathlib.Path, shares: dict[str, float], session: Any) -> None:
+        self.out_dir, self.shares, self.session = pathlib.Path(out_dir), dict(shares), session
+        self.path = self.out_dir / "stages.json"
+        self.state: dict[str, dict[str, Any]] = (
+            json.loads(self.path.read_text()) if self.path.is_file() else {}
+        )
+
+    def dir(self, name: str) -> pathlib.Path:
+        return self.out_dir / name
+
+    def done(self, name: str) -> bool:
+        return self.state.get(name, {}).get("done", False)
+
+    def clock(self, name: str) -> StageClock:
+        """This stage's share of the training time left (the time after the reserve for the final
+        export and evaluation), over the shares of this and the later stages."""
+        names = list(self.shares)
+        later = sum(self.shares[n] for n in names[names.index(name) :])
+        left = max(0.0, self.session.remaining() - self.session.reserve())
+        budget = float("inf") if left == float("inf") else left * self.shares[name] / later
+        return StageClock(self.session, time.time() + budget)
+
+    def finish(self, name: str, export: str | pathlib.Path, **figures: Any) -> None:
+        """Mark ``name`` done, with the export the next stage starts from."""
+        self.state[name] = {"done": True, "export": str(export), **figures}
+        self.path.write_text(json.dumps(self.state, indent=1, default=float))
+
+    def start_path(self, name: str, base: str | pathlib.Path | None) -> str | None:
+        """The model folder ``name`` starts from: the last earlier stage's export, else ``base``."""
+        names = list(self.shares)
+        for earlier in reversed(names[: names.index(name)]):
+            if self.done(earlier):
+                return self.state[earlier]["export"]
+        return None if base is None else str(base)
+
+    def summary(self) -> str:
+        return ", ".join(f"{n}: {'done' if self.done(n) else 'to do'}" for n in self.shares)
+
+    def evaluate(
+        self,
+        name: str,
+        model_id: str,
+        path: str | pathlib.Path | None,
+        tasks,
+        judge,
+        config,
+        *,
+        mesh=None,
+    ):
+        """:func:`tunixkit.domains.evaluate` of the model in ``path`` (a stage's export; None: the
+        start model), stored as ``domains_<name>.json`` and read back on a rerun."""
+        from tunixkit import domains, models
+
+        stored = self.out_dir / f"domains_{name}.json"
+        if stored.is_file():
+            return domains.DomainScores(**json.loads(stored.read_text()))
+        loaded = models.load_model(model_id, path=path, mesh=mesh, verbose=False)
+        result = domains.evaluate(
+            loaded, tasks, judge, name=name, config=config, output_dir=self.out_dir
+        )
+        stored.write_text(json.dumps(dataclasses.asdict(result), indent=1))
+        return result
+
+
+def judged_pairs(loaded, tasks: Sequence[dict[str, str]], judge: judging.Judge, config: evaluation.EvalConfig,
+                 *, samples: int = 4, min_gap: float = 0.2) -> list[dict[str, str]]:  # fmt: skip
+    """Preference pairs without a ground truth: ``samples`` answers per task, graded by ``judge``;
+    the best becomes *chosen* and the worst *rejected* when their scores differ by ``min_gap``."""
+    prompts = [data.format_prompt(t["prompt"], config.system_prompt) for t in tasks]
+    gens = evaluation.generate(
+        loaded, [p for p in prompts for _ in range(samples)], config, progress=False
+    )
+    texts = [g.text + ("" if g.truncated else data.END_OF_TURN) for g in gens]
+    scores = judge.scores([t["prompt"] for t in tasks for _ in range(samples)], texts)
+    pairs = []
+    for i, prompt in enumerate(prompts):
+        group = sorted(
+            zip(
+                scores[i * samples : (i + 1) * samples],
+                texts[i * samples : (i + 1) * samples],
+                strict=True,
+            )
+        )
+        (low, worst), (high, best) = group[0], group[-1]
+        if high - low >= min_gap:
+            pairs.append({"prompt": prompt, "chosen": best, "rejected": worst})
+    print(
+        f"judged pairs: {len(pairs)} of {len(tasks)} prompts had answers {min_gap:g} or more apart"
+    )
+    return pairs
+
+
+def self_improve(loaded, tasks: Sequence[dict[str, str]], judge: judging.Judge, config: evaluation.EvalConfig,
+                 *, samples: int = 4, threshold: float = 0.7) -> tuple[list[tuple[str, str]], dict[str, float]]:  # fmt: skip
+    """One round of self-improvement: sample ``samples`` answers per task, keep the best one of each
+    task that the judge scores at least ``threshold``. Returns the (prompt, answer) pairs to train on
+    and a report (how many were kept, and the mean judged score of what was sampled)."""
+    prompts = [data.format_prompt(t["prompt"], config.system_prompt) for t in tasks]
+    gens = evaluation.generate(
+        loaded, [p for p in prompts for _ in range(samples)], config, progress=False
+    )
+    scores = judge.scores(
+        [t["prompt"] for t in tasks for _ in range(samples)], [g.text for g in gens]
+    )
+    kept = []
+    for i, prompt in enumerate(prompts):
+        score, gen = max(zip(scores[i * samples : (i + 1) * samples], gens[i * samples : (i + 1) * samples], strict=True),
+                         key=lambda x: x[0])  # fmt: skip
+        if score >= threshold and not gen.truncated:
+            kept.append((prompt, gen.text + data.END_OF_TURN))
+    report = {
+        "prompts": len(tasks),
+        "samples": len(gens),
+        "kept": len(kept),
+        "sampled_judged": sum(scores) / len(scores),
+    }
+    print(f"self-improvement: kept {len(kept)} of {len(tasks)} prompts (best of {samples} judged >= {threshold:g}); "
+          f"mean judged score of the samples {report['sampled_judged']:.2f}")  # fmt: skip
+    return kept, report
+
+
+def simpo_loss_fn(model, train_example, beta: float = 2.0, gamma: float = 0.5):
+    """SimPO (Meng et al. 2024) as a tunix DPO-trainer loss: no reference model; the margin is
+    between length-normalised log-probabilities, ``-log sigmoid(beta * (lp_c/|c| - lp_r/|r|) - gamma)``."""
+    import jax
+    import jax.numpy as jnp
+    from tunix.sft.dpo import dpo_trainer
+
+    chosen, rejected = dpo_trainer.compute_logps(model, train_example.input_ids, train_example.positions,
+                                                 train_example.attention_mask, train_example.logits_to_keep,
+                                                 train_example.completion_mask)  # fmt: skip
+    half = train_example.completion_mask.shape[0] // 2
+    lengths = jnp.maximum(train_example.completion_mask.sum(-1), 1.0)
+    c, r = beta * chosen / lengths[:half], beta * rejected / lengths[half:]
+    losses = -jax.nn.log_sigmoid(c - r - gamma)
+    aux = {"rewards/chosen": c.mean(), "rewards/rejected": r.mean(), "rewards/margin": (c - r).mean(),
+           "rewards/accuracy": (c > r).mean(), "log_probs/chosen": chosen.mean(), "log_probs/rejected": rejected.mean()}  # fmt: skip
+    return losses.mean(), aux
+
+
+def preference_trainer(
+    algorithm: str, actor, reference, optimizer, config, *, simpo_gamma: float = 0.5
+):
+    """tunix's ``DPOTrainer`` for ``algorithm`` "dpo" (with ``reference``), "orpo", or "simpo"
+    (:func:`simpo_loss_fn`, reference-free; ``config.beta`` is SimPO's beta)."""
+    from tunix.sft.dpo import dpo_trainer
+
+    if algorithm not in ("dpo", "orpo", "simpo"):
+        raise ValueError(f"unknown preference algorithm {algorithm!r}; known: dpo, orpo, simpo")
+    if algorithm != "simpo":
+        return dpo_trainer.DPOTrainer(
+            actor, reference if algorithm == "dpo" else None, optimizer, config
+        )
+    config = dataclasses.replace(config, algorithm="orpo")  # no reference pass
+    trainer = dpo_trainer.DPOTrainer(actor, None, optimizer, config)
+    trainer._aux_metrics_to_log.pop("odds_ratio", None)  # an ORPO figure SimPO does not have
+    trainer.with_loss_fn(simpo_loss_fn, has_aux=True)
+    trainer.with_gen_model_input_fn(
+        lambda x: {"train_example": x, "beta": config.beta, "gamma": simpo_gamma}
+    )
+    return trainer
+
+
+def _session_over(session: Any) -> bool:
+    return session.must_stop(0.0)
+
+
+def _finish(stages: Stages, name: str, lora, base, recipe, mesh, result) -> str | None:
+    """Export the stage's model; mark it done unless the session itself ran out (then the next
+    session continues the stage from its checkpoint)."""
+    from tunixkit import checkpoints
+
+    exports = checkpoints.export(lora, base, stages.dir(name) / "export", lora_rank=recipe.lora_rank,
+                                 lora_alpha=recipe.lora_alpha, mesh=mesh)  # fmt: skip
+    if result.stopped == "done" or not _session_over(stages.session):
+        stages.finish(name, exports["hf"], steps=result.steps, stopped=result.stopped)
+        return str(exports["hf"])
+    return None
+
+
+def _start(stages: Stages, name: str, recipe, base_path, mesh):
+    from tunixkit import models
+
+    base = models.load_model(
+        recipe.model_id, path=stages.start_path(name, base_path), mesh=mesh, verbose=False
+    )
+    lora = models.apply_lora(base.model, family=base.family, rank=recipe.lora_rank, alpha=recipe.lora_alpha,
+                             mesh=mesh, verbose=False)  # fmt: skip
+    return base, lora
+
+
+def sft_stage(stages: Stages, name: str, pairs: Sequence[tuple[str, str]], recipe, *, steps: int,
+              base_path=None, mesh=None) -> str | None:  # fmt: skip
+    """A LoRA SFT stage on (prompt, completion) ``pairs``; returns its export (None: not finished)."""
+    from tunix.sft import peft_trainer
+
+    from tunixkit import training
+
+    if stages.done(name):
+        return stages.state[name]["export"]
+    base, lora = _start(stages, name, recipe, base_path, mesh)
+    rows = dict(max_len=recipe.max_len, batch_size=recipe.batch_size)
+    batches = training.sft_dataset(pairs, base.tokenizer, num_batches=steps, **rows)
+    config = training.trainer_config(stages.dir(name), max_steps=steps, eval_every=10**9,
+                                     checkpoint_every=max(10, steps // 4), description=name)  # fmt: skip
+    trainer = peft_trainer.PeftTrainer(
+        lora, training.optimizer(recipe.sft_learning_rate, steps), config
+    )
+    trainer.with_gen_model_input_fn(training.model_inputs_fn(base.tokenizer.pad_id()))
+    result = training.run(trainer, batches, mesh=mesh, metrics_file=stages.dir(name) / "metrics.jsonl",
+                          session=stages.clock(name), label=name)  # fmt: skip
+    return _finish(stages, name, lora, base, recipe, mesh, result)
+
+
+def preference_stage(stages: Stages, name: str, pairs: Sequence[dict[str, str]], recipe, *, base_path=None,
+                     mesh=None) -> str | None:  # fmt: skip
+    """A LoRA DPO / ORPO / SimPO stage on judged ``pairs``; returns its export."""
+    from tunix.sft.dpo import dpo_trainer
+
+    from tunixkit import preferences, training
+
+    if stages.done(name):
+        return stages.state[name]["export"]
+    base, lora = _start(stages, name, recipe, base_path, mesh)
+    lengths = dict(
+        max_prompt_length=recipe.grpo.max_prompt_length,
+        max_response_length=recipe.max_response_length,
+    )
+    batches = preferences.preference_dataset(pairs, base.tokenizer, batch_size=recipe.batch_size,
+                                             num_batches=recipe.preference_steps, **lengths)  # fmt: skip
+    config = training.trainer_config(stages.dir(name), max_steps=recipe.preference_steps, eval_every=10**9,
+                                     checkpoint_every=max(10, recipe.preference_steps // 3), description=name,
+                                     config_cls=dpo_trainer.DPOTrainingConfig, algorithm="dpo", beta=recipe.beta,
+                                     lambda_orpo=0.1)  # fmt: skip
+    optimizer = training.optimizer(recipe.preference_learning_rate, recipe.preference_steps)
+    trainer = preference_trainer(recipe.algorithm, lora, base.model, optimizer, config)
+    result = training.run(trainer, batches, mesh=mesh, metrics_file=stages.dir(name) / "metrics.jsonl",
+                          metric_names=("loss", "rewards/margin", "rewards/accuracy"), session=stages.clock(name),
+                          label=name)  # fmt: skip
+    return _finish(stages, name, lora, base, recipe, mesh, result)
+
+
+def grpo_stage(stages: Stages, name: str, records: Sequence[dict[str, str]], reward_fns, recipe, *, system_prompt: str,
+               base_path=None, mesh=None) -> str | None:  # fmt: skip
+    """A GRPO stage (LoRA on the shared reference, KL) with ``reward_fns``; returns its export."""
+    from tunixkit import rl, training
+
+    if stages.done(name):
+        return stages.state[name]["export"]
+    base, lora = _start(stages, name, recipe, base_path, mesh)
+    learner, _ = rl.build_grpo(lora, base.model, base.tokenizer, mesh=mesh, settings=recipe.grpo, reward_fns=reward_fns,
+                               output_dir=stages.dir(name), eos_ids=base.eos_ids, vocab_size=base.config.num_embed,
+                               family=base.family)  # fmt: skip
+    batches = data.grpo_dataset(records, batch_size=recipe.grpo.batch_size, num_batches=recipe.grpo.num_steps,
+                                seed=0, system_prompt=system_prompt)  # fmt: skip
+    result = training.run(learner, batches, mesh=mesh, metrics_file=stages.dir(name) / "metrics.jsonl",
+                          session=stages.clock(name), label=name)  # fmt: skip
+    return _finish(stages, name, lora, base, recipe, mesh, result)
