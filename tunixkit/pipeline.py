@@ -219,12 +219,18 @@ def _session_over(session: Any) -> bool:
     return session.must_stop(0.0)
 
 
+def _rank(recipe, name: str) -> int | None:
+    """The LoRA rank of stage ``name``: ``recipe.sft_lora_rank`` for the SFT stage (None: full
+    fine-tuning), ``recipe.lora_rank`` for the others."""
+    return recipe.sft_lora_rank if name == "sft" else recipe.lora_rank
+
+
 def _finish(stages: Stages, name: str, lora, base, recipe, mesh, result) -> str | None:
     """Export the stage's model; mark it done unless the session itself ran out (then the next
     session continues the stage from its checkpoint)."""
     from tunixkit import checkpoints
 
-    exports = checkpoints.export(lora, base, stages.dir(name) / "export", lora_rank=recipe.lora_rank,
+    exports = checkpoints.export(lora, base, stages.dir(name) / "export", lora_rank=_rank(recipe, name),
                                  lora_alpha=recipe.lora_alpha, mesh=mesh)  # fmt: skip
     if result.stopped == "done" or not _session_over(stages.session):
         stages.finish(name, exports["hf"], steps=result.steps, stopped=result.stopped)
@@ -238,7 +244,10 @@ def _start(stages: Stages, name: str, recipe, base_path, mesh):
     base = models.load_model(
         recipe.model_id, path=stages.start_path(name, base_path), mesh=mesh, verbose=False
     )
-    lora = models.apply_lora(base.model, family=base.family, rank=recipe.lora_rank, alpha=recipe.lora_alpha,
+    rank = _rank(recipe, name)
+    if rank is None:  # full fine-tuning: the stage trains the loaded weights themselves
+        return base, base.model
+    lora = models.apply_lora(base.model, family=base.family, rank=rank, alpha=recipe.lora_alpha,
                              mesh=mesh, verbose=False)  # fmt: skip
     return base, lora
 

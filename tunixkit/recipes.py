@@ -377,8 +377,9 @@ class Pipeline(_Presets):
 
     model_id: str  # where stage 1 starts
     judge_id: str | None  # a judge model id (None: the smoke profile's rubric grader)
-    lora_rank: int
+    lora_rank: int  # LoRA rank of the self-improvement, preference and GRPO stages
     lora_alpha: float
+    sft_lora_rank: int | None  # stage 1's LoRA rank; None: full fine-tuning
     train_tasks: int  # smoke: synthetic tasks to train on; full: traces used at most
     heldout_per_domain: int  # held-out prompts per domain for every evaluation
     sft_steps: int
@@ -407,8 +408,14 @@ class Pipeline(_Presets):
         grpo = rl.GRPOSettings(learning_rate=3e-3, beta=0.04, clip_norm=1.0, weight_decay=0.0, temperature=1.0,
                                max_prompt_length=96, max_generation_steps=64, batch_size=8, num_generations=4,
                                num_steps=40, checkpoint_every=20)  # fmt: skip
-        return cls(model_id="tiny-gemma3-sft", judge_id=None, lora_rank=16, lora_alpha=16.0, train_tasks=1200,
-                   heldout_per_domain=20, sft_steps=150, sft_learning_rate=3e-3, batch_size=16, max_len=144,
+        # Stage 1 fine-tunes every weight in smoke: the tiny model learned GSM8K text only, so the other
+        # domains' words have untrained embeddings that adapters cannot change. Measured on the held-out
+        # prompts (judged 0.107 before): LoRA r32, 300 steps at 1e-2: loss 2.08, judged 0.381, format
+        # 0.825; full fine-tuning, 200 steps at 3e-3: loss 0.21, judged 0.688, format 1.0. A real Gemma
+        # knows the words; the full profile trains LoRA in every stage.
+        return cls(model_id="tiny-gemma3-sft", judge_id=None, lora_rank=16, lora_alpha=16.0, sft_lora_rank=None,
+                   train_tasks=1200,
+                   heldout_per_domain=20, sft_steps=200, sft_learning_rate=3e-3, batch_size=16, max_len=144,
                    improve_prompts=120, improve_threshold=0.9, improve_steps=20, algorithm="simpo", beta=2.0,
                    preference_steps=30, preference_learning_rate=1e-3, pair_prompts=240, samples=4,
                    max_response_length=64, grpo=grpo,
@@ -423,10 +430,10 @@ class Pipeline(_Presets):
 
         grpo = rl.GRPOSettings(max_prompt_length=512, max_generation_steps=768, batch_size=4, micro_batch_size=2,
                                num_steps=1500, checkpoint_every=50)  # fmt: skip
-        return cls(model_id="gemma-3-1b-it", judge_id="gemma-3-1b-it", lora_rank=64, lora_alpha=64.0,
+        return cls(model_id="gemma-3-1b-it", judge_id="gemma-3-1b-it", lora_rank=64, lora_alpha=64.0, sft_lora_rank=64,
                    train_tasks=20000, heldout_per_domain=50, sft_steps=1200, sft_learning_rate=1e-4, batch_size=16,
                    max_len=1024, improve_prompts=512, improve_threshold=0.8, improve_steps=200, algorithm="simpo",
-                   beta=2.0, preference_steps=600, preference_learning_rate=5e-7 * 10, pair_prompts=1024, samples=4,
+                   beta=2.0, preference_steps=600, preference_learning_rate=5e-6, pair_prompts=1024, samples=4,
                    max_response_length=768, grpo=grpo,
                    reward_weights={"judge": 4.0, "structure": 1.0, "length_limit": 1.0, "repetition": 1.0,
                                    "no_boilerplate": 1.0, "relevance": 0.5, "answer_match": 1.0},
