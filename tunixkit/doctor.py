@@ -88,6 +88,17 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("tunix.rl.grpo.grpo_learner", "GRPOLearner", ("rl_cluster", "algo_config", "reward_fns")),
     ("qwix", "LoraProvider", ("module_path", "rank", "alpha", "weight_qtype", "tile_size")),
     ("qwix", "apply_lora_to_model", ("model", "provider", "rngs")),
+    # memplan: each step compiled the way the trainers build it
+    ("tunix.rl.trainer", "Trainer", ("model", "optimizer", "training_config", "custom_checkpoint_metadata_fn")),
+    ("tunix.rl.function_registry", "get_policy_loss_fn", ()),
+    ("tunix.rl.common", "compute_per_token_logps", ("pad_id", "eos_id", "stop_gradient", "return_logits",
+     "temperature")),
+    ("tunix.rl.grpo.grpo_learner", "TrainExample", ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask",
+     "advantages", "old_per_token_logps", "ref_per_token_logps")),
+    ("tunix.sft.dpo.dpo_trainer", "TrainExample", ("input_ids", "positions", "attention_mask", "ref_chosen_logps",
+     "ref_rejected_logps", "completion_mask", "logits_to_keep")),
+    ("tunix.distillation.distillation_trainer", "TrainingInput", ("input_tokens", "input_mask", "teacher_output")),
+    ("tunix.sft.sharding_utils", "get_sharding", ("mesh", "pspec")),
 )  # fmt: skip
 
 
