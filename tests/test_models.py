@@ -241,3 +241,31 @@ def test_qlora_shards_when_the_mesh_cannot_split_the_scales():
     scale = q.layers[0].attn.kv_einsum.w.array.scale.value
     assert scale.shape[2] == 3 and scale.sharding.spec[2] is None
     assert np.isfinite(testing.logits(q)).all()
+
+
+def test_orbax_export_from_a_mesh_loads_on_another_machine(tmp_path, tiny):
+    """The judges load the export on their own machine: an export written from a 2-device mesh
+    restores with tunix's classes and a plain Orbax restore in a 1-device process (a checkpoint
+    that kept the mesh's devices raised "Topology mismatch" there)."""
+    import subprocess
+    import sys
+
+    from tunixkit import runtime
+
+    cfg, src = tiny
+    mesh = runtime.make_mesh()
+    assert mesh.devices.size == 2
+    base = models.load_model(
+        "tiny-gemma3", path=_write(tmp_path, cfg, src), mesh=mesh, verbose=False
+    )
+    out = checkpoints.export(base.model, base, tmp_path / "export", mesh=mesh)
+    np.save(tmp_path / "want.npy", testing.logits(base.model))
+    code = (
+        "import sys, numpy as np; from tunixkit import testing; "
+        "got = testing.logits(testing.load_orbax_export(sys.argv[1])); "
+        "np.testing.assert_allclose(got, np.load(sys.argv[2]), atol=1e-5); print('ok')"
+    )
+    env = {**__import__("os").environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
+    done = subprocess.run([sys.executable, "-c", code, str(out["orbax"]), str(tmp_path / "want.npy")],
+                          env=env, capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]

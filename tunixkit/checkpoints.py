@@ -125,8 +125,18 @@ def validate_hf_checkpoint(model_dir: str | pathlib.Path, cfg, *, family: str = 
             )
 
 
-def save_state(model, directory: str | pathlib.Path, *, lora_only: bool = False) -> pathlib.Path:
-    """Save the model's full state (or only its LoRA params) with Orbax; returns the folder."""
+def save_state(
+    model, directory: str | pathlib.Path, *, lora_only: bool = False, portable: bool = False
+) -> pathlib.Path:
+    """Save the model's full state (or only its LoRA params) with Orbax; returns the folder.
+
+    Orbax records each array's devices. A checkpoint saved from a mesh restores only where those
+    devices exist (another machine or device count raises "Topology mismatch"), unless the reader
+    passes shardings. ``portable=True`` saves every array from device 0 instead, so a plain
+    ``StandardCheckpointer().restore(folder, abstract_state)`` works on any machine: what the
+    export needs, since the judges load it on theirs.
+    """
+    import jax
     import orbax.checkpoint as ocp
     from flax import nnx
 
@@ -134,6 +144,8 @@ def save_state(model, directory: str | pathlib.Path, *, lora_only: bool = False)
     if directory.exists():
         shutil.rmtree(directory)
     state = nnx.state(model, nnx.LoRAParam) if lora_only else nnx.state(model)
+    if portable:
+        state = jax.device_put(state, jax.sharding.SingleDeviceSharding(jax.devices()[0]))
     checkpointer = ocp.StandardCheckpointer()
     checkpointer.save(directory, state)
     checkpointer.wait_until_finished()
@@ -244,7 +256,7 @@ def export(model, base, out_dir: str | pathlib.Path, *, lora_rank: int | None = 
         plain, base.config, out / "hf", family=base.family, extra_files=extras, **ids
     )
     orbax_dir = out / "orbax"
-    save_state(plain, orbax_dir / "params")
+    save_state(plain, orbax_dir / "params", portable=True)
     meta = {"family": base.family, "module": families.get(base.family).model_module,
             "model_class": families.get(base.family).model_class, "preset": base.preset,
             "config": tunix_config_dict(base.config)}  # fmt: skip
