@@ -1,8 +1,9 @@
 """Memory plans of the full recipes of notebooks 01-04 on gemma-3-1b and gemma-2-2b (8 devices),
 and of their one-chip presets (Colab).
 
-Each plan runs ``python -m tunixkit.memplan`` in its own process (8 emulated CPU devices, the
-recipe's real mesh ``(fsdp=8, tp=1)``, tunix's sharding constraints applied) and appends a JSON line;
+Each plan runs ``python -m tunixkit.memplan`` in its own process (8 emulated CPU devices and the
+recipe's real mesh ``(fsdp=8, tp=1)``, or 1 for the one-chip presets; tunix's sharding constraints
+applied) and appends a JSON line;
 the summary goes to ``bench/results/memplan.json`` with how long each compile took.
 
     .venv/bin/python bench/memory_plan.py              # everything (about an hour on 2 cores)
@@ -58,37 +59,28 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", choices=("sft", "grpo", "dpo", "distill"))
     args = ap.parse_args()
-    env = dict(
-        os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=8"
-    )
     rows, failed = [], []
-    for kind, model, why in PLANS:
+    for kind, model, devices, preset, why in PLANS:
         if args.only and kind != args.only:
             continue
+        env = dict(os.environ, JAX_PLATFORMS="cpu",
+                   XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")  # fmt: skip
         with tempfile.TemporaryDirectory() as tmp:
             out = pathlib.Path(tmp) / "plan.jsonl"
-            cmd = [
-                sys.executable,
-                "-m",
-                "tunixkit.memplan",
-                kind,
-                "--model",
-                model,
-                "--json",
-                str(out),
-            ]
+            cmd = [sys.executable, "-m", "tunixkit.memplan", kind, "--model", model, "--devices", str(devices),
+                   "--preset", preset, "--json", str(out)]  # fmt: skip
             res = subprocess.run(cmd, env=env, capture_output=True, text=True)
             if not out.exists():
-                failed.append(f"{kind} {model}: {res.stderr[-2000:]}")
+                failed.append(f"{kind} {model} x{devices} {preset}: {res.stderr[-2000:]}")
+                print(f"FAILED {why}", flush=True)
                 continue
-            row = json.loads(out.read_text()) | {"recipe": why}
+            row = json.loads(out.read_text()) | {"recipe": why, "preset": preset}
         rows.append(row)
-        print(
-            f"{row['verdict']}  ({why}; {row['seconds']:.0f}s, host {row['host_peak_rss'] / 2**30:.1f} GiB)",
-            flush=True,
-        )
+        print(f"{row['verdict']}  ({why}; {row['seconds']:.0f}s, host {row['host_peak_rss'] / 2**30:.1f} GiB)",
+              flush=True)  # fmt: skip
     RESULTS.mkdir(exist_ok=True)
-    summary = {"device": "8 emulated CPU devices (upper bounds for TPU, see tpu_reference)", "chip": "v5e",
+    summary = {"device": "emulated CPU devices (upper bounds for TPU, see tpu_reference)", "chip": "v5e",
+               "command": "python bench/memory_plan.py" + (f" --only {args.only}" if args.only else ""),
                "plans": rows, "tpu_reference": TPU_REFERENCE, "failed": failed}  # fmt: skip
     (RESULTS / ("memplan.json" if not args.only else f"memplan_{args.only}.json")).write_text(
         json.dumps(summary, indent=1)

@@ -259,25 +259,36 @@ meta = json.loads((folder / "tunix_config.json").read_text())
 arch = importlib.import_module(meta["module"])  # tunix.models.gemma3.model (or .gemma.model)
 if meta["preset"]:  # a released size, e.g. ModelConfig.gemma3_1b_it()
     config = getattr(arch.ModelConfig, meta["preset"])()
-else:  # a custom (smoke) size: the config's fields as written
-    fields = {
-        k: getattr(arch, v["enum"])[v["name"]] if isinstance(v, dict) else v
-        for k, v in meta["config"].items()
-    }
-    config = arch.ModelConfig(**fields | {"param_dtype": jnp.dtype(fields["param_dtype"])})
+else:  # a custom (smoke) size: the config's fields as written (enums by name, dtypes by name)
+
+    def value(v):
+        if isinstance(v, dict):
+            return getattr(arch, v["enum"])[v["name"]]
+        return tuple(value(x) for x in v) if isinstance(v, list) else v
+
+    fields = {k: value(v) for k, v in meta["config"].items()}
+    if "param_dtype" in fields:  # Gemma3 has one, Gemma2 not
+        fields["param_dtype"] = jnp.dtype(fields["param_dtype"])
+    config = arch.ModelConfig(**fields)
 abstract = nnx.eval_shape(lambda: getattr(arch, meta["model_class"])(config, rngs=nnx.Rngs(0)))
 graph, state = nnx.split(abstract)
 judged = nnx.merge(graph, ocp.StandardCheckpointer().restore(folder / "params", state))
-sp = spm.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+if (folder / "tokenizer.model").is_file():  # SentencePiece (Gemma's own)
+    tok = spm.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+    stop = [tok.eos_id(), tok.PieceToId("<end_of_turn>")]
+else:  # a Hugging Face tokenizer.json
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(folder)
+    stop = [tok.eos_token_id, tok.convert_tokens_to_ids("<end_of_turn>")]
 cache = sampler_lib.CacheConfig(cache_size=512, num_layers=config.num_layers,
                                 num_kv_heads=config.num_kv_heads, head_dim=config.head_dim)  # fmt: skip
 question = (
     f"<start_of_turn>user\n{test_records[0]['question']}<end_of_turn>\n<start_of_turn>model\n"
 )
-answer = sampler_lib.Sampler(judged, sp, cache)(
-    [question], max_generation_steps=64, echo=False,
-    eos_tokens=[sp.eos_id(), sp.PieceToId("<end_of_turn>")],
-).text[0]  # fmt: skip
+answer = sampler_lib.Sampler(judged, tok, cache)(
+    [question], max_generation_steps=64, echo=False, eos_tokens=stop
+).text[0]
 print(answer)
 
 # %% [markdown]

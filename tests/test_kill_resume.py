@@ -92,6 +92,10 @@ class _StopAfter:
 
     def __init__(self, n: int) -> None:
         self.n, self.asked = n, 0
+        self.timings: dict[str, float] = {}
+
+    def record(self, name: str, seconds: float) -> None:
+        self.timings[name] = seconds
 
     def must_stop(self, next_step_seconds: float = 0.0) -> bool:
         self.asked += 1
@@ -119,10 +123,11 @@ def test_session_clock_stop_leaves_a_checkpoint_of_the_last_step(tmp_path):
                                      description=None)  # fmt: skip
     trainer = peft_trainer.PeftTrainer(lora, training.optimizer(3e-3, 10), config).with_gen_model_input_fn(
         training.model_inputs_fn(lm.tokenizer.pad_id()))  # fmt: skip
-    result = training.run(
-        trainer, batches, metrics_file=tmp_path / "metrics.jsonl", session=_StopAfter(3)
-    )
+    clock = _StopAfter(3)
+    result = training.run(trainer, batches, metrics_file=tmp_path / "metrics.jsonl", session=clock)
     assert (result.steps, result.stopped) == (3, "session clock"), result
+    # the last checkpoint's time is measured for the next reserve
+    assert 0 < clock.timings["checkpoint"] < result.seconds, clock.timings
     assert session.latest_checkpoint_step(tmp_path) == 3
     trained = runlog.digest(lora)
     fresh = models.apply_lora(models.load_model("tiny-gemma3", verbose=False).model, rank=4, alpha=8.0,

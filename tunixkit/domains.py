@@ -31,8 +31,8 @@ from tunixkit.judging import answer_text
 from tunixkit.rewards import has_format
 
 __all__ = [
-    "DOMAINS", "DomainScores", "Task", "evaluate", "examples", "load_traces", "plot", "rubric_grader",
-    "split_heldout", "synthetic_tasks", "table",
+    "DOMAINS", "DomainScores", "Task", "evaluate", "examples", "load_traces", "math_tasks", "plot", "rubric_grader",
+    "side_by_side", "split_heldout", "synthetic_tasks", "table",
 ]  # fmt: skip
 
 DOMAINS = ("creative", "ideation", "summarization", "science", "math", "code")
@@ -171,6 +171,16 @@ def _task(domain: str, rng: random.Random) -> Task:
     )
 
 
+def math_tasks(records: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    """GSM8K records (``question``, ``solution``, ``answer``) as math task records.
+
+    >>> math_tasks([{"question": "1+1?", "solution": "1+1=2", "answer": "2"}])[0]["response"]
+    '<reasoning>1+1=2</reasoning>\\n<answer>2</answer><end_of_turn>'
+    """
+    return [{"domain": "math", "prompt": r["question"], "answer": r["answer"],
+             "response": data.format_completion(r["solution"], r["answer"])} for r in records]  # fmt: skip
+
+
 def split_heldout(
     records: Sequence[dict[str, str]], per_domain: int
 ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
@@ -190,16 +200,12 @@ def split_heldout(
 def examples(records: Sequence[Mapping[str, str]], k: int = 1) -> str:
     """A Markdown table of ``k`` prompts per domain with their reference answers."""
     rows, seen = ["| domain | prompt | reference answer |", "|---|---|---|"], collections.Counter()
-
-    def cell(text: str) -> str:
-        return (
-            text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("\n", "<br>")
-        )
-
     for r in records:
         if seen[r["domain"]] < k:
             seen[r["domain"]] += 1
-            rows.append(f"| {r['domain']} | {cell(r['prompt'])} | {cell(r.get('response', ''))} |")
+            rows.append(
+                f"| {r['domain']} | {_cell(r['prompt'])} | {_cell(r.get('response', ''))} |"
+            )
     return "\n".join(rows)
 
 
@@ -287,6 +293,34 @@ def evaluate(loaded, tasks: Sequence[Mapping[str, str]], judge, *, name: str, co
     return DomainScores(name, rows)
 
 
+def _cell(text: str, limit: int = 240) -> str:
+    text = text if len(text) <= limit else text[:limit] + " …"
+    return (
+        text.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace("|", "\\|")
+        .replace("\n", "<br>")
+    )
+
+
+def side_by_side(output_dir: str | pathlib.Path, names: Sequence[str], per_domain: int = 1) -> str:
+    """Markdown: the first ``per_domain`` held-out prompts of each domain with the answers (and
+    judged scores) of the evaluations ``names``, read from ``domains_<name>.jsonl``."""
+    runs = [[json.loads(line) for line in (pathlib.Path(output_dir) / f"domains_{n}.jsonl").read_text().splitlines()]
+            for n in names]  # fmt: skip
+    rows = ["| domain | prompt | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    seen: collections.Counter = collections.Counter()
+    for i, first in enumerate(runs[0]):
+        if seen[first["domain"]] < per_domain:
+            seen[first["domain"]] += 1
+            answers = " | ".join(
+                f"{_cell(r[i]['completion'])} *({r[i]['judged']:.2f})*" for r in runs
+            )
+            rows.append(f"| {first['domain']} | {_cell(first['prompt'])} | {answers} |")
+    return "\n".join(rows)
+
+
 def table(stages: Sequence[DomainScores]) -> str:
     """Markdown: one row per domain, the judged score (95% CI) and format rate of every stage."""
     head = "| domain | " + " | ".join(f"{s.name}: judged (95% CI) | format" for s in stages) + " |"
@@ -297,7 +331,7 @@ def table(stages: Sequence[DomainScores]) -> str:
         rows.append(f"| {domain} | {cells} |")
     math_acc = [s.rows.get("math", {}).get("accuracy") for s in stages]
     if all(a is not None for a in math_acc):
-        rows.append("| math accuracy | " + " | ".join(f"{a:.2f} | " for a in math_acc) + "")
+        rows.append("| math accuracy |" + "".join(f" {a:.2f} | |" for a in math_acc))
     return "\n".join(rows)
 
 

@@ -511,6 +511,14 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
 _PLANNERS = {"sft": _sft, "dpo": _dpo, "distill": _distill, "grpo": _grpo}
 
 
+_RECIPES = {
+    "sft": "SFT",
+    "dpo": "DPO",
+    "distill": "Distill",
+    "grpo": "GRPO",
+}  # recipe class by kind
+
+
 def plan(kind: str, recipe: Any = None, *, model_id: str | None = None, mesh=None, devices: int | None = None,
          chip: str = "v5e", layers: int | None = None, verbose: bool = True) -> Plan:  # fmt: skip
     """Compile ``kind``'s step programs ("sft", "dpo", "distill", "grpo") for ``recipe`` (default:
@@ -531,15 +539,7 @@ def plan(kind: str, recipe: Any = None, *, model_id: str | None = None, mesh=Non
         raise ValueError(
             f"unknown chip {chip!r}; known: {', '.join(f'{c} ({b // GIB} GiB)' for c, b in CHIPS.items())}"
         )
-    rec = (
-        recipe
-        or {
-            "sft": recipes.SFT,
-            "dpo": recipes.DPO,
-            "distill": recipes.Distill,
-            "grpo": recipes.GRPO,
-        }[kind].full()
-    )
+    rec = recipe or getattr(recipes, _RECIPES[kind]).full()
     model_id = model_id or getattr(rec, "student_id", None) or rec.model_id
     models.get_spec(model_id)  # an unknown id names the known ones
     if kind in ("dpo", "grpo") and not rec.lora_rank:
@@ -588,12 +588,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     from tunixkit import recipes
 
-    rec = {
-        "sft": recipes.SFT,
-        "dpo": recipes.DPO,
-        "distill": recipes.Distill,
-        "grpo": recipes.GRPO,
-    }[args.kind].full()
+    rec = getattr(getattr(recipes, _RECIPES[args.kind]), args.preset)()
     for kv in args.set:
         name, value = kv.split("=", 1)
         rec = recipes._override(rec, name, json.loads(value))

@@ -18,13 +18,13 @@ import dataclasses
 import json
 import pathlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tunixkit import data, evaluation, judging
 
 __all__ = [
-    "StageClock", "Stages", "grpo_stage", "judged_pairs", "preference_stage", "preference_trainer", "self_improve",
+    "StageClock", "Stages", "grpo_stage", "weighted_rewards", "judged_pairs", "preference_stage", "preference_trainer", "self_improve",
     "sft_stage", "simpo_loss_fn",
 ]  # fmt: skip
 
@@ -78,6 +78,31 @@ class Stages:
         """Mark ``name`` done, with the export the next stage starts from."""
         self.state[name] = {"done": True, "export": str(export), **figures}
         self.path.write_text(json.dumps(self.state, indent=1, default=float))
+
+    def ready(self, name: str) -> bool:
+        """Whether every stage before ``name`` is done (a stage never starts on an unfinished one)."""
+        names = list(self.shares)
+        waiting = [n for n in names[: names.index(name)] if not self.done(n)]
+        if waiting:
+            print(f"{name}: not started, {waiting[0]} is not finished (the session clock stopped it; "
+                  "a rerun or a session with RESUME_FROM continues it)")  # fmt: skip
+        return not waiting
+
+    def cached(
+        self, name: str, file: str, build: Callable[[], list[dict[str, Any]]]
+    ) -> list[dict[str, Any]]:
+        """The rows of ``<stage>/<file>``: built once by ``build`` and read back on a rerun, so that a
+        resumed stage trains on the data its checkpoint was trained on."""
+        path = self.dir(name) / file
+        if path.is_file():
+            rows = data.read_rows(path)
+            print(f"{name}: read {len(rows)} rows from {path}")
+            return rows
+        rows = build()
+        if not rows:
+            raise ValueError(f"{name}: no rows to train on were made; see the counts printed above")
+        data.write_jsonl(rows, path)
+        return rows
 
     def start_path(self, name: str, base: str | pathlib.Path | None) -> str | None:
         """The model folder ``name`` starts from: the last earlier stage's export, else ``base``."""
@@ -215,6 +240,22 @@ def preference_trainer(
     return trainer
 
 
+def weighted_rewards(weights: dict[str, float], judge: judging.Judge) -> list[Any]:
+    """GRPO's reward functions from ``{name: weight}``: ``"judge"`` is ``judge``, any other name a
+    reward of :data:`tunixkit.rewards.REWARDS`; each keeps its name, so tunix logs it on its own.
+
+    >>> [f.__name__ for f in weighted_rewards({"structure": 1.0, "judge": 2.0, "relevance": 0.0}, None)]
+    ['structure', 'judge']
+    """
+    from tunixkit import rewards
+
+    known = {"judge": judge, **rewards.REWARDS}
+    unknown = sorted(n for n in weights if n not in known)
+    if unknown:
+        raise ValueError(f"reward_weights: unknown reward(s) {unknown}; known: {sorted(known)}")
+    return [judging.weighted(known[n], w, name=n) for n, w in weights.items() if w]
+
+
 def _session_over(session: Any) -> bool:
     return session.must_stop(0.0)
 
@@ -261,6 +302,8 @@ def sft_stage(stages: Stages, name: str, pairs: Sequence[tuple[str, str]], recip
 
     if stages.done(name):
         return stages.state[name]["export"]
+    if not stages.ready(name):
+        return None
     base, lora = _start(stages, name, recipe, base_path, mesh)
     rows = dict(max_len=recipe.max_len, batch_size=recipe.batch_size)
     batches = training.sft_dataset(pairs, base.tokenizer, num_batches=steps, **rows)
@@ -284,6 +327,8 @@ def preference_stage(stages: Stages, name: str, pairs: Sequence[dict[str, str]],
 
     if stages.done(name):
         return stages.state[name]["export"]
+    if not stages.ready(name):
+        return None
     base, lora = _start(stages, name, recipe, base_path, mesh)
     lengths = dict(
         max_prompt_length=recipe.grpo.max_prompt_length,
@@ -310,6 +355,8 @@ def grpo_stage(stages: Stages, name: str, records: Sequence[dict[str, str]], rew
 
     if stages.done(name):
         return stages.state[name]["export"]
+    if not stages.ready(name):
+        return None
     base, lora = _start(stages, name, recipe, base_path, mesh)
     learner, _ = rl.build_grpo(lora, base.model, base.tokenizer, mesh=mesh, settings=recipe.grpo, reward_fns=reward_fns,
                                output_dir=stages.dir(name), eos_ids=base.eos_ids, vocab_size=base.config.num_embed,

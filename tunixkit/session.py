@@ -101,10 +101,12 @@ class Session:
 
     def reserve(self) -> float:
         """Seconds to keep after training: the evaluation after (as long as the one before took),
-        the export (measured, or 3x reading the model until measured), a checkpoint, the margin."""
+        the export (measured, or 3x reading the model until measured), the last checkpoint
+        (measured by :func:`tunixkit.training.run`, or as long as reading the model), the margin."""
         t = self.timings
         export = t.get("export", 3.0 * t.get("load", 0.0))
-        return t.get("evaluation", 0.0) + export + t.get("checkpoint", 0.0) + self.margin
+        checkpoint = t.get("checkpoint", t.get("load", 0.0))
+        return t.get("evaluation", 0.0) + export + checkpoint + self.margin
 
     def must_stop(self, next_step_seconds: float = 0.0) -> bool:
         """Whether training must stop now to leave :meth:`reserve` after one more step."""

@@ -353,7 +353,14 @@ SMOKE_MODELS = {
     "tiny-gemma3-student": {"family": "gemma3", "shape": TINY_STUDENT, "build": "random"},
     "tiny-gemma2": {"family": "gemma2", "shape": TINY_GEMMA2, "build": "random"},
 }
-_KEY_MODULES = ("smoke.py", "training.py", "families.py", "checkpoints.py")
+_KEY_MODULES = (
+    "smoke.py",
+    "training.py",
+    "families.py",
+    "checkpoints.py",
+    "data.py",
+    "tokenizer.py",
+)
 
 
 def cache_dir() -> pathlib.Path:

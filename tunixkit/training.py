@@ -287,8 +287,15 @@ class _Feed:
         self.batches, self.skip, self.session, self.label = batches, skip, session, label
         self.step_seconds: list[float] = []
         self.stopped = "data"
+        self.ended: float | None = None  # when the trainer asked past the last batch
 
     def __iter__(self) -> Iterator[Any]:
+        try:
+            yield from self._batches()
+        finally:
+            self.ended = time.perf_counter()
+
+    def _batches(self) -> Iterator[Any]:
         last = None
         for i, batch in enumerate(self.batches):
             if i >= self.skip:
@@ -342,6 +349,10 @@ def run(
     start = time.perf_counter()
     with runtime.mesh_context(mesh) if mesh is not None else contextlib.nullcontext():
         trainer.train(feed, eval_batches)
+    if feed.ended is not None and hasattr(
+        session, "record"
+    ):  # the trainer's last checkpoint and close
+        session.record("checkpoint", time.perf_counter() - feed.ended)
     steps = steps_done(trainer)
     stopped = "done" if steps >= len(batches) else feed.stopped
     result = RunResult(resumed_from, steps, time.perf_counter() - start, stopped)
