@@ -358,9 +358,9 @@ assert trained.steps == recipe.grpo.num_steps or trained.stopped == "session clo
 assert answer.strip(), "the exported checkpoint, loaded by tunix alone, produced no text"
 if trained.steps >= 20:  # enough logged steps to compare windows
     assert summary["reward_last"] > summary["reward_first"], summary
-if (
-    rt.smoke and trained.stopped == "done"
-):  # a whole run (a session stopped early is judged at its end)
+# The bars are those of the smoke recipe run whole: a session stopped early is judged at its end, and a
+# run with other settings (fewer steps, say) is not held to bars measured for this one.
+if rt.smoke and trained.stopped == "done" and recipe == recipes.GRPO.smoke():
     gain = heldout_after.reward - heldout_before.reward
     assert gain >= 0.2, f"held-out reward rose by only {gain:.3f}"
     acc_gain = heldout_after.accuracy - heldout_before.accuracy

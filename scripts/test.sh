@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every CI gate, in order (DESIGN.md): lint and format, the setup script parses, notebook pairs in
+# Every CI gate, in order: lint and format, the setup script parses, notebook pairs in
 # sync, notebooks stripped, unit tests and doctests, then every notebook under nbval on the smoke
 # profile. Run via the setup script:
 #   bash setup_notebook_tpu_single_host.sh --test

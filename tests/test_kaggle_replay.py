@@ -117,13 +117,24 @@ def test_two_kaggle_sessions(tmp_path, name):
     straight = json.loads((straight_dir / "summary.json").read_text())
     assert (straight["steps"], straight["stopped"]) == (steps, "done")
 
-    # Session 1: time for the install, everything before training and about half of training.
-    before_training = straight["seconds"] - straight["train_seconds"]
-    limit = 20 + before_training + 0.5 * straight["train_seconds"]
-    first, killed, log1 = _run(_kernel_python(tmp_path / "kernel1"), name, params | {"SESSION_HOURS": limit / 3600},
-                               tmp_path / "session1", kaggle=True, limit=limit)  # fmt: skip
+    # Session 1: time for the install, everything before training and about half of training. The
+    # pace comes from the uninterrupted run; a session 1 that ran so much faster (a busy machine
+    # slowed the other) that it finished is repeated once at the pace it showed itself.
+    timed = straight
+    for attempt in (1, 2):
+        before_training = timed["seconds"] - timed["train_seconds"]
+        limit = 20 + before_training + 0.5 * timed["train_seconds"]
+        folder = tmp_path / f"session1-{attempt}"
+        first, killed, log1 = _run(_kernel_python(tmp_path / f"kernel1-{attempt}"), name,
+                                   params | {"SESSION_HOURS": limit / 3600}, folder, kaggle=True, limit=limit)  # fmt: skip
+        done = session.latest_checkpoint_step(first)
+        if killed or done != steps:
+            break
+        timed = json.loads((first / "summary.json").read_text())
+        print(
+            f"{name}: session 1 finished all {steps} steps in {timed['seconds']:.0f}s < {limit:.0f}s; again"
+        )
     assert "installing tunixkit into" in log1, "the install cell did not install tunixkit"
-    done = session.latest_checkpoint_step(first)
     assert done is not None and 0 < done < steps, (
         f"session 1 ended training at {done} of {steps}\n{log1[-3000:]}"
     )

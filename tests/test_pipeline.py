@@ -98,3 +98,19 @@ def test_simpo_loss_prefers_the_answer_with_the_higher_mean_log_probability():
     )  # the warm start knows arithmetic, not noise
     loss, aux = pipeline.simpo_loss_fn(lm.model, ex, beta=2.0, gamma=0.5)
     assert float(aux["rewards/accuracy"]) == 1.0 and float(loss) < float(np.log(2))
+
+
+def test_a_stage_waits_for_the_ones_before_and_its_data_is_made_once(tmp_path, capsys):
+    clock = session.Session(tmp_path, hours=None, started=time.time())
+    stages = pipeline.Stages(tmp_path, {"a": 0.5, "b": 0.5}, clock)
+    assert stages.ready("a") and not stages.ready("b")
+    assert "b: not started, a is not finished" in capsys.readouterr().out
+    made = []
+    build = lambda: made.append(1) or [{"prompt": "p", "completion": "c"}]  # noqa: E731
+    first = stages.cached("a", "rows.jsonl", build)
+    again = pipeline.Stages(tmp_path, {"a": 0.5, "b": 0.5}, clock).cached("a", "rows.jsonl", build)
+    assert first == again == [{"prompt": "p", "completion": "c"}] and made == [1]
+    with pytest.raises(ValueError, match="b: no rows to train on"):
+        stages.cached("b", "rows.jsonl", lambda: [])
+    stages.finish("a", tmp_path / "a" / "export" / "hf")
+    assert stages.ready("b")

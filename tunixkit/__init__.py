@@ -18,6 +18,11 @@ Modules, one concern each (each opens with a docstring saying more):
   rl           GRPO wiring (RLCluster + GRPOLearner), curves, held-out reward, rollout engines
   preferences  DPO/ORPO pairs (on-policy or a dataset), tokenization, held-out scores
   distill      logit distillation: vocabulary check, LogitStrategy, held-out losses
+  domains      the competition's domains: traces in any shape, smoke tasks, per-domain evaluation
+  judging      rewards without a ground truth: rubric checks, an LLM judge, relevance, weights
+  pipeline     stages in one session (SFT, self-improvement, SimPO/DPO, GRPO), notebook 06
+  calculator   a safe calculator: parsed and bounded, never eval
+  agentic      agentic GRPO with the calculator tool and tunix 0.1.7's workarounds, notebook 07
   memplan      memory plan: each recipe's step programs compiled at real shape, bytes per device
   smoke        the smoke profile's tiny models, offline tokenizer and data
   doctor       checks that the installed tunix offers every API tunixkit uses

@@ -83,7 +83,7 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      "metrics_logging_options", "checkpoint_root_directory", "checkpointing_options")),
     ("tunix.rl.rl_cluster", "Role", ()),
     ("tunix.rl.rollout.base_rollout", "RolloutConfig", ("max_tokens_to_generate", "max_prompt_length",
-     "kv_cache_size", "temperature", "top_k", "top_p", "eos_tokens", "seed")),
+     "kv_cache_size", "temperature", "top_k", "top_p", "eos_tokens", "seed", "return_logprobs")),
     ("tunix.rl.grpo.grpo_learner", "GRPOConfig", ("num_generations", "num_iterations", "beta", "epsilon")),
     ("tunix.rl.grpo.grpo_learner", "GRPOLearner", ("rl_cluster", "algo_config", "reward_fns")),
     ("qwix", "LoraProvider", ("module_path", "rank", "alpha", "weight_qtype", "tile_size")),
@@ -99,6 +99,24 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      "ref_rejected_logps", "completion_mask", "logits_to_keep")),
     ("tunix.distillation.distillation_trainer", "TrainingInput", ("input_tokens", "input_mask", "teacher_output")),
     ("tunix.sft.sharding_utils", "get_sharding", ("mesh", "pspec")),
+    # agentic GRPO with the calculator (tunixkit.agentic): the classes it subclasses and the hooks it overrides
+    ("tunix.rl.agentic.agentic_grpo_learner", "GRPOConfig", ("num_generations", "num_iterations", "beta", "epsilon",
+     "system_prompt", "max_response_length", "max_concurrency")),
+    ("tunix.rl.agentic.agentic_grpo_learner", "GRPOLearner", ("rl_cluster", "algo_config", "reward_fns", "metric_fns",
+     "chat_parser", "agent_class", "agent_kwargs", "env_class", "env_kwargs")),
+    ("tunix.rl.agentic.agents.tool_agent", "ToolAgent", ("system_prompt", "tool_parser_name", "tool_map")),
+    ("tunix.rl.agentic.agents.tool_agent", "ToolAgent._init_messages", ("system_prompt",)),
+    ("tunix.rl.agentic.agents.tool_agent", "ToolAgent._observation_to_messages", ("observation", "reward", "done",
+     "info")),
+    ("tunix.rl.agentic.environments.tool_environment", "ToolEnvironment", ("task", "tool_map", "reward_fn",
+     "max_steps")),
+    ("tunix.rl.agentic.environments.tool_environment", "ToolEnvironment._execute_tool_calls", ("tool_calls",)),
+    ("tunix.rl.agentic.environments.tool_environment", "ToolEnvironment.step", ("action",)),
+    ("tunix.rl.agentic.parser.chat_template_parser.parser", "GemmaChatTemplateParser", ("tokenizer",)),
+    ("tunix.rl.agentic.parser.chat_template_parser.parser", "GemmaChatTemplateParser.preprocess_messages",
+     ("messages",)),
+    ("tunix.rl.agentic.tools.base_tool", "BaseTool", ("name", "description")),
+    ("tunix.rl.agentic.tools.base_tool", "ToolOutput", ("name", "output", "error")),
 )  # fmt: skip
 
 

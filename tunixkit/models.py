@@ -278,9 +278,9 @@ def apply_lora(
     seed: int = 0,
     verbose: bool = True,
 ):
-    """Add LoRA (or nf4 QLoRA) adapters to attention and MLP with qwix, *on the same object*.
+    """Add LoRA (or nf4 QLoRA) adapters to attention and MLP with qwix (a new module over the same arrays).
 
-    The returned model shares its frozen backbone with ``model``, so it can serve as the reference
+    The returned model shares its frozen backbone arrays with ``model``, so it can serve as the reference
     model of GRPO/DPO without a second copy (its backbone arrays are the very arrays of ``model``; a
     tunix train step later writes back new buffers, so the two part after the first step: see
     ``memplan``'s ``reference`` entry). QLoRA quantizes a copy of the backbone instead. With ``mesh``, the adapters

@@ -24,8 +24,8 @@ from typing import Any
 from tunixkit import data, evaluation, judging
 
 __all__ = [
-    "StageClock", "Stages", "grpo_stage", "weighted_rewards", "judged_pairs", "preference_stage", "preference_trainer", "self_improve",
-    "sft_stage", "simpo_loss_fn",
+    "StageClock", "Stages", "finish_stage", "grpo_stage", "judged_pairs", "preference_stage", "preference_trainer",
+    "self_improve", "sft_stage", "simpo_loss_fn", "start_stage", "weighted_rewards",
 ]  # fmt: skip
 
 
@@ -266,9 +266,9 @@ def _rank(recipe, name: str) -> int | None:
     return recipe.sft_lora_rank if name == "sft" else recipe.lora_rank
 
 
-def _finish(stages: Stages, name: str, lora, base, recipe, mesh, result) -> str | None:
-    """Export the stage's model; mark it done unless the session itself ran out (then the next
-    session continues the stage from its checkpoint)."""
+def finish_stage(stages: Stages, name: str, lora, base, recipe, mesh, result) -> str | None:
+    """Export the stage's model (its ``export/hf`` is returned); mark it done unless the session
+    itself ran out (then the next session continues the stage from its checkpoint)."""
     from tunixkit import checkpoints
 
     exports = checkpoints.export(lora, base, stages.dir(name) / "export", lora_rank=_rank(recipe, name),
@@ -279,7 +279,9 @@ def _finish(stages: Stages, name: str, lora, base, recipe, mesh, result) -> str 
     return None
 
 
-def _start(stages: Stages, name: str, recipe, base_path, mesh):
+def start_stage(stages: Stages, name: str, recipe, base_path, mesh):
+    """(the loaded start model, the model to train): the previous stage's export (else
+    ``base_path``, else ``recipe.model_id``), with LoRA of the stage's rank on it, or itself."""
     from tunixkit import models
 
     base = models.load_model(
@@ -304,7 +306,7 @@ def sft_stage(stages: Stages, name: str, pairs: Sequence[tuple[str, str]], recip
         return stages.state[name]["export"]
     if not stages.ready(name):
         return None
-    base, lora = _start(stages, name, recipe, base_path, mesh)
+    base, lora = start_stage(stages, name, recipe, base_path, mesh)
     rows = dict(max_len=recipe.max_len, batch_size=recipe.batch_size)
     batches = training.sft_dataset(pairs, base.tokenizer, num_batches=steps, **rows)
     config = training.trainer_config(stages.dir(name), max_steps=steps, eval_every=10**9,
@@ -315,7 +317,7 @@ def sft_stage(stages: Stages, name: str, pairs: Sequence[tuple[str, str]], recip
     trainer.with_gen_model_input_fn(training.model_inputs_fn(base.tokenizer.pad_id()))
     result = training.run(trainer, batches, mesh=mesh, metrics_file=stages.dir(name) / "metrics.jsonl",
                           session=stages.clock(name), label=name)  # fmt: skip
-    return _finish(stages, name, lora, base, recipe, mesh, result)
+    return finish_stage(stages, name, lora, base, recipe, mesh, result)
 
 
 def preference_stage(stages: Stages, name: str, pairs: Sequence[dict[str, str]], recipe, *, base_path=None,
@@ -329,7 +331,7 @@ def preference_stage(stages: Stages, name: str, pairs: Sequence[dict[str, str]],
         return stages.state[name]["export"]
     if not stages.ready(name):
         return None
-    base, lora = _start(stages, name, recipe, base_path, mesh)
+    base, lora = start_stage(stages, name, recipe, base_path, mesh)
     lengths = dict(
         max_prompt_length=recipe.grpo.max_prompt_length,
         max_response_length=recipe.max_response_length,
@@ -345,7 +347,7 @@ def preference_stage(stages: Stages, name: str, pairs: Sequence[dict[str, str]],
     result = training.run(trainer, batches, mesh=mesh, metrics_file=stages.dir(name) / "metrics.jsonl",
                           metric_names=("loss", "rewards/margin", "rewards/accuracy"), session=stages.clock(name),
                           label=name)  # fmt: skip
-    return _finish(stages, name, lora, base, recipe, mesh, result)
+    return finish_stage(stages, name, lora, base, recipe, mesh, result)
 
 
 def grpo_stage(stages: Stages, name: str, records: Sequence[dict[str, str]], reward_fns, recipe, *, system_prompt: str,
@@ -357,7 +359,7 @@ def grpo_stage(stages: Stages, name: str, records: Sequence[dict[str, str]], rew
         return stages.state[name]["export"]
     if not stages.ready(name):
         return None
-    base, lora = _start(stages, name, recipe, base_path, mesh)
+    base, lora = start_stage(stages, name, recipe, base_path, mesh)
     learner, _ = rl.build_grpo(lora, base.model, base.tokenizer, mesh=mesh, settings=recipe.grpo, reward_fns=reward_fns,
                                output_dir=stages.dir(name), eos_ids=base.eos_ids, vocab_size=base.config.num_embed,
                                family=base.family)  # fmt: skip
@@ -365,4 +367,4 @@ def grpo_stage(stages: Stages, name: str, records: Sequence[dict[str, str]], rew
                                 seed=0, system_prompt=system_prompt)  # fmt: skip
     result = training.run(learner, batches, mesh=mesh, metrics_file=stages.dir(name) / "metrics.jsonl",
                           session=stages.clock(name), label=name)  # fmt: skip
-    return _finish(stages, name, lora, base, recipe, mesh, result)
+    return finish_stage(stages, name, lora, base, recipe, mesh, result)

@@ -27,7 +27,7 @@ from tunixkit import training
 from tunixkit.data import format_prompt
 
 __all__ = [
-    "ENGINES", "GRPOSettings", "HeldOut", "RewardFn", "RolloutEngineUnavailable", "build_grpo",
+    "ENGINES", "GRPOSettings", "HeldOut", "RewardFn", "RolloutEngineUnavailable", "build_grpo", "cluster",
     "check_rollout_engine", "curves", "heldout_reward", "plot_curves", "rollout_config",
     "window_mean",
 ]  # fmt: skip
@@ -114,42 +114,28 @@ def check_rollout_engine(engine: str, family: str) -> None:
         )
 
 
-def rollout_config(settings: GRPOSettings, *, eos_ids: Sequence[int], vocab_size: int):
-    """tunix ``RolloutConfig``: stops at every id in ``eos_ids``; ``top_k`` clamped to the vocabulary."""
+def rollout_config(settings: GRPOSettings, *, eos_ids: Sequence[int], vocab_size: int,
+                   return_logprobs: bool = False, kv_cache_size: int | None = None):  # fmt: skip
+    """tunix ``RolloutConfig``: stops at every id in ``eos_ids``; ``top_k`` clamped to the vocabulary.
+    The KV cache holds prompt + generation (multi-turn rollouts pass a larger ``kv_cache_size``)."""
     from tunix.rl.rollout import base_rollout
 
     top_k = None if settings.top_k is None else min(settings.top_k, vocab_size)
     return base_rollout.RolloutConfig(
         max_tokens_to_generate=settings.max_generation_steps,
         max_prompt_length=settings.max_prompt_length,
-        kv_cache_size=settings.max_prompt_length + settings.max_generation_steps + 16,
+        kv_cache_size=kv_cache_size or settings.max_prompt_length + settings.max_generation_steps + 16,
         temperature=settings.temperature, top_k=top_k, top_p=settings.top_p,
-        eos_tokens=list(eos_ids), seed=settings.seed,
+        eos_tokens=list(eos_ids), seed=settings.seed, return_logprobs=return_logprobs,
     )  # fmt: skip
 
 
-def build_grpo(
-    actor,
-    reference,
-    tokenizer,
-    *,
-    mesh,
-    settings: GRPOSettings,
-    reward_fns: Sequence[RewardFn],
-    output_dir: str | pathlib.Path,
-    eos_ids: Sequence[int],
-    vocab_size: int,
-    family: str = "gemma3",
-):
-    """A ready ``GRPOLearner`` (call ``.train(dataset)``) and its ``RLCluster``.
-
-    ``actor`` and ``reference`` may share a backbone (LoRA applied on the reference object, see
-    :func:`tunixkit.models.apply_lora`). Checkpoints go to ``output_dir/checkpoints`` and are resumed
-    from automatically when the same ``output_dir`` is used again; TensorBoard logs to
-    ``output_dir/tensorboard``.
-    """
+def cluster(actor, reference, tokenizer, *, mesh, settings: GRPOSettings, output_dir: str | pathlib.Path,
+            eos_ids: Sequence[int], vocab_size: int, family: str = "gemma3", **rollout: Any):  # fmt: skip
+    """tunix's ``RLCluster`` for ``settings``: actor, reference and rollout on ``mesh``; checkpoints in
+    ``output_dir/checkpoints`` (resumed from when the same folder is used again), TensorBoard logs
+    in ``output_dir/tensorboard``. ``rollout``: more :func:`rollout_config` options."""
     from tunix.rl import rl_cluster as rl_cluster_lib
-    from tunix.rl.grpo import grpo_learner
 
     check_rollout_engine(settings.rollout_engine, family)
     out = pathlib.Path(output_dir)
@@ -183,22 +169,48 @@ def build_grpo(
             checkpoint_root_directory=ckpt_root,
             checkpointing_options=ckpt_opts,
         ),
-        rollout_config=rollout_config(settings, eos_ids=eos_ids, vocab_size=vocab_size),
+        rollout_config=rollout_config(settings, eos_ids=eos_ids, vocab_size=vocab_size, **rollout),
     )  # fmt: skip
-    cluster = rl_cluster_lib.RLCluster(
+    return rl_cluster_lib.RLCluster(
         actor=actor, reference=reference, tokenizer=tokenizer, cluster_config=cluster_config
     )
+
+
+def build_grpo(
+    actor,
+    reference,
+    tokenizer,
+    *,
+    mesh,
+    settings: GRPOSettings,
+    reward_fns: Sequence[RewardFn],
+    output_dir: str | pathlib.Path,
+    eos_ids: Sequence[int],
+    vocab_size: int,
+    family: str = "gemma3",
+):
+    """A ready ``GRPOLearner`` (call ``.train(dataset)``) and its ``RLCluster`` (:func:`cluster`).
+
+    ``actor`` and ``reference`` may share a backbone (LoRA applied on the reference object, see
+    :func:`tunixkit.models.apply_lora`).
+    """
+    from tunix.rl.grpo import grpo_learner
+
+    rl_cluster = cluster(actor, reference, tokenizer, mesh=mesh, settings=settings, output_dir=output_dir,
+                         eos_ids=eos_ids, vocab_size=vocab_size, family=family)  # fmt: skip
     algo = grpo_learner.GRPOConfig(
         num_generations=settings.num_generations,
         num_iterations=settings.num_iterations,
         beta=settings.beta,
         epsilon=settings.epsilon,
     )
-    fns = [_logging(reward_fns[0], out / "rollouts.jsonl", cluster), *reward_fns[1:]]
-    learner = grpo_learner.GRPOLearner(rl_cluster=cluster, algo_config=algo, reward_fns=fns)
+    path = pathlib.Path(output_dir) / "rollouts.jsonl"
+    fns = [_logging(reward_fns[0], path, rl_cluster), *reward_fns[1:]]
+    learner = grpo_learner.GRPOLearner(rl_cluster=rl_cluster, algo_config=algo, reward_fns=fns)
     # optimizer updates per batch of prompts: tunixkit.training.steps_done counts GRPO steps by it
+    mini = settings.mini_batch_size or settings.batch_size
     learner.tunixkit_updates_per_step = settings.num_iterations * (settings.batch_size // mini)
-    return learner, cluster
+    return learner, rl_cluster
 
 
 def _logging(fn: RewardFn, path: pathlib.Path, cluster) -> RewardFn:
@@ -223,12 +235,15 @@ def _logging(fn: RewardFn, path: pathlib.Path, cluster) -> RewardFn:
 
 def curves(metrics_file: str | pathlib.Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per-step GRPO metrics as ``{name: (steps, values)}``: ``reward`` (mean summed reward),
-    ``reward/<fn>`` for each reward function, ``kl``, ``loss`` and ``completion_length``."""
+    ``reward/<fn>`` for each reward function, ``kl``, ``loss``, ``completion_length``, and the
+    ``tool/...`` figures of agentic GRPO."""
     from tunixkit import runlog
 
     train = runlog.read_metrics(metrics_file).get("train", {})
     names = ("reward", "kl", "loss", "completion_length")
-    return {k: v for k, v in sorted(train.items()) if k in names or k.startswith("reward/")}
+    return {
+        k: v for k, v in sorted(train.items()) if k in names or k.startswith(("reward/", "tool/"))
+    }
 
 
 def window_mean(values: Sequence[float] | np.ndarray, window: int, *, last: bool) -> float:
@@ -252,7 +267,8 @@ def plot_curves(
     import matplotlib.pyplot as plt
 
     panels = [("reward", [k for k in series if k.startswith("reward")]), ("KL to reference", ["kl"]),
-              ("completion tokens", ["completion_length"])]  # fmt: skip
+              ("completion tokens", ["completion_length"]),
+              ("tool use (share of episodes)", [k for k in series if k.startswith("tool/")])]  # fmt: skip
     # beta = 0 skips the reference pass: the KL is then logged as zeros, which is not worth a panel
     panels = [(t, [k for k in keys if k in series and np.any(series[k][1])]) for t, keys in panels]
     panels = [(t, keys) for t, keys in panels if keys]

@@ -68,7 +68,11 @@ class RLMetricsFile:
     (rewards, each reward function, completion length) plus a :class:`MetricsFile` on its actor
     trainer (loss, KL). ``offset``: the steps a resumed run starts from (tunix counts from 0)."""
 
-    NAMES = {"rewards/score/mean": "reward", "completions/mean_length": "completion_length"}
+    # the summed reward (GRPO; the environment's in agentic GRPO), completion length; and as they
+    # are, the per-step figures tunixkit's metric functions log under ``tool/``
+    NAMES = {"rewards/score/mean": "reward", "trajectory_rewards/mean": "reward",
+             "completions/mean_length": "completion_length"}  # fmt: skip
+    KEEP = ("tool/",)
 
     def __init__(self, path: str | pathlib.Path, *, offset: int = 0) -> None:
         self.path, self.offset = pathlib.Path(path), offset
@@ -92,6 +96,8 @@ class RLMetricsFile:
             )
             if key is None and fn is not None and fn not in ("sum", "mean", "min", "max"):
                 key = f"reward/{fn}"  # one reward function's mean
+            if key is None and name.startswith(self.KEEP):
+                key = name
             if key is None:
                 continue
             value = np.asarray(values, dtype=float)

@@ -251,8 +251,8 @@ def randomize_mlp(model, seed: int = 0, scale: float = 0.02):
         for name in ("gate_proj", "up_proj", "down_proj"):
             kernel = getattr(layer.mlp, name).kernel
             key, sub = jax.random.split(key)
-            kernel.value = (scale * jax.random.normal(sub, kernel.value.shape)).astype(
-                kernel.value.dtype
+            kernel[...] = (scale * jax.random.normal(sub, kernel[...].shape)).astype(
+                kernel[...].dtype
             )
     return model
 
@@ -279,8 +279,8 @@ def random_model(
     )
     if embedding_std is not None:
         emb = model.embedder.input_embedding
-        noise = jax.random.normal(jax.random.key(seed + 1), emb.value.shape)
-        emb.value = (embedding_std * noise).astype(emb.value.dtype)
+        noise = jax.random.normal(jax.random.key(seed + 1), emb[...].shape)
+        emb[...] = (embedding_std * noise).astype(emb[...].dtype)
     return model
 
 

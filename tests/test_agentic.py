@@ -1,0 +1,103 @@
+"""The agentic pieces around tunix 0.1.7's learner: the calculator tool, and each workaround."""
+
+import json
+
+import numpy as np
+import pytest
+
+from tunixkit import agentic, calculator, smoke
+
+
+def _env(**task):
+    log = agentic.Episodes()
+    env = agentic.CalculatorEnvironment(task, tool_map=agentic.TOOLS, episodes=log, max_steps=2)
+    env.reset()
+    return env, log
+
+
+def _call(name="calculator", arguments='{"expression": "23 * 47"}'):
+    return [{"id": "c1", "type": "function", "function": {"name": name, "arguments": arguments}}]
+
+
+def test_a_tool_call_runs_the_calculator_and_a_correct_answer_scores():
+    env, log = _env(question=np.array(["q"]), answer=np.array(["1081"]))
+    obs, reward, done, _ = env.step(_call())
+    assert not done and obs == {"tool_outputs": {"c1": "1081"}}
+    _, reward, done, _ = env.step("<reasoning>23 * 47 = 1081</reasoning>\n<answer>1081</answer>")
+    assert done and reward == 1.0
+    (episode,) = log.drain()
+    assert (episode.calls, episode.well_formed, episode.correct, episode.used_result) == (
+        1,
+        1,
+        True,
+        True,
+    )
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    ['"23 * 47"', "[1, 2]", '{"expr": "1"}', "not json", '{"expression": "__import__(1)"}'],
+)
+def test_a_malformed_call_gets_an_error_result_never_an_exception(arguments):
+    env, log = _env(question="q", answer="5")
+    obs, reward, done, _ = env.step(_call(arguments=arguments))
+    (result,) = obs["tool_outputs"].values()
+    assert result.lower().startswith("error") and reward == 0.0 and not done
+    _, reward, done, _ = env.step("<answer>7</answer>")
+    assert done and reward == 0.0 and log.drain()[0].well_formed == 0
+
+
+def test_the_turn_limit_on_a_tool_call_scores_the_episode_as_unanswered():
+    env, log = _env(question="q", answer="5")
+    env.step(_call(arguments='{"expression": "2 + 3"}'))
+    _, reward, done, _ = env.step(_call(arguments='{"expression": "2 + 3"}'))
+    assert done and reward == 0.0
+    (episode,) = log.drain()
+    assert episode.calls == 2 and not episode.correct
+
+
+def test_the_agent_reads_the_question_as_text_and_the_parser_leaves_messages_alone():
+    agent = agentic.CalculatorAgent(
+        "Solve.\n", tool_map=agentic.TOOLS, tools_prompt="Use the tool."
+    )
+    agent.update_from_env(
+        {"question": np.array(["What is 2 + 3?"]), "answer": np.array(["5"])}, 0.0, False, {}
+    )
+    assert agent.chat_completions[-1] == {"role": "user", "content": "What is 2 + 3?"}
+    parser = agentic.GemmaParser(smoke.load_tokenizer())
+    before = json.dumps(agent.chat_completions)
+    first = parser.parse(agent.chat_completions, add_generation_prompt=True)
+    assert parser.parse(agent.chat_completions, add_generation_prompt=True) == first
+    assert json.dumps(agent.chat_completions) == before
+    assert (
+        first
+        == "<start_of_turn>user\nSolve.\nUse the tool.\nWhat is 2 + 3?<end_of_turn>\n<start_of_turn>model\n"
+    )
+
+
+def test_traces_are_rendered_as_the_rollouts_see_them():
+    record = {
+        "question": "Tom has 23 pens and buys 47 more. How many?",
+        "solution": "23 + 47 = 70 pens.",
+        "answer": "70",
+    }
+    (single,) = agentic.single_call_records([record])
+    (p1, c1), (p2, c2) = agentic.trace_pairs([single], smoke.load_tokenizer(), tools_prompt="T")
+    assert c1 == calculator.tool_call("23 + 47") + "<end_of_turn>"
+    assert (
+        p2
+        == p1
+        + calculator.tool_call("23 + 47")
+        + "<start_of_turn>user\nTool returned result: 70<end_of_turn>\n<start_of_turn>model\n"
+    )
+    assert c2.endswith("<answer>70</answer><end_of_turn>")
+
+
+def test_metric_fn_reports_the_step_episodes_once():
+    log = agentic.Episodes()
+    log.add(agentic.outcome("q", "5", "<answer>5</answer>", ["5"], 1))
+    log.add(agentic.outcome("q", "5", '<tool_call>{"name": oops', [], 0))
+    figures = log.metric_fn(["p"], ["c"])
+    assert figures["tool/accuracy"][0] == 0.5 and figures["tool/malformed_rate"][0] == 0.5
+    assert figures["tool/tool_call_rate"][0] == 1.0 and figures["tool/well_formed_rate"][0] == 0.5
+    assert log.metric_fn(["p"], ["c"])["tool/accuracy"][0] == 0.0  # drained

@@ -1,0 +1,427 @@
+"""Agentic GRPO with a calculator tool (notebook 07), on tunix 0.1.7's agentic learner.
+
+During a rollout the model may write ``<tool_call>{"name": "calculator", "arguments":
+{"expression": "23 * 47"}}</tool_call>``; tunix's ``ToolEnvironment`` runs the tool
+(:func:`tunixkit.calculator.calculate`: parsed, bounded, never ``eval``), its result comes back as
+a user turn (``Tool returned result: 1081``), and the model answers. The episode's reward is the
+answer's correctness, given by the environment at the end.
+
+tunix 0.1.7 needs these workarounds, each a small subclass here with a test:
+
+- the rollout must return log-probabilities (``RolloutConfig(return_logprobs=True)``) and the chat
+  parser must be given (``chat_parser=None`` breaks): :func:`build`;
+- ``ToolAgent`` reads the question from the batch as a 1-element array and writes its repr
+  (``"['...']"``) into the prompt; :class:`CalculatorAgent` takes the text out;
+- ``GemmaChatTemplateParser`` edits the conversation in place, prepending the system prompt to the
+  first user turn again on every call: :class:`GemmaParser` parses a copy;
+- a tool call whose arguments are not a JSON object raises inside ``ToolEnvironment`` and ends
+  ``train()``: :class:`CalculatorEnvironment` turns it into an error result for the model, so a
+  malformed call costs the episode its reward, never the run;
+- the learner hands reward functions the *first* assistant turn only (the tool call), so the
+  answer is scored by the environment, which also keeps what each episode did
+  (:class:`Episodes`): the per-step tool metrics and the evaluation come from there.
+
+The same agent, environment and parser drive :func:`evaluate` (greedy, batched turn by turn), so
+the evaluation sees exactly the conversations training sees.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+import re
+import threading
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from tunix.rl.agentic.agents.tool_agent import ToolAgent
+from tunix.rl.agentic.environments.tool_environment import ToolEnvironment
+from tunix.rl.agentic.parser.chat_template_parser.parser import GemmaChatTemplateParser
+from tunix.rl.agentic.tools.base_tool import BaseTool, ToolOutput
+
+from tunixkit import calculator, data, evaluation, rl
+from tunixkit.answers import extract_answer, numbers_equal, parse_number
+
+__all__ = [
+    "SHORT_TOOL_PROMPT", "SYSTEM_PROMPT", "TOOLS", "CalculatorAgent", "CalculatorEnvironment", "CalculatorTool",
+    "Episode", "Episodes", "FIGURES", "GemmaParser", "build", "evaluate", "plot_eval", "show_episodes",
+    "single_call_records", "stage", "table", "trace_pairs",
+]  # fmt: skip
+
+SYSTEM_PROMPT = (
+    "Solve the problem. To compute, call the calculator tool. Then give your reasoning between "
+    "<reasoning> and </reasoning> and the number between <answer> and </answer>.\n"
+)
+# A short tool description for small models (the JSON-schema prompt tunix writes is ~120 tokens).
+SHORT_TOOL_PROMPT = (
+    'Call it as <tool_call>{"name": "calculator", "arguments": {"expression": "..."}}</tool_call>'
+)
+
+
+class CalculatorTool(BaseTool):
+    """Evaluates an arithmetic expression: numbers, + - * / // % ** and parentheses."""
+
+    def get_json_schema(self) -> dict[str, Any]:
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                "parameters": {"type": "object", "properties": {"expression": {"type": "string"}},
+                               "required": ["expression"]}}}  # fmt: skip
+
+    def apply(self, expression: Any = "", **kwargs: Any) -> ToolOutput:
+        if kwargs:
+            return ToolOutput(name=self.name, error=f"unknown argument(s) {sorted(kwargs)}")
+        result = calculator.calculate(str(expression))
+        if calculator.is_error(result):
+            return ToolOutput(name=self.name, error=result[len(calculator.ERROR_PREFIX) :])
+        return ToolOutput(name=self.name, output=result)
+
+
+TOOLS: dict[str, type[BaseTool]] = {"calculator": CalculatorTool}
+
+
+def _text(value: Any) -> str:
+    """A batch column's value as text (tunix hands each example over as 1-element arrays)."""
+    if isinstance(value, np.ndarray):
+        value = value.reshape(-1)[0] if value.size else ""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class CalculatorAgent(ToolAgent):
+    """tunix's ``ToolAgent`` with the question read as text, and an optional short tool prompt."""
+
+    def __init__(self, system_prompt: str, tool_parser_name: str = "qwen",
+                 tool_map: dict[str, type[BaseTool]] | None = None, tools_prompt: str | None = None) -> None:  # fmt: skip
+        self._tools_prompt_override = tools_prompt
+        super().__init__(system_prompt, tool_parser_name, tool_map)
+
+    def _init_messages(self, system_prompt: str) -> None:
+        if self._tools_prompt_override is not None:
+            self.tools_prompt = self._tools_prompt_override
+        super()._init_messages(system_prompt)
+
+    def _observation_to_messages(
+        self, observation: Any, reward: float, done: bool, info: dict
+    ) -> None:
+        if (
+            isinstance(observation, dict)
+            and "tool_outputs" not in observation
+            and "question" in observation
+        ):
+            self._messages.append({"role": "user", "content": _text(observation["question"])})
+            return
+        super()._observation_to_messages(observation, reward, done, info)
+
+
+class GemmaParser(GemmaChatTemplateParser):
+    """tunix's Gemma chat template, without editing the caller's messages."""
+
+    def preprocess_messages(self, messages: list[dict[str, str]]) -> list[dict[str, str]]:
+        return super().preprocess_messages([dict(m) for m in messages])
+
+
+@dataclasses.dataclass
+class Episode:
+    """What one episode did."""
+
+    question: str
+    gold: str
+    calls: int  # tool calls the model made (well formed or not)
+    well_formed: int  # calls the calculator answered without an error
+    results: list[str]  # what the tool returned
+    final: str  # the model's last turn
+    correct: bool
+    used_result: bool  # the answer is a number the tool returned
+    malformed: bool  # a <tool_call> that did not parse ended the episode
+
+
+class Episodes:
+    """Episodes as they end (thread-safe: tunix runs environments concurrently); :meth:`drain`
+    gives those since the last call, :meth:`metrics` their per-step figures."""
+
+    def __init__(self, path: str | pathlib.Path | None = None) -> None:
+        self.path = pathlib.Path(path) if path else None
+        self._new: list[Episode] = []
+        self._lock = threading.Lock()
+
+    def add(self, episode: Episode) -> None:
+        with self._lock:
+            self._new.append(episode)
+            if self.path is not None:
+                with self.path.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps(dataclasses.asdict(episode)) + "\n")
+
+    def drain(self) -> list[Episode]:
+        with self._lock:
+            out, self._new = self._new, []
+        return out
+
+    @staticmethod
+    def summary(episodes: Sequence[Episode]) -> dict[str, float]:
+        """Shares of episodes: with a tool call, with a well-formed one (of those that called),
+        whose answer uses the tool's result, that are correct; and malformed calls."""
+        n = max(1, len(episodes))
+        called = [e for e in episodes if e.calls]
+        return {"tool_call_rate": len(called) / n,
+                "well_formed_rate": sum(e.well_formed > 0 for e in called) / max(1, len(called)),
+                "used_result_rate": sum(e.used_result for e in episodes) / n,
+                "malformed_rate": sum(e.malformed for e in episodes) / n,
+                "accuracy": sum(e.correct for e in episodes) / n, "n": float(len(episodes))}  # fmt: skip
+
+    def metric_fn(
+        self, prompts: Any, completions: Any, **kwargs: Any
+    ) -> dict[str, tuple[float, Any]]:
+        """A tunix ``metric_fns`` entry: the episodes of this step, logged as ``tool/<figure>``."""
+        figures = self.summary(self.drain())
+        return {f"tool/{k}": (v, np.mean) for k, v in figures.items() if k != "n"}
+
+
+def outcome(question: str, gold: str, final: str, results: Sequence[str], calls: int) -> Episode:
+    """Score an episode: correct when the strict ``<answer>`` equals ``gold``."""
+    got = extract_answer(final, strict=True).value
+    want = parse_number(gold)
+    correct = got is not None and want is not None and numbers_equal(got, want)
+    used = got is not None and any(
+        (v := parse_number(r)) is not None and numbers_equal(got, v)
+        for r in results
+        if not r.startswith("Error")
+    )
+    well = sum(not r.startswith("Error") for r in results)
+    malformed = calculator.TOOL_CALL_START in final
+    return Episode(
+        question, gold, calls + malformed, well, list(results), final, correct, used, malformed
+    )
+
+
+class CalculatorEnvironment(ToolEnvironment):
+    """tunix's ``ToolEnvironment`` that survives malformed tool calls and scores the answer.
+
+    ``episodes``: where each finished episode is recorded (:class:`Episodes`).
+    """
+
+    def __init__(self, task: dict[str, Any] | None = None, *, tool_map: dict[str, type[BaseTool]],
+                 episodes: Episodes, max_steps: int = 2, **kwargs: Any) -> None:  # fmt: skip
+        self.episodes, self.results, self.calls, self.scored = episodes, [], 0, False
+        kwargs.pop("reward_fn", None)
+        super().__init__(
+            task, tool_map=tool_map, reward_fn=self._score, max_steps=max_steps, **kwargs
+        )
+
+    def step(self, action: Any) -> tuple[Any, float, bool, dict[str, Any]]:
+        obs, reward, done, info = super().step(action)
+        if done and not self.scored:  # the turn limit ended it on a tool call: no answer
+            reward = self._score(self.task, "")
+        return obs, reward, done, info
+
+    def _execute_tool_calls(self, tool_calls: list[dict[str, Any]]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for call in tool_calls:
+            self.calls += 1
+            call_id = call.get("id") or str(uuid.uuid4())
+            try:
+                result = super()._execute_tool_calls([{**call, "id": call_id}])
+            except Exception as e:  # noqa: BLE001 - the model's mistake costs its reward, not the run
+                result = {call_id: f"Error: malformed call ({type(e).__name__})"}
+            out.update(result)
+        self.results += [str(v) for v in out.values()]
+        return out
+
+    def _score(self, task: dict[str, Any], action: Any) -> float:
+        episode = outcome(_text(task.get("question", "")), _text(task.get("answer", "")), str(action),
+                          self.results, self.calls)  # fmt: skip
+        self.scored = True
+        self.episodes.add(episode)
+        return 1.0 if episode.correct else 0.0
+
+
+_EQUATION = re.compile(
+    r"(\(?\d[\d\s.+\-*/()]*?[+\-*/][\d\s.+\-*/()]*?\d\)?)\s*=\s*\$?(-?[\d,]*\.?\d+)"
+)
+
+
+def single_call_records(records: Sequence[dict[str, str]]) -> list[dict[str, str]]:
+    """The records whose solution is one calculation (one ``expression = result`` step whose
+    result is the answer), with that expression as ``expression``: what one calculator call solves.
+
+    >>> single_call_records([{"question": "q", "solution": "Tom has 2 + 3 = 5 pens.", "answer": "5"},
+    ...                      {"question": "r", "solution": "1 + 1 = 2, then 2 * 3 = 6.", "answer": "6"}])
+    [{'question': 'q', 'solution': 'Tom has 2 + 3 = 5 pens.', 'answer': '5', 'expression': '2 + 3'}]
+    """
+    out = []
+    for r in records:
+        steps = _EQUATION.findall(r.get("solution", ""))
+        if len(steps) != 1:
+            continue
+        result, gold = parse_number(steps[0][1]), parse_number(r["answer"])
+        if result is not None and gold is not None and numbers_equal(result, gold):
+            out.append({**r, "expression": steps[0][0].strip()})
+    return out
+
+
+def _conversation(question: str, system_prompt: str, tools_prompt: str | None) -> CalculatorAgent:
+    agent = CalculatorAgent(system_prompt, tool_map=TOOLS, tools_prompt=tools_prompt)
+    agent.update_from_env({"question": question}, 0.0, False, {})
+    return agent
+
+
+def trace_pairs(records: Sequence[dict[str, str]], tokenizer, *, system_prompt: str = SYSTEM_PROMPT,
+                tools_prompt: str | None = None) -> list[tuple[str, str]]:  # fmt: skip
+    """SFT (prompt, completion) pairs that teach the tool's use on :func:`single_call_records`:
+    turn 1 writes the call, turn 2 reads the result and answers; both rendered by the same agent
+    and chat parser as the rollouts, each completion closed by ``<end_of_turn>``."""
+    parser = GemmaParser(tokenizer)
+    pairs = []
+    for r in records:
+        agent = _conversation(r["question"], system_prompt, tools_prompt)
+        first = parser.parse(agent.chat_completions, add_generation_prompt=True)
+        call = calculator.tool_call(r["expression"])
+        agent.update_from_model(call)
+        result = calculator.calculate(r["expression"])
+        agent.update_from_env({"tool_outputs": {"0": result}}, 0.0, False, {})
+        second = parser.parse(agent.chat_completions, add_generation_prompt=True)
+        answer = data.format_completion(f"{r['expression']} = {result}", r["answer"])
+        pairs += [(first, call + data.END_OF_TURN), (second, answer)]
+    return pairs
+
+
+def evaluate(loaded, records: Sequence[dict[str, str]], config: evaluation.EvalConfig, *, tool: bool = True,
+             max_turns: int = 2, system_prompt: str = SYSTEM_PROMPT, tools_prompt: str | None = None,
+             name: str = "eval", output_dir: str | pathlib.Path | None = None) -> dict[str, Any]:  # fmt: skip
+    """Greedy episodes on ``records``, batched turn by turn through the same agent, environment and
+    parser as training. ``tool=False``: the plain GSM8K prompt, one turn, no tool offered. Returns
+    :meth:`Episodes.summary` plus the episodes; writes them to ``output_dir/tool_<name>.jsonl``."""
+    log = Episodes(pathlib.Path(output_dir) / f"tool_{name}.jsonl" if output_dir else None)
+    if log.path is not None and log.path.exists():
+        log.path.unlink()
+    if not tool:
+        prompts = [data.format_prompt(r["question"]) for r in records]
+        for r, g in zip(
+            records, evaluation.generate(loaded, prompts, config, progress=False), strict=True
+        ):
+            log.add(outcome(r["question"], r["answer"], g.text, [], 0))
+        episodes = log.drain()
+        return Episodes.summary(episodes) | {"episodes": episodes}
+    parser = GemmaParser(loaded.tokenizer)
+    agents = [_conversation(r["question"], system_prompt, tools_prompt) for r in records]
+    envs = [CalculatorEnvironment({"question": r["question"], "answer": r["answer"]}, tool_map=TOOLS, episodes=log,
+                                  max_steps=max_turns) for r in records]  # fmt: skip
+    for env in envs:
+        env.reset()
+    active = list(range(len(records)))
+    for _ in range(max_turns):
+        if not active:
+            break
+        prompts = [
+            parser.parse(agents[i].chat_completions, add_generation_prompt=True) for i in active
+        ]
+        gens = evaluation.generate(loaded, prompts, config, progress=False)
+        still = []
+        for i, g in zip(active, gens, strict=True):
+            action = agents[i].update_from_model(g.text)
+            obs, reward, done, info = envs[i].step(action)
+            if not done:
+                agents[i].update_from_env(obs, reward, done, info)
+                still.append(i)
+        active = still
+    episodes = log.drain()
+    return Episodes.summary(episodes) | {"episodes": episodes}
+
+
+FIGURES = {"accuracy": "accuracy", "tool_call_rate": "calls the tool", "well_formed_rate": "calls that run",
+           "used_result_rate": "answers the tool's result"}  # fmt: skip
+
+
+def table(evals: dict[str, dict[str, float]]) -> str:
+    """Markdown: one row per evaluation (:func:`evaluate`'s summaries), the shares as columns."""
+    rows = [
+        "| evaluation | n | " + " | ".join(FIGURES.values()) + " |",
+        "|---|---|" + "---|" * len(FIGURES),
+    ]
+    rows += [
+        f"| {name} | {e['n']:.0f} | " + " | ".join(f"{e[k]:.2f}" for k in FIGURES) + " |"
+        for name, e in evals.items()
+    ]
+    return "\n".join(rows)
+
+
+def plot_eval(
+    evals: dict[str, dict[str, float]], path: str | pathlib.Path, title: str = "Tool use"
+):
+    """Grouped bars of :data:`FIGURES` for each evaluation; saved as PNG."""
+    import matplotlib.pyplot as plt
+
+    x = np.arange(len(FIGURES))
+    width = 0.8 / max(1, len(evals))
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    for k, (name, e) in enumerate(evals.items()):
+        ax.bar(x + (k - (len(evals) - 1) / 2) * width, [e[f] for f in FIGURES], width, label=name)
+    ax.set_xticks(x, list(FIGURES.values()))
+    ax.set_ylim(0, 1.05)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return fig
+
+
+def show_episodes(path: str | pathlib.Path, k: int = 3) -> str:
+    """The last ``k`` episodes of an ``episodes.jsonl`` as readable text."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        return f"{path}: no episodes yet"
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines()[-k:]:
+        e = json.loads(line)
+        out.append(f"Q: {e['question']}  (gold {e['gold']})\n  tool results: {e['results'] or 'none'}\n"
+                   f"  final turn: {e['final']!r}\n  correct: {e['correct']}, used the result: {e['used_result']}")  # fmt: skip
+    return "\n\n".join(out)
+
+
+def build(actor, reference, tokenizer, *, mesh, settings: rl.GRPOSettings, output_dir: str | pathlib.Path,
+          eos_ids: Sequence[int], vocab_size: int, max_turns: int = 2, system_prompt: str = SYSTEM_PROMPT,
+          tools_prompt: str | None = None, reward_fns: Sequence[Any] = (), family: str = "gemma3"):  # fmt: skip
+    """A ready agentic ``GRPOLearner`` with the calculator, its ``RLCluster``, and the
+    :class:`Episodes` its environments fill (also written to ``output_dir/episodes.jsonl``)."""
+    from tunix.rl.agentic import agentic_grpo_learner
+
+    out = pathlib.Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    cluster = rl.cluster(actor, reference, tokenizer, mesh=mesh, settings=settings, output_dir=out,
+                         eos_ids=eos_ids, vocab_size=vocab_size, family=family, return_logprobs=True,
+                         kv_cache_size=2 * settings.max_prompt_length + settings.max_generation_steps + 16)  # fmt: skip
+    episodes = Episodes(out / "episodes.jsonl")
+    algo = agentic_grpo_learner.GRPOConfig(
+        num_generations=settings.num_generations, num_iterations=settings.num_iterations, beta=settings.beta,
+        epsilon=settings.epsilon, system_prompt=system_prompt, max_response_length=settings.max_generation_steps,
+        max_concurrency=settings.batch_size * settings.num_generations,
+    )  # fmt: skip
+    learner = agentic_grpo_learner.GRPOLearner(
+        rl_cluster=cluster, algo_config=algo, reward_fns=list(reward_fns) or None,
+        metric_fns=[episodes.metric_fn], chat_parser=GemmaParser(cluster.tokenizer),
+        agent_class=CalculatorAgent, agent_kwargs={"tool_map": TOOLS, "tool_parser_name": "qwen",
+                                                   "tools_prompt": tools_prompt},
+        env_class=CalculatorEnvironment, env_kwargs={"tool_map": TOOLS, "episodes": episodes, "max_steps": max_turns},
+    )  # fmt: skip
+    learner.tunixkit_updates_per_step = settings.num_iterations
+    return learner, cluster, episodes
+
+
+def stage(stages, name: str, records: Sequence[dict[str, str]], recipe, *, mesh=None) -> str | None:
+    """The agentic GRPO stage of a :class:`tunixkit.pipeline.Stages` run (LoRA on the shared
+    reference, the previous stage's export as the start); returns its export (None: not finished)."""
+    from tunixkit import pipeline, training
+
+    if stages.done(name):
+        return stages.state[name]["export"]
+    if not stages.ready(name):
+        return None
+    base, lora = pipeline.start_stage(stages, name, recipe, None, mesh)
+    learner, _, _ = build(lora, base.model, base.tokenizer, mesh=mesh, settings=recipe.grpo, output_dir=stages.dir(name),
+                          eos_ids=base.eos_ids, vocab_size=base.config.num_embed, max_turns=recipe.max_turns,
+                          tools_prompt=recipe.tools_prompt, family=base.family)  # fmt: skip
+    batches = data.grpo_dataset(records, batch_size=recipe.grpo.batch_size, num_batches=recipe.grpo.num_steps,
+                                seed=0, system_prompt=None)  # fmt: skip
+    result = training.run(learner, batches, mesh=mesh, metrics_file=stages.dir(name) / "metrics.jsonl",
+                          session=stages.clock(name), label=name)  # fmt: skip
+    return pipeline.finish_stage(stages, name, lora, base, recipe, mesh, result)
