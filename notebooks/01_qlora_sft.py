@@ -88,6 +88,7 @@ from tunixkit import (
     checkpoints,
     data,
     evaluation,
+    memplan,
     models,
     recipes,
     runlog,
@@ -131,6 +132,9 @@ print(train_pairs[0][0] + train_pairs[0][1])
 
 # %%
 mesh = runtime.make_mesh()
+memplan.check(
+    "sft", recipe, mesh
+)  # TPU/GPU: does the recipe fit the chip? (before any weights load)
 base = models.load_model(recipe.model_id, source=SOURCE, mesh=mesh)
 clock.record("load", base.load_seconds)  # sizes the export the session clock keeps time for
 model = models.apply_lora(base.model, family=base.family, rank=recipe.lora_rank,

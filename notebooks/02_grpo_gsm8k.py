@@ -92,6 +92,7 @@ from tunixkit import (
     checkpoints,
     data,
     evaluation,
+    memplan,
     models,
     recipes,
     rewards,
@@ -134,6 +135,9 @@ print(data.format_prompt(train_records[0]["question"]))
 
 # %%
 mesh = runtime.make_mesh()
+memplan.check(
+    "grpo", recipe, mesh
+)  # TPU/GPU: does the recipe fit the chip? (before any weights load)
 reference = models.load_model(recipe.model_id, source=SOURCE, path=MODEL_PATH, mesh=mesh)
 clock.record("load", reference.load_seconds)  # sizes the export the session clock keeps time for
 if recipe.lora_rank:

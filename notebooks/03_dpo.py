@@ -94,6 +94,7 @@ from tunix.sft.dpo import dpo_trainer
 from tunixkit import (
     checkpoints,
     evaluation,
+    memplan,
     models,
     preferences,
     recipes,
@@ -119,6 +120,9 @@ recipe
 
 # %%
 mesh = runtime.make_mesh()
+memplan.check(
+    "dpo", recipe, mesh
+)  # TPU/GPU: does the recipe fit the chip? (before any weights load)
 reference = models.load_model(recipe.model_id, source=SOURCE, path=MODEL_PATH, mesh=mesh)
 clock.record("load", reference.load_seconds)  # sizes the export the session clock keeps time for
 if recipe.lora_rank:

@@ -82,6 +82,7 @@ from tunixkit import (
     data,
     distill,
     evaluation,
+    memplan,
     models,
     recipes,
     runlog,
@@ -102,6 +103,9 @@ recipe
 
 # %%
 mesh = runtime.make_mesh()
+memplan.check(
+    "distill", recipe, mesh
+)  # TPU/GPU: does the recipe fit the chip? (before any weights load)
 teacher = models.load_model(recipe.teacher_id, source=SOURCE, path=TEACHER_PATH, mesh=mesh)
 student = models.load_model(recipe.student_id, source=SOURCE, mesh=mesh)
 clock.record("load", student.load_seconds)  # sizes the export the session clock keeps time for

@@ -73,3 +73,14 @@ def test_sharding_constraints_are_restored():
     with memplan.sharding_constraints(runtime.make_mesh()):
         assert sharding_utils.shard is not original
     assert sharding_utils.shard is original
+
+
+def test_the_notebooks_check_skips_cpu_and_unknown_chips(capsys):
+    from tunixkit import recipes, runtime
+
+    assert memplan.check("sft", recipes.SFT.smoke(), runtime.make_mesh()) is None
+    assert "memory plan: skipped on cpu" in capsys.readouterr().out
+    assert [
+        memplan.chip_of(k)
+        for k in ("TPU v5 lite", "TPU v6 lite", "TPU v3", "NVIDIA H200", "TPU v4")
+    ] == ["v5e", "v6e", "v3", "h200", None]

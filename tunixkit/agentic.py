@@ -40,6 +40,7 @@ import numpy as np
 from tunix.rl.agentic.agents.tool_agent import ToolAgent
 from tunix.rl.agentic.environments.tool_environment import ToolEnvironment
 from tunix.rl.agentic.parser.chat_template_parser.parser import GemmaChatTemplateParser
+from tunix.rl.agentic.parser.tool_parser import qwen_parser
 from tunix.rl.agentic.tools.base_tool import BaseTool, ToolOutput
 
 from tunixkit import calculator, data, evaluation, rl
@@ -79,6 +80,9 @@ class CalculatorTool(BaseTool):
 
 
 TOOLS: dict[str, type[BaseTool]] = {"calculator": CalculatorTool}
+# tunix's Qwen tool parser prints every call it cannot parse; those are counted in the episode
+# records (``malformed``) instead of flooding the notebook.
+qwen_parser.print = lambda *args, **kwargs: None  # shadows the builtin in that module only
 
 
 def _text(value: Any) -> str:
@@ -104,6 +108,8 @@ class CalculatorAgent(ToolAgent):
     def _observation_to_messages(
         self, observation: Any, reward: float, done: bool, info: dict
     ) -> None:
+        if isinstance(observation, dict) and not observation:  # the episode's end: nothing to say
+            return
         if (
             isinstance(observation, dict)
             and "tool_outputs" not in observation
@@ -391,10 +397,14 @@ def build(actor, reference, tokenizer, *, mesh, settings: rl.GRPOSettings, outpu
                          eos_ids=eos_ids, vocab_size=vocab_size, family=family, return_logprobs=True,
                          kv_cache_size=2 * settings.max_prompt_length + settings.max_generation_steps + 16)  # fmt: skip
     episodes = Episodes(out / "episodes.jsonl")
+    # Episodes run in threads, each calling the sampler. On emulated CPU devices, concurrent
+    # multi-device programs wait on each other's collectives and hang ("all reduce ... may be
+    # stuck"), so there they take turns; accelerators run the whole batch at once.
+    cpu_mesh = mesh.devices.flat[0].platform == "cpu" and mesh.devices.size > 1
     algo = agentic_grpo_learner.GRPOConfig(
         num_generations=settings.num_generations, num_iterations=settings.num_iterations, beta=settings.beta,
         epsilon=settings.epsilon, system_prompt=system_prompt, max_response_length=settings.max_generation_steps,
-        max_concurrency=settings.batch_size * settings.num_generations,
+        max_concurrency=1 if cpu_mesh else settings.batch_size * settings.num_generations,
     )  # fmt: skip
     learner = agentic_grpo_learner.GRPOLearner(
         rl_cluster=cluster, algo_config=algo, reward_fns=list(reward_fns) or None,
@@ -416,7 +426,7 @@ def stage(stages, name: str, records: Sequence[dict[str, str]], recipe, *, mesh=
         return stages.state[name]["export"]
     if not stages.ready(name):
         return None
-    base, lora = pipeline.start_stage(stages, name, recipe, None, mesh)
+    base, lora = pipeline.start_stage(stages, name, recipe, None, mesh, frozen_reference=True)
     learner, _, _ = build(lora, base.model, base.tokenizer, mesh=mesh, settings=recipe.grpo, output_dir=stages.dir(name),
                           eos_ids=base.eos_ids, vocab_size=base.config.num_embed, max_turns=recipe.max_turns,
                           tools_prompt=recipe.tools_prompt, family=base.family)  # fmt: skip

@@ -115,6 +115,8 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("tunix.rl.agentic.parser.chat_template_parser.parser", "GemmaChatTemplateParser", ("tokenizer",)),
     ("tunix.rl.agentic.parser.chat_template_parser.parser", "GemmaChatTemplateParser.preprocess_messages",
      ("messages",)),
+    ("tunix.rl.agentic.parser.tool_parser", "qwen_parser", ()),
+    ("tunix.rl.agentic.parser.tool_parser.qwen_parser", "QwenToolParser.parse", ("model_response",)),
     ("tunix.rl.agentic.tools.base_tool", "BaseTool", ("name", "description")),
     ("tunix.rl.agentic.tools.base_tool", "ToolOutput", ("name", "output", "error")),
 )  # fmt: skip
@@ -206,7 +208,7 @@ def pip_line(names: Iterable[str], pins: pathlib.Path | None = None) -> str:
 
 def scan(paths: Iterable[str | pathlib.Path]) -> set[tuple[str, str]]:
     """Every ``(tunix or qwix module, name)`` the Python sources in ``paths`` use: names imported
-    from a tunix/qwix module, and attributes read from an imported tunix/qwix module."""
+    from a tunix/qwix module, and attributes read (not assigned) from an imported tunix/qwix module."""
     used: set[tuple[str, str]] = set()
     for path in paths:
         tree = ast.parse(pathlib.Path(path).read_text(encoding="utf-8"))
@@ -229,6 +231,7 @@ def scan(paths: Iterable[str | pathlib.Path]) -> set[tuple[str, str]]:
         for node in ast.walk(tree):
             if (
                 isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Load)  # read, not set by tunixkit
                 and isinstance(node.value, ast.Name)
                 and node.value.id in aliases
             ):

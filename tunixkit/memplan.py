@@ -34,7 +34,16 @@ from typing import Any
 
 from tunixkit import families, models
 
-__all__ = ["CHIPS", "KINDS", "Plan", "StepReport", "plan", "sharding_constraints"]
+__all__ = [
+    "CHIPS",
+    "KINDS",
+    "Plan",
+    "StepReport",
+    "check",
+    "chip_of",
+    "plan",
+    "sharding_constraints",
+]
 
 GIB = 2**30
 CHIPS = {
@@ -107,7 +116,7 @@ class Plan:
         if self.platform == "cpu":
             return (f"{self.kind} on {self.model_id}: the CPU upper bound, {self.peak / GIB:.1f} GiB in {worst}, "
                     f"exceeds a {self.chip} chip by {-self.spare:.1f} GiB; TPU compiles typically need ~2.4x less "
-                    f"(plan it on the TPU: the notebook's model cell does). If it does not fit there, try {KNOBS[self.kind]}")  # fmt: skip
+                    f"(plan it on the TPU: the notebooks' model cell does, memplan.check). If it does not fit there, try {KNOBS[self.kind]}")  # fmt: skip
         return (f"{self.kind} on {self.model_id}: does not fit a {self.chip} chip: {self.peak / GIB:.1f} GiB in "
                 f"{worst}, {-self.spare:.1f} GiB too many; try {KNOBS[self.kind]}")  # fmt: skip
 
@@ -556,6 +565,39 @@ def plan(kind: str, recipe: Any = None, *, model_id: str | None = None, mesh=Non
     with sharding_constraints(mesh):
         persistent, steps = _PLANNERS[kind](rec, mesh, model_id, layers, verbose, jnp)
     return Plan(kind, model_id, chip, int(mesh.devices.size), platform, persistent, steps)
+
+
+_KINDS_OF_DEVICE = (("v5 lite", "v5e"), ("v5e", "v5e"), ("v6 lite", "v6e"), ("v6e", "v6e"), ("v2", "v2"),
+                    ("v3", "v3"), ("h100", "h100"), ("h200", "h200"))  # fmt: skip
+
+
+def chip_of(device_kind: str) -> str | None:
+    """The :data:`CHIPS` entry for a JAX ``device_kind``, or None for one the plan does not know.
+
+    >>> chip_of("TPU v5 lite"), chip_of("NVIDIA H100 80GB HBM3"), chip_of("cpu")
+    ('v5e', 'h100', None)
+    """
+    kind = device_kind.lower()
+    return next((chip for key, chip in _KINDS_OF_DEVICE if key in kind), None)
+
+
+def check(kind: str, recipe: Any, mesh, *, model_id: str | None = None) -> Plan | None:
+    """A notebook's model cell, before any weights are read: on a TPU/GPU mesh, plan ``recipe``'s
+    steps for the chip found and print the verdict (it compiles each step once, on abstract
+    weights); on CPU (the smoke profile) or an unknown chip, say so and return None."""
+    device = mesh.devices.flat[0]
+    chip = chip_of(getattr(device, "device_kind", ""))
+    if device.platform == "cpu" or chip is None:
+        print(f"memory plan: skipped on {device.platform} ({getattr(device, 'device_kind', '?')}); "
+              f"`python -m tunixkit.memplan {kind} --model <id>` plans a full recipe on emulated devices")  # fmt: skip
+        return None
+    try:
+        found = plan(kind, recipe, model_id=model_id, mesh=mesh, chip=chip)
+    except NotImplementedError as e:  # e.g. full fine-tuning in GRPO/DPO: not planned, not an error
+        print(f"memory plan: {e}")
+        return None
+    print(found.table())
+    return found
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -261,8 +261,8 @@ def _session_over(session: Any) -> bool:
 
 
 def _rank(recipe, name: str) -> int | None:
-    """The LoRA rank of stage ``name``: ``recipe.sft_lora_rank`` for the SFT stage (None: full
-    fine-tuning), ``recipe.lora_rank`` for the others."""
+    """The LoRA rank of stage ``name`` (None: full fine-tuning): ``recipe.sft_lora_rank`` for the
+    SFT stage, ``recipe.lora_rank`` for the others."""
     return recipe.sft_lora_rank if name == "sft" else recipe.lora_rank
 
 
@@ -279,16 +279,22 @@ def finish_stage(stages: Stages, name: str, lora, base, recipe, mesh, result) ->
     return None
 
 
-def start_stage(stages: Stages, name: str, recipe, base_path, mesh):
+def start_stage(
+    stages: Stages, name: str, recipe, base_path, mesh, *, frozen_reference: bool = False
+):
     """(the loaded start model, the model to train): the previous stage's export (else
-    ``base_path``, else ``recipe.model_id``), with LoRA of the stage's rank on it, or itself."""
+    ``base_path``, else ``recipe.model_id``), with LoRA of the stage's rank on it, or itself. Full
+    fine-tuning with ``frozen_reference`` (GRPO's KL, DPO) trains a second copy instead."""
     from tunixkit import models
 
-    base = models.load_model(
-        recipe.model_id, path=stages.start_path(name, base_path), mesh=mesh, verbose=False
-    )
+    path = stages.start_path(name, base_path)
+    base = models.load_model(recipe.model_id, path=path, mesh=mesh, verbose=False)
     rank = _rank(recipe, name)
-    if rank is None:  # full fine-tuning: the stage trains the loaded weights themselves
+    if rank is None:  # full fine-tuning: the stage trains the loaded weights (or a copy)
+        if frozen_reference:
+            return base, models.load_model(
+                recipe.model_id, path=path, mesh=mesh, verbose=False
+            ).model
         return base, base.model
     lora = models.apply_lora(base.model, family=base.family, rank=rank, alpha=recipe.lora_alpha,
                              mesh=mesh, verbose=False)  # fmt: skip
@@ -296,8 +302,9 @@ def start_stage(stages: Stages, name: str, recipe, base_path, mesh):
 
 
 def sft_stage(stages: Stages, name: str, pairs: Sequence[tuple[str, str]], recipe, *, steps: int,
-              base_path=None, mesh=None) -> str | None:  # fmt: skip
-    """A LoRA SFT stage on (prompt, completion) ``pairs``; returns its export (None: not finished)."""
+              learning_rate: float | None = None, base_path=None, mesh=None) -> str | None:  # fmt: skip
+    """A LoRA SFT stage on (prompt, completion) ``pairs`` (``learning_rate``: the recipe's
+    ``sft_learning_rate`` unless given); returns its export (None: not finished)."""
     from tunix.sft import peft_trainer
 
     from tunixkit import training
@@ -312,7 +319,7 @@ def sft_stage(stages: Stages, name: str, pairs: Sequence[tuple[str, str]], recip
     config = training.trainer_config(stages.dir(name), max_steps=steps, eval_every=10**9,
                                      checkpoint_every=max(10, steps // 4), description=name)  # fmt: skip
     trainer = peft_trainer.PeftTrainer(
-        lora, training.optimizer(recipe.sft_learning_rate, steps), config
+        lora, training.optimizer(learning_rate or recipe.sft_learning_rate, steps), config
     )
     trainer.with_gen_model_input_fn(training.model_inputs_fn(base.tokenizer.pad_id()))
     result = training.run(trainer, batches, mesh=mesh, metrics_file=stages.dir(name) / "metrics.jsonl",
@@ -331,7 +338,9 @@ def preference_stage(stages: Stages, name: str, pairs: Sequence[dict[str, str]],
         return stages.state[name]["export"]
     if not stages.ready(name):
         return None
-    base, lora = start_stage(stages, name, recipe, base_path, mesh)
+    base, lora = start_stage(
+        stages, name, recipe, base_path, mesh, frozen_reference=recipe.algorithm == "dpo"
+    )
     lengths = dict(
         max_prompt_length=recipe.grpo.max_prompt_length,
         max_response_length=recipe.max_response_length,
@@ -359,7 +368,7 @@ def grpo_stage(stages: Stages, name: str, records: Sequence[dict[str, str]], rew
         return stages.state[name]["export"]
     if not stages.ready(name):
         return None
-    base, lora = start_stage(stages, name, recipe, base_path, mesh)
+    base, lora = start_stage(stages, name, recipe, base_path, mesh, frozen_reference=True)
     learner, _ = rl.build_grpo(lora, base.model, base.tokenizer, mesh=mesh, settings=recipe.grpo, reward_fns=reward_fns,
                                output_dir=stages.dir(name), eos_ids=base.eos_ids, vocab_size=base.config.num_embed,
                                family=base.family)  # fmt: skip
