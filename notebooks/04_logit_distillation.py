@@ -64,6 +64,8 @@ SESSION_HOURS = None  # the session's hard limit; None: 9 on Kaggle, 12 on Colab
 RESUME_FROM = None  # a previous session's OUTPUT_DIR (read-only is fine) to continue from
 START_FRESH = False  # True: move an OUTPUT_DIR made with other settings aside and start again
 SOURCE = "auto"  # full profile: "auto" (Kaggle on Kaggle, else Hugging Face), "hf", "kaggle"
+TEACHER_ID = None  # the teacher model; None: the profile's ("gemma-3-1b-it" in full)
+MODEL_ID = None  # the student model; None: the profile's ("gemma-3-270m-it" in full)
 TEACHER_PATH = None  # a local HF-layout folder for the teacher (e.g. 02_grpo_gsm8k's export/hf)
 NUM_STEPS = None  # optimizer steps; None: the profile's
 LEARNING_RATE = None  # peak learning rate; None: the profile's
@@ -94,7 +96,8 @@ from tunixkit import (
 rt, recipe, out_dir, clock = recipes.start(
     recipes.Distill, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
     start_fresh=START_FRESH, inputs={"teacher_path": TEACHER_PATH, "data_source": DATA_SOURCE},
-    steps=NUM_STEPS, learning_rate=LEARNING_RATE, eval_questions=EVAL_QUESTIONS,
+    teacher_id=TEACHER_ID, student_id=MODEL_ID, steps=NUM_STEPS, learning_rate=LEARNING_RATE,
+    eval_questions=EVAL_QUESTIONS,
 )  # fmt: skip
 recipe
 

@@ -1,0 +1,329 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 06 · The competition pipeline: SFT, self-improvement, preference tuning, GRPO
+#
+# > **Work in progress, not yet run in CI** (issue 17): the smoke run's GRPO stage does not yet raise the judged score reliably (measured: -0.03 to +0.04 over its input across seven runs; see the recipe). Its last cell asserts
+# > what a working run must show; it fails today. The library pieces it uses are tested.
+#
+# The competition judges `<reasoning>`/`<answer>` responses on creative writing, ideation,
+# summarization, science, math and code (math and code weigh less), with an LLM judge and people.
+# The winning entries chained stages inside one 9-hour session; this notebook does the same:
+#
+# 1. **SFT** on multi-domain reasoning traces;
+# 2. **self-improvement**: sample answers, let the judge keep the good ones, SFT on them;
+# 3. **preference tuning** (SimPO by default; DPO or ORPO) on pairs the judge ranked;
+# 4. **GRPO** with weighted rewards: the judge, rubric checks (structure, length, repetition,
+#    boilerplate), prompt relevance, and the answer where there is one (math).
+#
+# Every stage trains LoRA adapters on the previous stage's merged export, checkpoints, and ends with
+# an export of its own. The held-out prompts of every domain are evaluated after every stage.
+#
+# | | smoke (CPU, CI) | full (TPU) |
+# |---|---|---|
+# | model | `tiny-gemma3-sft`; stage 1 fine-tunes every weight (see the recipe) | `gemma-3-1b-it` (or `gemma-2-2b-it`), LoRA rank 64 in every stage |
+# | data | offline tasks in all six domains, with reference answers | your traces (`TRACES`: a file or a Hugging Face dataset) + GSM8K |
+# | judge | a deterministic rubric playing the judge | a judge model loaded beside the policy (`JUDGE_ID`) |
+#
+# **Sessions.** One clock (`SESSION_HOURS`, 9 on Kaggle) spans the stages: each stage gets its share
+# of the time left (`shares` in the recipe) and stops in time for its checkpoint and export, keeping
+# a reserve for the final evaluation. `OUTPUT_DIR/stages.json` says which stages are done: a rerun,
+# or a new session with `RESUME_FROM`, skips them and continues the current one from its checkpoint.
+#
+# Results: `OUTPUT_DIR/summary.json` (per stage and domain), `domains.png`, `<stage>/metrics.jsonl`,
+# each evaluation's answers in `domains_<stage>.jsonl`, exports in `<stage>/export/{hf,orbax}`.
+
+# %%
+# Install: makes `import tunixkit` work in this kernel (Kaggle, Colab) without a restart and without
+# touching the preinstalled jax/libtpu; does nothing where tunixkit is already importable.
+import importlib.util  # noqa: E401
+import os
+import site
+import subprocess
+import sys
+import sysconfig
+import time
+
+os.environ.setdefault("TUNIXKIT_SESSION_START", str(time.time()))  # the session clock starts here
+if importlib.util.find_spec("tunixkit") is None:
+    src = os.environ.get("TUNIXKIT_SOURCE", "https://github.com/tunixkit/tunixkit")
+    if not os.path.isdir(src):
+        subprocess.run(["git", "clone", "-q", "--depth=1", src, "/tmp/tunixkit"], check=True)
+        src = "/tmp/tunixkit"
+    subprocess.run(
+        ["bash", f"{src}/setup_notebook_tpu_single_host.sh", "--kernel", sys.executable], check=True
+    )
+    for folder in (sysconfig.get_paths()["purelib"], site.getusersitepackages()):
+        if os.path.isdir(folder) and folder not in sys.path:
+            site.addsitedir(folder)
+    importlib.invalidate_caches()
+
+# %% tags=["parameters"]
+PROFILE = None  # "smoke", "full", or None for automatic ($TUNIXKIT_PROFILE, else by device)
+OUTPUT_DIR = "runs/06_multidomain_pipeline"  # everything this notebook writes goes here
+SESSION_HOURS = None  # the session's hard limit; None: 9 on Kaggle, 12 on Colab, none elsewhere
+RESUME_FROM = None  # a previous session's OUTPUT_DIR (read-only is fine) to continue from
+START_FRESH = False  # True: move an OUTPUT_DIR made with other settings aside and start again
+MODEL_ID = None  # None: the profile's ("gemma-3-1b-it" in full; "gemma-2-2b-it" also allowed)
+MODEL_PATH = None  # a local HF-layout folder to start from (e.g. 01_qlora_sft's export/hf)
+JUDGE_ID = None  # the judge model; None: the profile's (the rubric grader in smoke)
+TRACES = None  # full: SFT traces, a .jsonl/.json/.csv/.parquet file or a Hugging Face dataset id
+TRACE_FIELDS = (
+    "prompt",
+    "response",
+)  # the prompt/response columns, if the traces are not chat messages
+ALGORITHM = None  # preference stage: "simpo", "dpo" or "orpo"; None: the profile's
+LORA_RANK = None  # LoRA rank of the later stages; None: the profile's
+SFT_STEPS = None  # stage 1 steps; None: the profile's
+GRPO_STEPS = None  # stage 4 steps; None: the profile's
+KAGGLE_MODEL = None  # to upload the final export: "<user>/<model>/jax/<variation>"; None: no upload
+
+# %%
+import dataclasses
+import json
+
+from IPython.display import Markdown, display
+
+from tunixkit import data, domains, judging, models, pipeline, recipes, rl, runtime, session
+
+rt, recipe, out_dir, clock = recipes.start(
+    recipes.Pipeline, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
+    start_fresh=START_FRESH, inputs={"model_path": MODEL_PATH, "traces": TRACES, "trace_fields": list(TRACE_FIELDS)},
+    model_id=MODEL_ID, judge_id=JUDGE_ID, algorithm=ALGORITHM, lora_rank=LORA_RANK, sft_steps=SFT_STEPS,
+    num_steps=GRPO_STEPS,
+)  # fmt: skip
+recipe
+
+# %% [markdown]
+# ## Tasks
+# Prompts of every domain with a reference answer; the last `heldout_per_domain` of each domain are
+# held out for the evaluations. In smoke they are generated offline; in full they are your traces
+# (chat messages or prompt/response columns; any other shape stops here, naming the columns found)
+# plus GSM8K for math, where answers can be checked.
+
+# %%
+if rt.smoke:
+    task_list = domains.synthetic_tasks(recipe.train_tasks, seed=0)
+    records = [t.record() for t in task_list]
+else:
+    if TRACES is None:
+        raise ValueError("the full profile trains on your traces: set TRACES to a file or a Hugging Face "
+                         "dataset id of multi-domain reasoning traces (chat messages or prompt/response)")  # fmt: skip
+    traces = domains.load_traces(TRACES, fields=TRACE_FIELDS)[: recipe.train_tasks]
+    gsm = recipes.gsm8k(rt, "train", data_dir=out_dir / "data", limit=recipe.train_tasks // 6)
+    gsm_test = recipes.gsm8k(rt, "test", data_dir=out_dir / "data", limit=recipe.heldout_per_domain)
+    records = traces + domains.math_tasks(gsm + gsm_test)
+heldout, train = domains.split_heldout(records, recipe.heldout_per_domain)
+print(
+    f"{len(train)} training and {len(heldout)} held-out prompts over {sorted({r['domain'] for r in records})}"
+)
+display(Markdown(domains.examples(train)))
+
+# %% [markdown]
+# ## The judge
+# A judge scores each answer against a rubric (`judging.JudgeRubric`); any reply, garbage included,
+# becomes a number in [0, 1] and never an exception. Repeated answers are not judged again, and the
+# judge's time per call is kept. In full the judge is a model loaded with the same loader, on the
+# policy's mesh; in smoke a deterministic rubric plays the judge.
+
+# %%
+mesh = runtime.make_mesh()
+if recipe.judge_id is None:
+    judge = judging.Judge(domains.rubric_grader(task_list), name="judge")
+else:
+    judge_model = models.load_model(recipe.judge_id, mesh=mesh)
+    judge = judging.Judge(judging.llm_grader(judge_model), name="judge")
+reference = [r["response"] for r in heldout]
+print("held-out reference answers judged:", round(sum(judge.scores([r["prompt"] for r in heldout], reference))
+                                                   / len(heldout), 3))  # fmt: skip
+
+# %% [markdown]
+# ## Before training
+# The starting model on the held-out prompts: format compliance, answers under the 1K-token limit,
+# the judged score with a 95% interval, per domain, and math accuracy. Every evaluation is stored in
+# `OUTPUT_DIR` and read back on a rerun.
+
+# %%
+stages = pipeline.Stages(out_dir, recipe.shares, clock)
+print(stages.summary())
+evals = {
+    "start": stages.evaluate(
+        "start", recipe.model_id, MODEL_PATH, heldout, judge, recipe.eval, mesh=mesh
+    )
+}
+display(Markdown(domains.table(list(evals.values()))))
+
+# %% [markdown]
+# ## Stage 1: SFT on the traces
+# Loss on the answer only. The recipe says which weights train: LoRA in full; every weight in smoke,
+# because the tiny model only ever saw arithmetic and adapters cannot move its untrained embeddings.
+
+# %%
+sft_pairs = [
+    (data.format_prompt(r["prompt"], recipe.eval.system_prompt), r["response"]) for r in train
+]
+sft_export = pipeline.sft_stage(stages, "sft", sft_pairs, recipe, steps=recipe.sft_steps, base_path=MODEL_PATH,
+                                mesh=mesh)  # fmt: skip
+if sft_export:
+    evals["sft"] = stages.evaluate(
+        "sft", recipe.model_id, sft_export, heldout, judge, recipe.eval, mesh=mesh
+    )
+
+# %% [markdown]
+# ## Stage 2: self-improvement
+# The SFT model answers `improve_prompts` training prompts `samples` times; the best answer of each
+# prompt is kept if the judge scores it at least `improve_threshold`, and a short LoRA SFT trains on
+# what was kept, mixed with as many stage-1 traces: the kept answers crowd into the easy domains,
+# and on them alone the model forgot the rest (in smoke, poems about the wind came back about snow:
+# creative 1.0 -> 0.75). The kept answers are written to `improve/kept.jsonl` (a resumed stage trains
+# on the same ones).
+
+# %%
+sampling = dataclasses.replace(recipe.eval, temperature=recipe.grpo.temperature, top_k=recipe.grpo.top_k,
+                               top_p=recipe.grpo.top_p)  # fmt: skip
+improve_report = {}
+
+
+def keep_good_answers():
+    policy = models.load_model(recipe.model_id, path=sft_export, mesh=mesh, verbose=False)
+    kept, report = pipeline.self_improve(policy, train[: recipe.improve_prompts], judge, sampling,
+                                         samples=recipe.samples, threshold=recipe.improve_threshold)  # fmt: skip
+    improve_report.update(report)
+    return [{"prompt": p, "completion": c} for p, c in kept]
+
+
+if stages.ready("improve") and not stages.done("improve"):
+    kept = stages.cached("improve", "kept.jsonl", keep_good_answers)
+    replayed = sft_pairs[: len(kept)]  # as many stage-1 traces as answers kept
+    pipeline.sft_stage(stages, "improve", [(r["prompt"], r["completion"]) for r in kept] + replayed, recipe,
+                       steps=recipe.improve_steps, learning_rate=recipe.improve_learning_rate, mesh=mesh)  # fmt: skip
+if stages.done("improve"):
+    evals["improve"] = stages.evaluate("improve", recipe.model_id, stages.state["improve"]["export"], heldout, judge,
+                                       recipe.eval, mesh=mesh)  # fmt: skip
+    display(Markdown(domains.table(list(evals.values()))))
+
+# %% [markdown]
+# ## Stage 3: preference tuning on judged pairs
+# For `pair_prompts` prompts the model samples `samples` answers; the judge's best becomes *chosen*
+# and its worst *rejected* when they are far enough apart. SimPO (reference-free, length-normalised,
+# written as a loss for tunix's `DPOTrainer`) by default; `ALGORITHM = "dpo"` or `"orpo"` for those.
+
+
+# %%
+def judged_pairs():
+    policy = models.load_model(recipe.model_id, path=stages.start_path("preference", MODEL_PATH), mesh=mesh,
+                               verbose=False)  # fmt: skip
+    return pipeline.judged_pairs(
+        policy, train[-recipe.pair_prompts :], judge, sampling, samples=recipe.samples
+    )
+
+
+if stages.ready("preference") and not stages.done("preference"):
+    pairs = stages.cached("preference", "pairs.jsonl", judged_pairs)
+    pipeline.preference_stage(stages, "preference", pairs, recipe, mesh=mesh)
+if stages.done("preference"):
+    evals["preference"] = stages.evaluate("preference", recipe.model_id, stages.state["preference"]["export"],
+                                          heldout, judge, recipe.eval, mesh=mesh)  # fmt: skip
+    display(Markdown(domains.table(list(evals.values()))))
+
+# %% [markdown]
+# ## Stage 4: GRPO with weighted rewards
+# LoRA on the shared reference with a KL term. The rewards and their weights (`reward_weights`): the
+# judge, the rubric checks, TF-IDF relevance between prompt and answer (the cheap signal for when no
+# judge fits), and the numeric answer on math prompts. Each is logged as its own curve.
+
+# %%
+reward_fns = pipeline.weighted_rewards(recipe.reward_weights, judge)
+grpo_records = [{"question": r["prompt"], "answer": r.get("answer", "")} for r in train]
+grpo_export = pipeline.grpo_stage(stages, "grpo", grpo_records, reward_fns, recipe,
+                                  system_prompt=recipe.eval.system_prompt, mesh=mesh)  # fmt: skip
+if grpo_export:
+    evals["grpo"] = stages.evaluate(
+        "grpo", recipe.model_id, grpo_export, heldout, judge, recipe.eval, mesh=mesh
+    )
+if (out_dir / "grpo" / "metrics.jsonl").is_file():
+    series = rl.curves(out_dir / "grpo" / "metrics.jsonl")
+    fig = rl.plot_curves(
+        series, out_dir / "grpo_curves.png", smooth=5, title=f"GRPO stage, {recipe.model_id}"
+    )
+
+# %% [markdown]
+# ## Every stage, every domain
+# The judged score (95% interval) and format rate per domain after each stage; math accuracy below.
+
+# %%
+display(Markdown(domains.table(list(evals.values()))))
+fig = domains.plot(
+    list(evals.values()),
+    out_dir / "domains.png",
+    title=f"Judged score by domain, {recipe.model_id}",
+)
+
+# %% [markdown]
+# Answers to the same held-out prompt, one per domain, from the start model and the last stage:
+
+# %%
+display(Markdown(domains.side_by_side(out_dir, [evals["start"].name, list(evals)[-1]])))
+
+# %% [markdown]
+# ## The final model
+# The last finished stage's export: `hf/` (merged, loads in tunix and `transformers`) and `orbax/`
+# (params + tunix config + tokenizer, what a Kaggle Model holds for the multi-session track; notebook
+# 02 shows the judges' load check with tunix alone). With `KAGGLE_MODEL` set, it is uploaded.
+
+# %%
+final = next((n for n in reversed(list(recipe.shares)) if stages.done(n)), None)
+final_export = out_dir / final / "export" if final else None
+unrestricted_kaggle_model = str(final_export / "orbax") if final_export else None
+if KAGGLE_MODEL and final_export:
+    unrestricted_kaggle_model = session.upload_to_kaggle(final_export / "orbax", KAGGLE_MODEL,
+                                                         notes=f"06 pipeline, last stage {final}")  # fmt: skip
+print(f"stages: {stages.summary()}\nunrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
+
+# %%
+summary = {
+    "profile": rt.profile,
+    "model_id": recipe.model_id,
+    "stages": stages.state,
+    "final_stage": final,
+    "seconds": clock.elapsed(),
+    "self_improvement": improve_report or None,
+    "judge_seconds_per_call": sum(judge.seconds) / max(1, len(judge.seconds)),
+    "judged_completions": judge.calls,
+    "scores": {name: e.rows for name, e in evals.items()},
+    "unrestricted_kaggle_model": unrestricted_kaggle_model,
+}
+(out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+{name: round(e.rows["all"]["judged"], 3) for name, e in evals.items()}
+
+# %% [markdown]
+# ## Checks
+# A whole smoke run must show the pipeline working: the judged score on held-out prompts rises after
+# SFT and again after GRPO, the format is followed, and math accuracy does not fall beyond noise.
+
+# %%
+scores = summary["scores"]
+if final == "grpo":
+    assert scores["grpo"]["all"]["format"] >= 0.9, scores["grpo"]["all"]
+    assert scores["sft"]["all"]["judged"] > scores["start"]["all"]["judged"] + 0.1, scores
+    assert scores["grpo"]["all"]["judged"] > scores["sft"]["all"]["judged"], scores
+    acc = [scores[s]["math"]["accuracy"] for s in ("sft", "grpo")]
+    noise = (
+        2 * (0.25 / scores["grpo"]["math"]["n"]) ** 0.5
+    )  # two standard errors of a proportion near 0.5
+    assert acc[1] >= acc[0] - noise, (
+        f"math accuracy fell from {acc[0]:.2f} to {acc[1]:.2f} (noise {noise:.2f})"
+    )
+else:
+    assert clock.hours, f"the pipeline stopped at {final} without a session limit"
+print("pipeline OK")

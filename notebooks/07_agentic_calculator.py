@@ -1,0 +1,251 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 07 · Agentic GRPO with a calculator tool
+#
+# > **Work in progress, not yet run in CI** (issue 18): the smoke run's agentic GRPO does not yet raise held-out accuracy with the tool (0.82 -> 0.76 from the 120-step warm start, 0.18 -> 0.09 from a 90-step one; see the recipe). Its last cell asserts
+# > what a working run must show; it fails today. The library pieces it uses are tested.
+#
+# A small model that may call a tool during GRPO can beat one that only guesses once. Here the
+# tool is a calculator: during a rollout the model writes
+# `<tool_call>{"name": "calculator", "arguments": {"expression": "23 * 47"}}</tool_call>`, tunix's
+# agentic learner runs the tool and hands the result back as a turn (`Tool returned result: 1081`),
+# and the model answers in `<reasoning>`/`<answer>`. The reward is the answer's correctness.
+#
+# The calculator parses the expression and evaluates the syntax tree itself, with bounds on size,
+# depth and exponents: model output is never run as Python, and any text gives a result or a short
+# error for the model. A malformed call costs the episode its reward, never the run.
+#
+# 1. **Warm start** on tool-use traces, so that the model calls the tool at all;
+# 2. **agentic GRPO** (LoRA on the shared reference, KL term) with the calculator.
+#
+# | | smoke (CPU, CI) | full (TPU) |
+# |---|---|---|
+# | model | `tiny-gemma3-sft`; the warm start fine-tunes every weight | `gemma-3-1b-it` (or `gemma-2-2b-it`), LoRA rank 64 in both stages |
+# | questions | GSM8K-style, numbers up to 99, one calculation each | GSM8K (traces from its one-calculation problems) |
+# | turns | 2 (a call, then the answer) | 4 |
+#
+# Results: `OUTPUT_DIR/summary.json`, `tool_curves.png`, `tool_eval.png`, `grpo/episodes.jsonl`
+# (every training episode), `tool_<eval>.jsonl`, exports in `<stage>/export/{hf,orbax}`.
+
+# %%
+# Install: makes `import tunixkit` work in this kernel (Kaggle, Colab) without a restart and without
+# touching the preinstalled jax/libtpu; does nothing where tunixkit is already importable.
+import importlib.util  # noqa: E401
+import os
+import site
+import subprocess
+import sys
+import sysconfig
+import time
+
+os.environ.setdefault("TUNIXKIT_SESSION_START", str(time.time()))  # the session clock starts here
+if importlib.util.find_spec("tunixkit") is None:
+    src = os.environ.get("TUNIXKIT_SOURCE", "https://github.com/tunixkit/tunixkit")
+    if not os.path.isdir(src):
+        subprocess.run(["git", "clone", "-q", "--depth=1", src, "/tmp/tunixkit"], check=True)
+        src = "/tmp/tunixkit"
+    subprocess.run(
+        ["bash", f"{src}/setup_notebook_tpu_single_host.sh", "--kernel", sys.executable], check=True
+    )
+    for folder in (sysconfig.get_paths()["purelib"], site.getusersitepackages()):
+        if os.path.isdir(folder) and folder not in sys.path:
+            site.addsitedir(folder)
+    importlib.invalidate_caches()
+
+# %% tags=["parameters"]
+PROFILE = None  # "smoke", "full", or None for automatic ($TUNIXKIT_PROFILE, else by device)
+OUTPUT_DIR = "runs/07_agentic_calculator"  # everything this notebook writes goes here
+SESSION_HOURS = None  # the session's hard limit; None: 9 on Kaggle, 12 on Colab, none elsewhere
+RESUME_FROM = None  # a previous session's OUTPUT_DIR (read-only is fine) to continue from
+START_FRESH = False  # True: move an OUTPUT_DIR made with other settings aside and start again
+MODEL_ID = None  # None: the profile's ("gemma-3-1b-it" in full; "gemma-2-2b-it" also allowed)
+NUM_STEPS = None  # GRPO steps; None: the profile's
+LEARNING_RATE = None  # GRPO's peak learning rate; None: the profile's
+LORA_RANK = None  # GRPO's LoRA rank; None: the profile's
+NUM_GENERATIONS = None  # episodes per question (G); None: the profile's
+EVAL_QUESTIONS = None  # held-out questions for the evaluations; None: the profile's
+DATA_SOURCE = "hf"  # full profile: "hf", "tfds" or "kaggle" (GSM8K)
+KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
+
+# %%
+import json
+
+from IPython.display import Markdown, display
+
+from tunixkit import (
+    agentic,
+    calculator,
+    models,
+    pipeline,
+    recipes,
+    rl,
+    runlog,
+    runtime,
+    session,
+)
+
+rt, recipe, out_dir, clock = recipes.start(
+    recipes.Agentic, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
+    start_fresh=START_FRESH, inputs={"data_source": DATA_SOURCE}, model_id=MODEL_ID, num_steps=NUM_STEPS,
+    learning_rate=LEARNING_RATE, lora_rank=LORA_RANK, num_generations=NUM_GENERATIONS,
+    eval_questions=EVAL_QUESTIONS,
+)  # fmt: skip
+recipe
+
+# %% [markdown]
+# ## The tool
+# Any text in, a short text out; no code is ever run.
+
+# %%
+for text in ("23 * 47", "(120 - 45) / 3", "2 ** 200", "__import__('os')", "1 / 0", "9 ** 9 ** 9"):
+    print(f"{text!r:22} -> {calculator.calculate(text)!r}")
+print(calculator.tool_call("23 * 47"))
+
+# %% [markdown]
+# ## Questions
+# Training and held-out questions. The warm start uses the ones a single calculation solves, written
+# as a conversation: the call, the tool's result, the answer.
+
+# %%
+load = dict(data_dir=out_dir / "data", source=DATA_SOURCE, max_operand=recipe.max_operand or 30)
+train_records = recipes.gsm8k(rt, "train", **load)
+test_records = recipes.gsm8k(rt, "test", limit=recipe.eval_questions, **load)
+if rt.smoke:  # the smoke set keeps the one-calculation problems throughout
+    train_records, test_records = (
+        agentic.single_call_records(train_records),
+        agentic.single_call_records(test_records),
+    )
+traces = agentic.single_call_records(train_records)[: recipe.trace_questions]
+print(
+    f"{len(train_records)} training questions, {len(test_records)} held out, {len(traces)} tool-use traces"
+)
+mesh = runtime.make_mesh()
+start = models.load_model(recipe.model_id, mesh=mesh)
+trace_pairs = agentic.trace_pairs(traces, start.tokenizer, tools_prompt=recipe.tools_prompt)
+print(trace_pairs[1][0] + trace_pairs[1][1])
+
+# %% [markdown]
+# ## Stage 1: warm start on tool-use traces
+# Loss on the model's turns only (the call; the answer after the tool's result). Short on purpose:
+# enough for the model to call the tool at all, leaving GRPO something to learn.
+
+# %%
+stages = pipeline.Stages(out_dir, recipe.shares, clock)
+print(stages.summary())
+warm = pipeline.sft_stage(stages, "sft", trace_pairs, recipe, steps=recipe.sft_steps, mesh=mesh)
+
+# %% [markdown]
+# ## Before GRPO
+# Greedy episodes on the held-out questions, through the same agent, environment and chat template
+# as training: with the tool, and without it (the plain prompt, one turn). Stored and reused on a rerun.
+
+
+# %%
+def tool_eval(path, name, tool, n=None):
+    stored = out_dir / f"tool_{name}.json"
+    if stored.is_file():
+        print(f"{name}: reusing the stored evaluation")
+        return json.loads(stored.read_text())
+    loaded = models.load_model(recipe.model_id, path=path, mesh=mesh, verbose=False)
+    result = agentic.evaluate(loaded, test_records[:n], recipe.eval, tool=tool, max_turns=recipe.max_turns,
+                              tools_prompt=recipe.tools_prompt, name=name, output_dir=out_dir)  # fmt: skip
+    result.pop("episodes")
+    stored.write_text(json.dumps(result, indent=1))
+    return result
+
+
+evals = {}
+if warm:
+    with clock.timed("evaluation", items=len(test_records)):
+        evals["before, tool"] = tool_eval(warm, "before_tool", True)
+        evals["before, no tool"] = tool_eval(warm, "before_plain", False)
+display(Markdown(agentic.table(evals)))
+
+# %% [markdown]
+# ## Stage 2: agentic GRPO
+# G episodes per question; each episode's reward is its answer's correctness. Per step: the share of
+# episodes that call the tool, of calls that parse and run, of answers that use the tool's result,
+# and accuracy (`OUTPUT_DIR/grpo/metrics.jsonl`, every episode in `grpo/episodes.jsonl`).
+
+# %%
+grpo_export = agentic.stage(stages, "grpo", train_records, recipe, mesh=mesh)
+if (out_dir / "grpo" / "metrics.jsonl").is_file():
+    fig = rl.plot_curves(rl.curves(out_dir / "grpo" / "metrics.jsonl"), out_dir / "tool_curves.png",
+                         title=f"Agentic GRPO, {recipe.model_id}")  # fmt: skip
+
+# %% [markdown]
+# A few training episodes from the last steps, as the model wrote them:
+
+# %%
+print(agentic.show_episodes(out_dir / "grpo" / "episodes.jsonl", k=3))
+
+# %% [markdown]
+# ## After GRPO
+# The same evaluations; fewer questions if the session is short of time (it says so).
+
+# %%
+if grpo_export:
+    n = clock.fit(len(test_records))
+    evals["after, tool"] = tool_eval(grpo_export, "after_tool", True, n)
+    evals["after, no tool"] = tool_eval(grpo_export, "after_plain", False, n)
+display(Markdown(agentic.table(evals)))
+fig = agentic.plot_eval(
+    evals, out_dir / "tool_eval.png", title=f"Held-out questions, {recipe.model_id}"
+)
+
+# %% [markdown]
+# ## Export
+# The GRPO stage's export (`grpo/export/hf` merged, `grpo/export/orbax` for a Kaggle Model; notebook
+# 02 shows the judges' load check). With `KAGGLE_MODEL` set, it is uploaded.
+
+# %%
+final = next((n for n in reversed(list(recipe.shares)) if stages.done(n)), None)
+unrestricted_kaggle_model = str(out_dir / final / "export" / "orbax") if final else None
+if KAGGLE_MODEL and final:
+    unrestricted_kaggle_model = session.upload_to_kaggle(out_dir / final / "export" / "orbax", KAGGLE_MODEL,
+                                                         notes="07 agentic calculator")  # fmt: skip
+print(f"stages: {stages.summary()}\nunrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
+
+# %%
+series = runlog.read_metrics(out_dir / "grpo" / "metrics.jsonl").get("train", {})
+window = max(1, min(10, len(series.get("reward", ([], []))[1]) // 4))
+summary = {
+    "profile": rt.profile,
+    "model_id": recipe.model_id,
+    "stages": stages.state,
+    "final_stage": final,
+    "seconds": clock.elapsed(),
+    "eval": evals,
+    "train": {k: {"first": rl.window_mean(v[1], window, last=False), "last": rl.window_mean(v[1], window, last=True)}
+              for k, v in series.items() if k == "reward" or k.startswith("tool/")},
+    "unrestricted_kaggle_model": unrestricted_kaggle_model,
+}  # fmt: skip
+(out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+summary["train"]
+
+# %% [markdown]
+# ## Checks
+# A whole smoke run must show the tool being learned: on held-out questions, accuracy with the tool
+# rises, and so does the share of episodes that make a well-formed call.
+
+# %%
+if final == "grpo":
+    before, after = evals["before, tool"], evals["after, tool"]
+    assert after["accuracy"] > before["accuracy"], (before, after)
+    formed = [e["tool_call_rate"] * e["well_formed_rate"] for e in (before, after)]
+    assert formed[1] > formed[0], f"well-formed calls {formed[0]:.2f} -> {formed[1]:.2f}"
+    assert after["accuracy"] > evals["after, no tool"]["accuracy"], "the tool does not help"
+else:
+    assert clock.hours, f"stopped at {final} without a session limit"
+print("agentic OK")
