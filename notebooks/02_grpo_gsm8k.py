@@ -19,7 +19,7 @@
 #
 # | | smoke (CPU, CI) | full (TPU/GPU) |
 # |---|---|---|
-# | model | `tiny-gemma3-sft` (a cached short SFT warm start), full fine-tuning | `gemma-3-1b-it` + LoRA rank 64 (or your 01_qlora_sft output via `MODEL_PATH`) |
+# | model | `tiny-gemma3-sft` (a cached short SFT warm start), every weight fine-tuned, no KL (LoRA with KL missed the bars: see the recipe) | `gemma-3-1b-it` + LoRA rank 64 (or your 01_qlora_sft output via `MODEL_PATH`) |
 # | data | synthetic GSM8K-style problems, small numbers | GSM8K train; test set (1,319) for evaluation |
 # | steps | 120 x 8 prompts x G=8 | up to 3,000 x 4 prompts x G=4, as many as the session allows |
 #
