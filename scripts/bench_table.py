@@ -61,8 +61,12 @@ def _rows(name: str) -> list[str]:
         for plan in m["plans"]:
             worst = max(plan["steps"], key=lambda s: s["peak"])
             compile_s = sum(s["compile_s"] for s in plan["steps"])
+            spare = plan["spare_gib"]
+            verdict = (
+                f"fits, {spare:.1f} GiB spare" if spare >= 0 else f"CPU bound {-spare:.1f} GiB over"
+            )
             out.append(f"| `bench/memory_plan.py` | {plan['recipe']} | {plan['peak'] / 2**30:.1f} GiB/device "
-                       f"({worst['name']}), {compile_s:.0f} s of compiles | plan |")  # fmt: skip
+                       f"({worst['name']}), {compile_s:.0f} s of compiles | v5e 16 GiB less 10%: {verdict} |")  # fmt: skip
     return out
 
 
