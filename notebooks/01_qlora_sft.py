@@ -157,10 +157,10 @@ print(before.summary())
 # %% [markdown]
 # ## Train
 # AdamW with warmup-cosine and gradient clipping. The eval loss on held-out examples is measured
-# every `eval_every` steps (and at the start). With `packing` each row of `max_len` tokens holds as
-# many whole examples as fit, each attending only to itself: variable-length data trains with
-# less padding (`bench/sft_packing.py`), and the loss is the same. TensorBoard:
-# `tensorboard --logdir OUTPUT_DIR/tensorboard`.
+# at the start, every `eval_every` steps and at the last step. With `packing` each row of
+# `max_len` tokens holds as many whole examples as fit, each attending only to itself:
+# variable-length data trains with less padding (`bench/sft_packing.py`), and the loss is the
+# same. TensorBoard: `tensorboard --logdir OUTPUT_DIR/tensorboard`.
 
 # %%
 rows = dict(max_len=recipe.max_len, batch_size=recipe.batch_size, packing=recipe.packing)

@@ -170,7 +170,8 @@ scores_before
 # %% [markdown]
 # ## Train
 # `DPOTrainer` logs the reward margin and the reward accuracy on each batch, and on the held-out
-# pairs every `eval_every` steps. Checkpoints every `checkpoint_every` steps; a rerun resumes.
+# pairs every `eval_every` steps and at the last step. Checkpoints every `checkpoint_every` steps;
+# a rerun resumes.
 
 # %%
 batches = preferences.preference_dataset(pairs["train"], reference.tokenizer, batch_size=recipe.batch_size,

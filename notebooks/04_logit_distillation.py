@@ -17,7 +17,8 @@
 # trained to match the teacher's next-token distribution (the **soft** loss: KL divergence at
 # temperature T, scaled by T²) and the reference tokens (the **hard** loss: cross-entropy), weighted
 # `alpha` and `1 - alpha`. tunix logs only the sum; this notebook measures both parts on held-out
-# answers every `eval_every` steps, plus the student's plain KL divergence to the teacher.
+# answers every `eval_every` steps and at the last step, plus the student's plain KL divergence to
+# the teacher.
 #
 # | | smoke (CPU, CI) | full (TPU/GPU) |
 # |---|---|---|

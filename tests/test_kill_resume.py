@@ -124,8 +124,11 @@ def test_session_clock_stop_leaves_a_checkpoint_of_the_last_step(tmp_path):
     trainer = peft_trainer.PeftTrainer(lora, training.optimizer(3e-3, 10), config).with_gen_model_input_fn(
         training.model_inputs_fn(lm.tokenizer.pad_id()))  # fmt: skip
     clock = _StopAfter(3)
-    result = training.run(trainer, batches, metrics_file=tmp_path / "metrics.jsonl", session=clock)
+    result = training.run(trainer, batches, batches[:1], metrics_file=tmp_path / "metrics.jsonl",
+                          session=clock)  # fmt: skip
     assert (result.steps, result.stopped) == (3, "session clock"), result
+    # the eval loss is measured at the start and at the last step, whatever eval_every says
+    assert runlog.read_metrics(tmp_path / "metrics.jsonl")["eval"]["loss"][0].tolist() == [0, 3]
     # the last checkpoint's time is measured for the next reserve
     assert 0 < clock.timings["checkpoint"] < result.seconds, clock.timings
     assert session.latest_checkpoint_step(tmp_path) == 3

@@ -280,13 +280,22 @@ def steps_done(trainer: Any) -> int:
 
 class _Feed:
     """The batches a trainer pulls, from the first: tunix skips the ones its checkpoint already
-    trained on (``skip``). Before each new step it asks the session clock, and ends the data (the
-    trainer then saves a last checkpoint) when one more step would eat the time kept for after."""
+    trained on (``skip``). After each step (:meth:`step_ended`) and before each new one it asks the
+    session clock, and ends the data (the trainer then saves a last checkpoint) when one more step
+    would eat the time kept for after. The run's last step, whichever ends it, gets an eval loss."""
 
-    def __init__(self, batches: Iterable[Any], *, skip: int, session: Any, label: str) -> None:
+    def __init__(
+        self, batches: Sequence[Any], *, skip: int, session: Any, label: str, eval_at_end: bool
+    ) -> None:
         self.batches, self.skip, self.session, self.label = batches, skip, session, label
+        self.eval_at_end = eval_at_end
         self.step_seconds: list[float] = []
         self.stopped = "data"
+        self.stop_next = False
+        self.checked = False  # whether step_ended asked the clock since the last batch
+        self.hooked = False  # whether the trainer calls step_ended (not a GRPOLearner)
+        self.last: float | None = None  # when the last step ended (or the first began)
+        self.last_steps = skip  # the steps done at that time
         self.ended: float | None = None  # when the trainer asked past the last batch
 
     def __iter__(self) -> Iterator[Any]:
@@ -295,23 +304,56 @@ class _Feed:
         finally:
             self.ended = time.perf_counter()
 
+    def _must_stop(self) -> bool:
+        return self.session is not None and self.session.must_stop(
+            max(self.step_seconds[-3:], default=0.0)
+        )
+
     def _batches(self) -> Iterator[Any]:
-        last = None
         for i, batch in enumerate(self.batches):
             if i >= self.skip:
-                now = time.perf_counter()
-                if last is not None:
-                    self.step_seconds.append(now - last)
-                if self.session is not None and self.session.must_stop(
-                    max(self.step_seconds[-3:], default=0.0)
-                ):
+                stop = self.stop_next if self.checked else self._must_stop()
+                self.checked = False
+                if stop:
                     self.stopped = "session clock"
                     print(f"{self.label}: stopping after {i} of the run's batches: {self.session.remaining():.0f}s "
                           f"are left and {self.session.reserve():.0f}s are kept for the checkpoint, export "
                           "and evaluation after training")  # fmt: skip
                     return
-                last = now
+                if self.last is None or not self.hooked:  # without the hook, steps end here
+                    now = time.perf_counter()
+                    if self.last is not None:
+                        self.step_seconds.append(now - self.last)
+                    self.last = now
             yield batch
+
+    def step_ended(self, trainer: Any) -> None:
+        """Called by the trainer's hook after each optimizer step (tunix 0.1.7 calls it from the
+        second step of a run on, before the step's checkpoint and eval). When this step is the
+        run's last (all batches done, or no time for another) and its eval loss would not be
+        measured, tunix's eval is made due at this step: ``eval_every_n_steps`` is read each step."""
+        now, steps = time.perf_counter(), steps_done(trainer)
+        if self.last is not None and steps > self.last_steps:
+            self.step_seconds.append((now - self.last) / (steps - self.last_steps))
+        self.last, self.last_steps = now, steps
+        self.stop_next = steps < len(self.batches) and self._must_stop()
+        self.checked = True
+        every = trainer.config.eval_every_n_steps
+        if self.eval_at_end and (steps >= len(self.batches) or self.stop_next) and steps % every:
+            trainer.config.eval_every_n_steps = steps
+
+
+class _RunHooks(MetricsFile):
+    """:class:`tunixkit.runlog.MetricsFile` that also tells the feed each step has ended."""
+
+    def __init__(self, feed: _Feed, *args: Any) -> None:
+        super().__init__(*args)
+        self.feed = feed
+        feed.hooked = True
+
+    def on_train_step_end(self, train_ctx: Any, train_step: int, train_loss: Any) -> None:
+        super().on_train_step_end(train_ctx, train_step, train_loss)
+        self.feed.step_ended(train_ctx)
 
 
 def run(
@@ -340,12 +382,14 @@ def run(
     resumed_from = steps_done(trainer)
     if resumed_from:
         print(f"{label}: resuming from the checkpoint at step {resumed_from}")
-    if hasattr(trainer, "rl_cluster"):
+    rl = hasattr(trainer, "rl_cluster")
+    feed = _Feed(batches, skip=resumed_from, session=session, label=label,
+                 eval_at_end=eval_batches is not None and not rl)  # fmt: skip
+    if rl:
         _check_grpo_skip(trainer, resumed_from)
         RLMetricsFile(metrics_file, offset=resumed_from).attach(trainer.rl_cluster)
     else:
-        trainer.with_training_hooks(MetricsFile(metrics_file, metric_names, on_eval))
-    feed = _Feed(batches, skip=resumed_from, session=session, label=label)
+        trainer.with_training_hooks(_RunHooks(feed, metrics_file, metric_names, on_eval))
     start = time.perf_counter()
     with runtime.mesh_context(mesh) if mesh is not None else contextlib.nullcontext():
         trainer.train(feed, eval_batches)
