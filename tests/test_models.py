@@ -105,6 +105,28 @@ def test_lora_shares_the_backbone_and_round_trips(tmp_path, tiny):
     np.testing.assert_array_equal(testing.logits(fresh), want)
 
 
+@pytest.mark.parametrize("preset", ["GRPO", "DPO"])
+def test_lora_rank_knob_on_a_fully_fine_tuned_recipe_gives_acting_adapters(tmp_path, tiny, preset):
+    from tunixkit import recipes
+
+    # the smoke GRPO/DPO recipes fine-tune fully; LORA_RANK alone must give adapters scaled by 1
+    # (an alpha of 0, which they once carried, scales them by 0: no effect, no gradient)
+    recipe = recipes.start(
+        getattr(recipes, preset), "smoke", tmp_path, verbose=False, lora_rank=4
+    ).recipe
+    src = smoke.random_model(
+        tiny[0]
+    )  # its own: the adapters share (and randomize_all sets) its arrays
+    lora = models.apply_lora(src, rank=recipe.lora_rank, alpha=recipe.lora_alpha, verbose=False)
+    scaled = models.apply_lora(src, rank=4, alpha=4.0, verbose=False)
+    for model in (lora, scaled):
+        testing.randomize_all(model, seed=3)  # the same adapters (and backbone) in both
+    np.testing.assert_array_equal(testing.logits(lora), testing.logits(scaled))
+    assert np.abs(testing.logits(lora) - testing.logits(src)).max() > 1e-3
+    with pytest.raises(ValueError, match="alpha must be > 0"):
+        models.apply_lora(src, rank=4, alpha=0.0, verbose=False)
+
+
 def _train(model, tok, steps: int = 3):
     from tunix.sft import peft_trainer
 

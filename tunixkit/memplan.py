@@ -218,10 +218,12 @@ def _place(obj, mesh) -> None:
     nnx.update(obj, jax.tree.map(place, state, nnx.get_named_sharding(state, mesh)))
 
 
-def _lora(model, mesh, *, family: str, rank: int, alpha: float, qlora: bool = False):
+def _lora(model, mesh, *, family: str, rank: int, alpha: float | None, qlora: bool = False):
     """qwix LoRA (QLoRA) under ``nnx.eval_shape``, as ``models.apply_lora`` adds it."""
     import qwix
     from flax import nnx
+
+    alpha = float(rank if alpha is None else alpha)
 
     kw = (
         {"weight_qtype": "nf4", "tile_size": models.default_tile_size(model.config)}

@@ -271,7 +271,7 @@ def apply_lora(
     *,
     family: str = "gemma3",
     rank: int = 64,
-    alpha: float = 64.0,
+    alpha: float | None = None,
     qlora: bool = False,
     tile_size: int | None = None,
     mesh=None,
@@ -285,11 +285,15 @@ def apply_lora(
     tunix train step later writes back new buffers, so the two part after the first step: see
     ``memplan``'s ``reference`` entry). QLoRA quantizes a copy of the backbone instead. With ``mesh``, the adapters
     are sharded too. ``tile_size`` (QLoRA's quantization block) defaults to the largest divisor of
-    128 that divides the model's widths (128 for the released Gemma sizes).
+    128 that divides the model's widths (128 for the released Gemma sizes). ``alpha``: the
+    adapters' output is scaled by ``alpha / rank``; None gives ``rank`` (scale 1).
     """
     import qwix
     from flax import nnx
 
+    alpha = float(rank if alpha is None else alpha)
+    if alpha <= 0:  # qwix would scale the adapters by 0: they would neither act nor learn
+        raise ValueError(f"LoRA alpha must be > 0 (got {alpha:g}); None uses the rank ({rank})")
     tile_size = tile_size or default_tile_size(model.config)
 
     if mesh is not None:

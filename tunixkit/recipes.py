@@ -203,7 +203,7 @@ class GRPO(_Presets):
 
     model_id: str
     lora_rank: int | None  # None: full fine-tuning (reference = a second copy)
-    lora_alpha: float
+    lora_alpha: float | None  # adapters scaled by alpha / rank; None: the rank (LORA_RANK alone)
     qlora: bool  # nf4 backbone under the adapters
     grpo: rl.GRPOSettings
     eval: evaluation.EvalConfig  # greedy evaluation before/after
@@ -224,7 +224,7 @@ class GRPO(_Presets):
             temperature=1.0, max_prompt_length=96, max_generation_steps=64, batch_size=8, num_generations=8,
             num_steps=120, checkpoint_every=40,
         )  # fmt: skip
-        return cls(model_id="tiny-gemma3-sft", lora_rank=None, lora_alpha=0.0, qlora=False,
+        return cls(model_id="tiny-gemma3-sft", lora_rank=None, lora_alpha=None, qlora=False,
                    grpo=settings, eval=evaluation.EvalConfig.smoke(), eval_questions=None,
                    heldout_questions=200, heldout_samples=4)  # fmt: skip
 
@@ -251,7 +251,7 @@ class DPO(_Presets):
 
     model_id: str
     lora_rank: int | None  # None: full fine-tuning
-    lora_alpha: float
+    lora_alpha: float | None  # adapters scaled by alpha / rank; None: the rank (LORA_RANK alone)
     algorithm: str  # "dpo" or "orpo" (ORPO needs no reference model in training)
     beta: float  # DPO's KL strength
     lambda_orpo: float  # ORPO's preference-loss weight
@@ -279,7 +279,7 @@ class DPO(_Presets):
         # LoRA r16 (held-out preference accuracy, greedy accuracy from 0.56; bars >= 0.9, >= 0.51):
         # lr 5e-4: 0.88, 0.53; 7e-4: 0.91, 0.495; 1e-3: 0.91, 0.415; 1e-3 beta 1.0: 0.88, 0.525;
         # 3e-3: 0.89, 0.255; r64 lr 5e-4: 0.90, 0.35. No setting met both.
-        return cls(model_id="tiny-gemma3-sft", lora_rank=None, lora_alpha=0.0, algorithm="dpo",
+        return cls(model_id="tiny-gemma3-sft", lora_rank=None, lora_alpha=None, algorithm="dpo",
                    beta=0.5, lambda_orpo=0.1, learning_rate=1e-4, clip_norm=1.0, steps=80,
                    batch_size=16, max_prompt_length=88, max_response_length=48,
                    pair_questions=1000, pair_samples=3, pair_temperature=1.5, heldout_questions=200,
