@@ -19,7 +19,7 @@
 #
 # | | smoke (CPU, CI) | full (TPU/GPU) |
 # |---|---|---|
-# | model | `tiny-gemma3-sft` (a cached short SFT warm start), every weight fine-tuned, no KL (LoRA with KL missed the bars: see the recipe) | `gemma-3-1b-it` + LoRA rank 64 (or your 01_qlora_sft output via `MODEL_PATH`) |
+# | model | `tiny-gemma3-sft` (a cached short SFT warm start) + LoRA rank 16 on the MLP of the shared reference, KL beta 0.04 | `gemma-3-1b-it` + LoRA rank 64 on attention and MLP, KL beta 0.08 (or your 01_qlora_sft output via `MODEL_PATH`) |
 # | data | synthetic GSM8K-style problems, small numbers | GSM8K train; test set (1,319) for evaluation |
 # | steps | 120 x 8 prompts x G=8 | up to 3,000 x 4 prompts x G=4, as many as the session allows |
 #
@@ -129,9 +129,9 @@ print(data.format_prompt(train_records[0]["question"]))
 
 # %% [markdown]
 # ## Policy and reference
-# The reference model is loaded first; with LoRA, the adapters are added *to that same object*, so
-# the policy and the reference share one frozen backbone in memory. Full fine-tuning (smoke) loads a
-# second copy as the policy.
+# The reference model is loaded first; with LoRA (both profiles), the adapters are added *to that
+# same object*, so the policy and the reference share one frozen backbone in memory. A recipe with
+# `lora_rank=None` fine-tunes every weight and loads a second copy as the policy.
 
 # %%
 mesh = runtime.make_mesh()
@@ -142,7 +142,8 @@ reference = models.load_model(recipe.model_id, source=SOURCE, path=MODEL_PATH, m
 clock.record("load", reference.load_seconds)  # sizes the export the session clock keeps time for
 if recipe.lora_rank:
     actor = models.apply_lora(reference.model, family=reference.family, rank=recipe.lora_rank,
-                              alpha=recipe.lora_alpha, qlora=recipe.qlora, mesh=mesh)  # fmt: skip
+                              alpha=recipe.lora_alpha, modules=recipe.lora_modules, qlora=recipe.qlora,
+                              mesh=mesh)  # fmt: skip
 else:
     actor = models.load_model(recipe.model_id, source=SOURCE, path=MODEL_PATH, mesh=mesh).model
 policy = dataclasses.replace(reference, model=actor)  # the policy with the reference's tokenizer
@@ -362,6 +363,8 @@ assert trained.steps == recipe.grpo.num_steps or trained.stopped == "session clo
 assert answer.strip(), "the exported checkpoint, loaded by tunix alone, produced no text"
 if trained.steps >= 20:  # enough logged steps to compare windows
     assert summary["reward_last"] > summary["reward_first"], summary
+    if recipe.grpo.beta > 0:  # the KL term is computed (and shown in curves.png): the policy moved
+        assert summary["kl_last"] > 0, summary
 # The bars are those of the smoke recipe run whole: a session stopped early is judged at its end, and a
 # run with other settings (fewer steps, say) is not held to bars measured for this one.
 if rt.smoke and trained.stopped == "done" and recipe == recipes.GRPO.smoke():

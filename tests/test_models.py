@@ -109,8 +109,8 @@ def test_lora_shares_the_backbone_and_round_trips(tmp_path, tiny):
 def test_lora_rank_knob_on_a_fully_fine_tuned_recipe_gives_acting_adapters(tmp_path, tiny, preset):
     from tunixkit import recipes
 
-    # the smoke GRPO/DPO recipes fine-tune fully; LORA_RANK alone must give adapters scaled by 1
-    # (an alpha of 0, which they once carried, scales them by 0: no effect, no gradient)
+    # LORA_RANK alone must give adapters scaled by 1, also on a recipe that fine-tunes fully (DPO
+    # smoke): an alpha of 0, which such recipes once carried, scales them by 0 (no effect, no gradient)
     recipe = recipes.start(
         getattr(recipes, preset), "smoke", tmp_path, verbose=False, lora_rank=4
     ).recipe

@@ -218,7 +218,8 @@ def _place(obj, mesh) -> None:
     nnx.update(obj, jax.tree.map(place, state, nnx.get_named_sharding(state, mesh)))
 
 
-def _lora(model, mesh, *, family: str, rank: int, alpha: float | None, qlora: bool = False):
+def _lora(model, mesh, *, family: str, rank: int, alpha: float | None, qlora: bool = False,
+          modules: str | None = None):  # fmt: skip
     """qwix LoRA (QLoRA) under ``nnx.eval_shape``, as ``models.apply_lora`` adds it."""
     import qwix
     from flax import nnx
@@ -231,7 +232,7 @@ def _lora(model, mesh, *, family: str, rank: int, alpha: float | None, qlora: bo
         else {}
     )
     provider = qwix.LoraProvider(
-        module_path=families.get(family).lora_modules, rank=rank, alpha=alpha, **kw
+        module_path=modules or families.get(family).lora_modules, rank=rank, alpha=alpha, **kw
     )
     lora = nnx.eval_shape(lambda m: qwix.apply_lora_to_model(m, provider, rngs=nnx.Rngs(params=0),
                                                              **m.get_model_input()), model)  # fmt: skip
@@ -449,9 +450,8 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
 
     s = rec.grpo
     reference, family, cfg = _abstract(model_id, layers, mesh)
-    actor = _lora(
-        reference, mesh, family=family, rank=rec.lora_rank, alpha=rec.lora_alpha, qlora=rec.qlora
-    )
+    actor = _lora(reference, mesh, family=family, rank=rec.lora_rank, alpha=rec.lora_alpha,
+                  qlora=rec.qlora, modules=rec.lora_modules)  # fmt: skip
     mini = s.mini_batch_size or s.batch_size
     micro = s.micro_batch_size or mini
     rows = (

@@ -272,6 +272,7 @@ def apply_lora(
     family: str = "gemma3",
     rank: int = 64,
     alpha: float | None = None,
+    modules: str | None = None,
     qlora: bool = False,
     tile_size: int | None = None,
     mesh=None,
@@ -286,7 +287,8 @@ def apply_lora(
     ``memplan``'s ``reference`` entry). QLoRA quantizes a copy of the backbone instead. With ``mesh``, the adapters
     are sharded too. ``tile_size`` (QLoRA's quantization block) defaults to the largest divisor of
     128 that divides the model's widths (128 for the released Gemma sizes). ``alpha``: the
-    adapters' output is scaled by ``alpha / rank``; None gives ``rank`` (scale 1).
+    adapters' output is scaled by ``alpha / rank``; None gives ``rank`` (scale 1). ``modules``: a
+    qwix regex of the modules given adapters; None: the family's (attention and MLP).
     """
     import qwix
     from flax import nnx
@@ -299,7 +301,7 @@ def apply_lora(
     if mesh is not None:
         shard(model, mesh)
     kw = {"weight_qtype": "nf4", "tile_size": tile_size} if qlora else {}
-    modules = families.get(family).lora_modules
+    modules = modules or families.get(family).lora_modules
     provider = qwix.LoraProvider(module_path=modules, rank=rank, alpha=alpha, **kw)
     lora_model = qwix.apply_lora_to_model(model, provider, rngs=nnx.Rngs(params=seed),
                                           **model.get_model_input())  # fmt: skip

@@ -204,6 +204,7 @@ class GRPO(_Presets):
     model_id: str
     lora_rank: int | None  # None: full fine-tuning (reference = a second copy)
     lora_alpha: float | None  # adapters scaled by alpha / rank; None: the rank (LORA_RANK alone)
+    lora_modules: str | None  # qwix regex of the modules given adapters; None: attention and MLP
     qlora: bool  # nf4 backbone under the adapters
     grpo: rl.GRPOSettings
     eval: evaluation.EvalConfig  # greedy evaluation before/after
@@ -213,18 +214,22 @@ class GRPO(_Presets):
 
     @classmethod
     def smoke(cls) -> GRPO:
-        # Full fine-tuning of the tiny model, no KL term: held-out reward +0.36, sampled accuracy +0.044.
-        # LoRA on the shared reference with beta 0.04 (what full runs) missed the bars in every try,
-        # 120 steps unless said (held-out reward gain, greedy accuracy from 0.56; bars +0.2, >= 0.51):
-        # r16 lr 3e-3: +0.17, 0.50; r16 lr 5e-3: -0.13, 0.37 (KL 0.44); r32 lr 3e-3: +0.05, 0.50;
-        # r16 lr 3e-3 at T=0.7: +0.16, 0.44; r16 lr 3e-3, 160 steps: +0.02, 0.47. Training reward rose in
-        # each (e.g. 6.06 -> 6.51), held-out much less. tests/test_gemma2.py trains steps of that configuration.
+        # LoRA rank 16 on the MLP of the shared reference, KL beta 0.04, lr 2e-3: held-out reward
+        # +0.30, sampled accuracy +0.055, greedy accuracy 0.56 -> 0.56, KL 0.023 (rollout seed 7:
+        # +0.37, +0.069, 0.55, KL 0.018).
+        # Adapters on attention too (what full runs) made it depend on the seed: seed 42 +0.36, 0.545,
+        # seed 7 +0.13, 0.465 (KL 0.15); with beta 0.3, seed 7: +0.08, 0.49. Other tries (bars: +0.2,
+        # greedy >= 0.51; attention and MLP, rank 16, seed 42 unless said): lr 3e-3: +0.17, 0.50;
+        # lr 5e-3: -0.13, 0.37 (KL 0.44); r32 lr 3e-3: +0.05, 0.50; r64 lr 1e-3: +0.01, 0.455; lr 3e-3
+        # at T=0.7: +0.16, 0.44. Full fine-tuning, lr 1e-4, no KL: +0.36 (seed 7: +0.35, greedy 0.525;
+        # embeddings frozen: +0.30).
         settings = rl.GRPOSettings(
-            learning_rate=1e-4, beta=0.0, clip_norm=1.0, weight_decay=0.0, warmup_ratio=0.05,
+            learning_rate=2e-3, beta=0.04, clip_norm=1.0, weight_decay=0.0, warmup_ratio=0.05,
             temperature=1.0, max_prompt_length=96, max_generation_steps=64, batch_size=8, num_generations=8,
             num_steps=120, checkpoint_every=40,
         )  # fmt: skip
-        return cls(model_id="tiny-gemma3-sft", lora_rank=None, lora_alpha=None, qlora=False,
+        return cls(model_id="tiny-gemma3-sft", lora_rank=16, lora_alpha=None, qlora=False,
+                   lora_modules=".*gate_proj|.*up_proj|.*down_proj",
                    grpo=settings, eval=evaluation.EvalConfig.smoke(), eval_questions=None,
                    heldout_questions=200, heldout_samples=4)  # fmt: skip
 
@@ -233,7 +238,7 @@ class GRPO(_Presets):
         # 9 h Kaggle session: ~0.5 h load + eval before, ~0.75 h eval after + exports, margin.
         settings = rl.GRPOSettings(max_prompt_length=256, max_generation_steps=768, batch_size=4,
                                    micro_batch_size=2, num_steps=3_000, checkpoint_every=100)  # fmt: skip
-        return cls(model_id="gemma-3-1b-it", lora_rank=64, lora_alpha=64.0, qlora=False,
+        return cls(model_id="gemma-3-1b-it", lora_rank=64, lora_alpha=64.0, qlora=False, lora_modules=None,
                    grpo=settings, eval=evaluation.EvalConfig.full(), eval_questions=None,
                    heldout_questions=128, heldout_samples=1)  # fmt: skip
 
