@@ -106,17 +106,15 @@ def test_lora_shares_the_backbone_and_round_trips(tmp_path, tiny):
 
 
 @pytest.mark.parametrize("preset", ["GRPO", "DPO"])
-def test_lora_rank_knob_on_a_fully_fine_tuned_recipe_gives_acting_adapters(tmp_path, tiny, preset):
+def test_lora_rank_knob_alone_gives_adapters_scaled_by_one(tmp_path, tiny, preset):
     from tunixkit import recipes
 
     # LORA_RANK alone must give adapters scaled by 1, also on a recipe that fine-tunes fully (DPO
     # smoke): an alpha of 0, which such recipes once carried, scales them by 0 (no effect, no gradient)
-    recipe = recipes.start(
-        getattr(recipes, preset), "smoke", tmp_path, verbose=False, lora_rank=4
-    ).recipe
-    src = smoke.random_model(
-        tiny[0]
-    )  # its own: the adapters share (and randomize_all sets) its arrays
+    recipe = recipes.start(getattr(recipes, preset), "smoke", tmp_path, verbose=False, lora_rank=4)
+    recipe = recipe.recipe
+    # a model of its own: the adapters share its arrays, and randomize_all sets them
+    src = smoke.random_model(tiny[0])
     lora = models.apply_lora(src, rank=recipe.lora_rank, alpha=recipe.lora_alpha, verbose=False)
     scaled = models.apply_lora(src, rank=4, alpha=4.0, verbose=False)
     for model in (lora, scaled):

@@ -77,3 +77,18 @@ def test_full_profile_without_credentials_fails_fast(tmp_path, blocked_env):
     err = res.stderr + res.stdout
     assert "MissingSecretError" in err and "HF_TOKEN" in err
     assert "Kaggle: Add-ons > Secrets" in err and "Colab:" in err
+
+
+def test_every_notebook_opens_with_the_same_install_cell():
+    """The install cell runs before tunixkit can be imported, so each notebook carries a copy; the
+    copies must not drift (the Kaggle replay runs only 01's and 02's)."""
+
+    def install_cell(path: pathlib.Path) -> str:
+        cells = path.read_text(encoding="utf-8").split("\n# %%")
+        return next(c for c in cells if "# Install: makes `import tunixkit` work" in c)
+
+    notebooks = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
+    cells = {p.name: install_cell(p) for p in notebooks}
+    first = cells[notebooks[0].name]
+    assert len(cells) >= 8 and "setup_notebook_tpu_single_host.sh" in first
+    assert [name for name, cell in cells.items() if cell != first] == []

@@ -224,16 +224,8 @@ def _lora(model, mesh, *, family: str, rank: int, alpha: float | None, qlora: bo
     import qwix
     from flax import nnx
 
-    alpha = float(rank if alpha is None else alpha)
-
-    kw = (
-        {"weight_qtype": "nf4", "tile_size": models.default_tile_size(model.config)}
-        if qlora
-        else {}
-    )
-    provider = qwix.LoraProvider(
-        module_path=modules or families.get(family).lora_modules, rank=rank, alpha=alpha, **kw
-    )
+    provider = models.lora_provider(model.config, family=family, rank=rank, alpha=alpha,
+                                    modules=modules, qlora=qlora)  # fmt: skip
     lora = nnx.eval_shape(lambda m: qwix.apply_lora_to_model(m, provider, rngs=nnx.Rngs(params=0),
                                                              **m.get_model_input()), model)  # fmt: skip
     _place(lora, mesh)

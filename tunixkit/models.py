@@ -25,7 +25,7 @@ from tunixkit.tokenizer import load as load_tokenizer
 __all__ = [
     "MODELS", "LoadedModel", "ModelSpec", "UnknownModelError", "apply_lora", "count_params",
     "default_tile_size", "describe", "fit_sharding", "footprint", "get_spec", "load_args", "load_model",
-    "shard",
+    "lora_provider", "shard",
 ]  # fmt: skip
 
 
@@ -266,6 +266,35 @@ def default_tile_size(cfg) -> int:
     return math.gcd(128, cfg.embed_dim, cfg.hidden_dim, cfg.head_dim)
 
 
+def lora_provider(
+    config,
+    *,
+    family: str = "gemma3",
+    rank: int = 64,
+    alpha: float | None = None,
+    modules: str | None = None,
+    qlora: bool = False,
+    tile_size: int | None = None,
+):
+    """The qwix ``LoraProvider`` that :func:`apply_lora` applies (and ``memplan`` plans with).
+    ``alpha``: the adapters' output is scaled by ``alpha / rank``; None gives ``rank`` (scale 1).
+    ``modules``: a qwix regex of the modules given adapters; None: the family's (attention and MLP).
+    ``tile_size`` (QLoRA's quantization block) defaults to the largest divisor of 128 that divides
+    the model's widths (128 for the released Gemma sizes)."""
+    import qwix
+
+    alpha = float(rank if alpha is None else alpha)
+    if alpha <= 0:  # qwix would scale the adapters by 0: they would neither act nor learn
+        raise ValueError(f"LoRA alpha must be > 0 (got {alpha:g}); None uses the rank ({rank})")
+    kw = (
+        {"weight_qtype": "nf4", "tile_size": tile_size or default_tile_size(config)}
+        if qlora
+        else {}
+    )
+    modules = modules or families.get(family).lora_modules
+    return qwix.LoraProvider(module_path=modules, rank=rank, alpha=alpha, **kw)
+
+
 def apply_lora(
     model,
     *,
@@ -285,29 +314,21 @@ def apply_lora(
     model of GRPO/DPO without a second copy (its backbone arrays are the very arrays of ``model``; a
     tunix train step later writes back new buffers, so the two part after the first step: see
     ``memplan``'s ``reference`` entry). QLoRA quantizes a copy of the backbone instead. With ``mesh``, the adapters
-    are sharded too. ``tile_size`` (QLoRA's quantization block) defaults to the largest divisor of
-    128 that divides the model's widths (128 for the released Gemma sizes). ``alpha``: the
-    adapters' output is scaled by ``alpha / rank``; None gives ``rank`` (scale 1). ``modules``: a
-    qwix regex of the modules given adapters; None: the family's (attention and MLP).
+    are sharded too. ``alpha``, ``modules``, ``tile_size``: see :func:`lora_provider`.
     """
     import qwix
     from flax import nnx
 
-    alpha = float(rank if alpha is None else alpha)
-    if alpha <= 0:  # qwix would scale the adapters by 0: they would neither act nor learn
-        raise ValueError(f"LoRA alpha must be > 0 (got {alpha:g}); None uses the rank ({rank})")
-    tile_size = tile_size or default_tile_size(model.config)
-
+    provider = lora_provider(model.config, family=family, rank=rank, alpha=alpha, modules=modules,
+                             qlora=qlora, tile_size=tile_size)  # fmt: skip
     if mesh is not None:
         shard(model, mesh)
-    kw = {"weight_qtype": "nf4", "tile_size": tile_size} if qlora else {}
-    modules = modules or families.get(family).lora_modules
-    provider = qwix.LoraProvider(module_path=modules, rank=rank, alpha=alpha, **kw)
     lora_model = qwix.apply_lora_to_model(model, provider, rngs=nnx.Rngs(params=seed),
                                           **model.get_model_input())  # fmt: skip
     if mesh is not None:
         shard(lora_model, mesh)
     if verbose:
         kind = "QLoRA (nf4)" if qlora else "LoRA"
-        print(f"{kind} rank {rank}, alpha {alpha:g}: {describe(lora_model)}")
+        shown = rank if alpha is None else alpha
+        print(f"{kind} rank {rank}, alpha {shown:g}: {describe(lora_model)}")
     return lora_model

@@ -291,8 +291,7 @@ class _Feed:
         self.eval_at_end = eval_at_end
         self.step_seconds: list[float] = []
         self.stopped = "data"
-        self.stop_next = False
-        self.checked = False  # whether step_ended asked the clock since the last batch
+        self.decided: bool | None = None  # step_ended's answer for the next batch (None: not asked)
         self.hooked = False  # whether the trainer calls step_ended (not a GRPOLearner)
         self.last: float | None = None  # when the last step ended (or the first began)
         self.last_steps = skip  # the steps done at that time
@@ -312,8 +311,8 @@ class _Feed:
     def _batches(self) -> Iterator[Any]:
         for i, batch in enumerate(self.batches):
             if i >= self.skip:
-                stop = self.stop_next if self.checked else self._must_stop()
-                self.checked = False
+                stop = self._must_stop() if self.decided is None else self.decided
+                self.decided = None
                 if stop:
                     self.stopped = "session clock"
                     print(f"{self.label}: stopping after {i} of the run's batches: {self.session.remaining():.0f}s "
@@ -336,10 +335,9 @@ class _Feed:
         if self.last is not None and steps > self.last_steps:
             self.step_seconds.append((now - self.last) / (steps - self.last_steps))
         self.last, self.last_steps = now, steps
-        self.stop_next = steps < len(self.batches) and self._must_stop()
-        self.checked = True
+        self.decided = steps < len(self.batches) and self._must_stop()
         every = trainer.config.eval_every_n_steps
-        if self.eval_at_end and (steps >= len(self.batches) or self.stop_next) and steps % every:
+        if self.eval_at_end and (steps >= len(self.batches) or self.decided) and steps % every:
             trainer.config.eval_every_n_steps = steps
 
 
