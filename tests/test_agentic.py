@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from tunixkit import agentic, calculator, smoke
+from tunixkit import agentic, calculator, data, models, rl, runtime, smoke
 
 
 def _env(**task):
@@ -101,3 +101,22 @@ def test_metric_fn_reports_the_step_episodes_once():
     assert figures["tool/accuracy"][0] == 0.5 and figures["tool/malformed_rate"][0] == 0.5
     assert figures["tool/tool_call_rate"][0] == 1.0 and figures["tool/well_formed_rate"][0] == 0.5
     assert log.metric_fn(["p"], ["c"])["tool/accuracy"][0] == 0.0  # drained
+
+
+def test_each_sampler_call_draws_its_own_noise(tmp_path):
+    """The agentic learner samples each episode of a group in a call of its own, on the same
+    prompt. With the rollout config's one seed every call drew the same tokens: a group's episodes
+    were identical, every advantage 0, and GRPO trained on the KL term alone."""
+    mesh = runtime.make_mesh()
+    lm = models.load_model("tiny-gemma3", mesh=mesh, verbose=False)
+    settings = rl.GRPOSettings(temperature=1.0, max_prompt_length=128, max_generation_steps=12)
+    cluster = rl.cluster(lm.model, lm.model, lm.tokenizer, mesh=mesh, settings=settings, output_dir=tmp_path,
+                         eos_ids=lm.eos_ids, vocab_size=lm.config.num_embed, return_logprobs=True)  # fmt: skip
+    prompt = data.format_prompt("Tom has 3 apples and buys 4 more. How many apples does Tom have?")
+
+    def answers():
+        return [cluster.generate([prompt]).text[0] for _ in range(4)]
+
+    assert len(set(answers())) == 1  # tunix 0.1.7 alone: one seed, one answer
+    agentic.fresh_seed_per_call(cluster, settings.seed)
+    assert len(set(answers())) == 4

@@ -17,6 +17,9 @@ tunix 0.1.7 needs these workarounds, each a small subclass here with a test:
 - a tool call whose arguments are not a JSON object raises inside ``ToolEnvironment`` and ends
   ``train()``: :class:`CalculatorEnvironment` turns it into an error result for the model, so a
   malformed call costs the episode its reward, never the run;
+- every episode calls the sampler alone, with the rollout config's one seed: the G episodes of a
+  question drew the same noise, wrote the same tokens and got the same reward, so every advantage
+  was 0 and only the KL term trained. :func:`fresh_seed_per_call` gives each call its own seed;
 - the learner hands reward functions the *first* assistant turn only (the tool call), so the
   answer is scored by the environment, which also keeps what each episode did
   (:class:`Episodes`): the per-step tool metrics and the evaluation come from there.
@@ -48,7 +51,7 @@ from tunixkit.answers import extract_answer, numbers_equal, parse_number
 
 __all__ = [
     "SHORT_TOOL_PROMPT", "SYSTEM_PROMPT", "TOOLS", "CalculatorAgent", "CalculatorEnvironment", "CalculatorTool",
-    "Episode", "Episodes", "FIGURES", "GemmaParser", "build", "evaluate", "plot_eval", "show_episodes",
+    "Episode", "Episodes", "FIGURES", "GemmaParser", "build", "evaluate", "fresh_seed_per_call", "plot_eval", "show_episodes",
     "single_call_records", "stage", "table", "trace_pairs",
 ]  # fmt: skip
 
@@ -384,6 +387,24 @@ def show_episodes(path: str | pathlib.Path, k: int = 3) -> str:
     return "\n\n".join(out)
 
 
+def fresh_seed_per_call(cluster, base_seed: int) -> None:
+    """Make each of ``cluster``'s sampler calls use its own seed (``base_seed`` + 1, + 2, ...).
+
+    tunix's agentic learner samples each episode in a call of its own, and the sampler seeds its
+    noise from the rollout config alone: without this, the episodes of a group are identical."""
+    import itertools
+
+    rollout = cluster.rollout
+    generate, counter, lock = rollout.generate, itertools.count(1), threading.Lock()
+
+    def generate_with_own_seed(prompts, rollout_config, **kwargs):
+        with lock:
+            seed = (base_seed + next(counter)) % 2**31
+        return generate(prompts, dataclasses.replace(rollout_config, seed=seed), **kwargs)
+
+    rollout.generate = generate_with_own_seed
+
+
 def build(actor, reference, tokenizer, *, mesh, settings: rl.GRPOSettings, output_dir: str | pathlib.Path,
           eos_ids: Sequence[int], vocab_size: int, max_turns: int = 2, system_prompt: str = SYSTEM_PROMPT,
           tools_prompt: str | None = None, reward_fns: Sequence[Any] = (), family: str = "gemma3"):  # fmt: skip
@@ -396,6 +417,7 @@ def build(actor, reference, tokenizer, *, mesh, settings: rl.GRPOSettings, outpu
     cluster = rl.cluster(actor, reference, tokenizer, mesh=mesh, settings=settings, output_dir=out,
                          eos_ids=eos_ids, vocab_size=vocab_size, family=family, return_logprobs=True,
                          kv_cache_size=2 * settings.max_prompt_length + settings.max_generation_steps + 16)  # fmt: skip
+    fresh_seed_per_call(cluster, settings.seed)
     episodes = Episodes(out / "episodes.jsonl")
     # Episodes run in threads, each calling the sampler. On emulated CPU devices, concurrent
     # multi-device programs wait on each other's collectives and hang ("all reduce ... may be
@@ -403,7 +425,7 @@ def build(actor, reference, tokenizer, *, mesh, settings: rl.GRPOSettings, outpu
     cpu_mesh = mesh.devices.flat[0].platform == "cpu" and mesh.devices.size > 1
     algo = agentic_grpo_learner.GRPOConfig(
         num_generations=settings.num_generations, num_iterations=settings.num_iterations, beta=settings.beta,
-        epsilon=settings.epsilon, system_prompt=system_prompt, max_response_length=settings.max_generation_steps,
+        epsilon=settings.epsilon, kl_loss_mode=settings.kl_loss_mode, system_prompt=system_prompt, max_response_length=settings.max_generation_steps,
         max_concurrency=1 if cpu_mesh else settings.batch_size * settings.num_generations,
     )  # fmt: skip
     learner = agentic_grpo_learner.GRPOLearner(

@@ -59,6 +59,10 @@ class GRPOSettings:
     checkpoint_every: int = 100  # steps between checkpoints (resume restarts from the last)
     keep_checkpoints: int = 2
     seed: int = 42  # rollout sampling seed
+    # tunix's GRPOConfig default, "kl" (log pi - log pi_ref on the sampled tokens), has a gradient of
+    # zero in expectation: beta then adds noise, not a pull to the reference. "low_var_kl" is the
+    # k3 estimator of DeepSeekMath's GRPO (and TRL's): never negative, its gradient pulls to pi_ref.
+    kl_loss_mode: str = "low_var_kl"
     rollout_engine: str = (
         "vanilla"  # "vanilla" (tunix's sampler), "vllm" or "sglang_jax" (see ENGINES)
     )
@@ -203,6 +207,7 @@ def build_grpo(
         num_iterations=settings.num_iterations,
         beta=settings.beta,
         epsilon=settings.epsilon,
+        kl_loss_mode=settings.kl_loss_mode,
     )
     path = pathlib.Path(output_dir) / "rollouts.jsonl"
     fns = [_logging(reward_fns[0], path, rl_cluster), *reward_fns[1:]]
