@@ -15,7 +15,8 @@
 #
 # Group Relative Policy Optimization with tunix's `RLCluster` + `GRPOLearner`: for every question the
 # policy samples G answers, the reward functions score them, and answers better than their group's
-# mean are made more likely, with a KL penalty to the starting model.
+# mean are made more likely, with a KL penalty to the starting model (the k3 estimator of
+# DeepSeekMath's GRPO; tunix's default estimator has no pull to the reference, see `rl.GRPOSettings`).
 #
 # | | smoke (CPU, CI) | full (TPU/GPU) |
 # |---|---|---|
