@@ -13,7 +13,8 @@
 # %% [markdown]
 # # 07 · Agentic GRPO with a calculator tool
 #
-# > **Work in progress, not yet run in CI** (issue 18): the smoke run's agentic GRPO does not yet raise held-out accuracy with the tool (0.82 -> 0.76 from the 120-step warm start, 0.18 -> 0.09 from a 90-step one; see the recipe). Its last cell asserts
+# > **Work in progress, not yet run in CI** (issue 18): the smoke run's agentic GRPO does not yet raise held-out accuracy with the tool. Until 2026-11-23 every group's episodes were identical (one sampler seed), so no advantage was ever non-zero;
+# > with that fixed (`agentic.fresh_seed_per_call`): 0.825 -> 0.814 from the 120-step warm start (lr 2e-3 on the MLP, 40 steps: the same), 0.175 -> 0.124 from a 90-step one, whose share of episodes with a tool result fell from 0.89 to 0.73 during GRPO. Its last cell asserts
 # > what a working run must show; it fails today. The library pieces it uses are tested.
 #
 # A small model that may call a tool during GRPO can beat one that only guesses once. Here the
