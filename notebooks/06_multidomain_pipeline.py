@@ -13,7 +13,8 @@
 # %% [markdown]
 # # 06 · The competition pipeline: SFT, self-improvement, preference tuning, GRPO
 #
-# > **Work in progress, not yet run in CI** (issue 17): the smoke run's GRPO stage does not yet raise the judged score reliably (measured: -0.03 to +0.04 over its input across seven runs; see the recipe). Its last cell asserts
+# > **Work in progress, not yet run in CI** (issue 17): in the last whole smoke run (2026-11-23) the judged score went 0.11 (start) -> 0.66 (SFT) -> 0.65 (self-improvement)
+# > -> 0.56 (preference) -> 0.64 (GRPO): GRPO now raises its input (+0.08, interval +-0.05), but the preference stage loses more than that, so GRPO ends below SFT. Its last cell asserts
 # > what a working run must show; it fails today. The library pieces it uses are tested.
 #
 # The competition judges `<reasoning>`/`<answer>` responses on creative writing, ideation,
@@ -238,13 +239,16 @@ if stages.done("preference"):
 
 # %% [markdown]
 # ## Stage 4: GRPO with weighted rewards
-# LoRA on the shared reference with a KL term. The rewards and their weights (`reward_weights`): the
+# LoRA on the shared reference with a KL term, on the training prompts where the judge told the
+# preference stage's samples apart: where every sample scores alike, each advantage is 0 and a GRPO
+# step teaches nothing. The rewards and their weights (`reward_weights`): the
 # judge, the rubric checks, TF-IDF relevance between prompt and answer (the cheap signal for when no
 # judge fits), and the numeric answer on math prompts. Each is logged as its own curve.
 
 # %%
 reward_fns = pipeline.weighted_rewards(recipe.reward_weights, judge)
-grpo_records = [{"question": r["prompt"], "answer": r.get("answer", "")} for r in train]
+contested = pipeline.contested(train, out_dir / "preference" / "pairs.jsonl", recipe.eval.system_prompt)
+grpo_records = [{"question": r["prompt"], "answer": r.get("answer", "")} for r in contested]
 grpo_export = pipeline.grpo_stage(stages, "grpo", grpo_records, reward_fns, recipe,
                                   system_prompt=recipe.eval.system_prompt, mesh=mesh)  # fmt: skip
 if grpo_export:

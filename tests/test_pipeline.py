@@ -114,3 +114,32 @@ def test_a_stage_waits_for_the_ones_before_and_its_data_is_made_once(tmp_path, c
         stages.cached("b", "rows.jsonl", lambda: [])
     stages.finish("a", tmp_path / "a" / "export" / "hf")
     assert stages.ready("b")
+
+
+def test_grpo_keeps_the_prompts_the_judge_told_apart(tmp_path, capsys):
+    records = [
+        {"prompt": p, "answer": ""}
+        for p in ("Give three ideas.", "Write a poem.", "Give three ideas.")
+    ]
+    pairs = tmp_path / "pairs.jsonl"
+    data.write_jsonl(
+        [
+            {
+                "prompt": data.format_prompt("Give three ideas.", "sys"),
+                "chosen": "a",
+                "rejected": "b",
+            }
+        ],
+        pairs,
+    )
+    assert [r["prompt"] for r in pipeline.contested(records, pairs, "sys")] == [
+        "Give three ideas."
+    ] * 2
+    assert "2 of 3" in capsys.readouterr().out
+    assert (
+        pipeline.contested(records, tmp_path / "missing.jsonl", "sys") == records
+    )  # no preference stage
+    assert (
+        pipeline.contested(records, pairs, "another system prompt") == records
+    )  # none matched: said, not dropped
+    assert "none of 3" in capsys.readouterr().out

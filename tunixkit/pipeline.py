@@ -25,7 +25,7 @@ from tunixkit import data, evaluation, judging
 
 __all__ = [
     "StageClock", "Stages", "finish_stage", "grpo_stage", "judged_pairs", "preference_stage", "preference_trainer",
-    "self_improve", "sft_stage", "simpo_loss_fn", "start_stage", "weighted_rewards",
+    "contested", "self_improve", "sft_stage", "simpo_loss_fn", "start_stage", "weighted_rewards",
 ]  # fmt: skip
 
 
@@ -279,12 +279,12 @@ def finish_stage(stages: Stages, name: str, lora, base, recipe, mesh, result) ->
     return None
 
 
-def start_stage(
-    stages: Stages, name: str, recipe, base_path, mesh, *, frozen_reference: bool = False
-):
+def start_stage(stages: Stages, name: str, recipe, base_path, mesh, *, frozen_reference: bool = False,
+                modules: str | None = None):  # fmt: skip
     """(the loaded start model, the model to train): the previous stage's export (else
-    ``base_path``, else ``recipe.model_id``), with LoRA of the stage's rank on it, or itself. Full
-    fine-tuning with ``frozen_reference`` (GRPO's KL, DPO) trains a second copy instead."""
+    ``base_path``, else ``recipe.model_id``), with LoRA of the stage's rank on it (on ``modules``,
+    a qwix regex; None: the family's), or itself. Full fine-tuning with ``frozen_reference``
+    (GRPO's KL, DPO) trains a second copy instead."""
     from tunixkit import models
 
     path = stages.start_path(name, base_path)
@@ -297,7 +297,7 @@ def start_stage(
             ).model
         return base, base.model
     lora = models.apply_lora(base.model, family=base.family, rank=rank, alpha=recipe.lora_alpha,
-                             mesh=mesh, verbose=False)  # fmt: skip
+                             modules=modules, mesh=mesh, verbose=False)  # fmt: skip
     return base, lora
 
 
@@ -359,6 +359,31 @@ def preference_stage(stages: Stages, name: str, pairs: Sequence[dict[str, str]],
     return finish_stage(stages, name, lora, base, recipe, mesh, result)
 
 
+def contested(records: Sequence[dict[str, str]], pairs_file: str | pathlib.Path, system_prompt: str | None,
+              ) -> list[dict[str, str]]:  # fmt: skip
+    """The ``records`` whose prompt appears in ``pairs_file`` (:func:`judged_pairs`' JSONL: the
+    prompts on which the judge told the model's samples apart), or all of them when the file is
+    missing. GRPO learns only where a group's rewards differ: on prompts every sample already
+    aces (or all fail alike) each advantage is 0 and the step is spent on the KL term."""
+    path = pathlib.Path(pairs_file)
+    if not path.is_file():
+        print(f"GRPO prompts: all {len(records)} ({path} not found)")
+        return list(records)
+    seen = {
+        json.loads(line)["prompt"]
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    }
+    kept = [r for r in records if data.format_prompt(r["prompt"], system_prompt) in seen]
+    if not kept:
+        print(f"GRPO prompts: none of {len(records)} is in {path}; training on all of them")
+        return list(records)
+    print(
+        f"GRPO prompts: {len(kept)} of {len(records)}, those on which the judge told samples apart ({path.name})"
+    )
+    return kept
+
+
 def grpo_stage(stages: Stages, name: str, records: Sequence[dict[str, str]], reward_fns, recipe, *, system_prompt: str,
                base_path=None, mesh=None) -> str | None:  # fmt: skip
     """A GRPO stage (LoRA on the shared reference, KL) with ``reward_fns``; returns its export."""
@@ -368,7 +393,8 @@ def grpo_stage(stages: Stages, name: str, records: Sequence[dict[str, str]], rew
         return stages.state[name]["export"]
     if not stages.ready(name):
         return None
-    base, lora = start_stage(stages, name, recipe, base_path, mesh, frozen_reference=True)
+    base, lora = start_stage(stages, name, recipe, base_path, mesh, frozen_reference=True,
+                             modules=recipe.grpo_lora_modules)  # fmt: skip
     learner, _ = rl.build_grpo(lora, base.model, base.tokenizer, mesh=mesh, settings=recipe.grpo, reward_fns=reward_fns,
                                output_dir=stages.dir(name), eos_ids=base.eos_ids, vocab_size=base.config.num_embed,
                                family=base.family)  # fmt: skip
