@@ -13,8 +13,9 @@
 # %% [markdown]
 # # 06 · The competition pipeline: SFT, self-improvement, preference tuning, GRPO
 #
-# > **Work in progress, not yet run in CI** (issue 17): in the last whole smoke run (2026-11-23) the judged score went 0.11 (start) -> 0.66 (SFT) -> 0.65 (self-improvement)
-# > -> 0.56 (preference) -> 0.64 (GRPO): GRPO now raises its input (+0.08, interval +-0.05), but the preference stage loses more than that, so GRPO ends below SFT. Its last cell asserts
+# > **Work in progress, not yet run in CI** (issue 17): the GRPO stage does not yet raise the judged score reliably. Two whole smoke runs of 2026-11-23 (interval +-0.05):
+# > start 0.11 -> SFT 0.66 -> self-improvement 0.65 -> preference 0.56 (SimPO lr 3e-4) or 0.65 (lr 1e-4, now the recipe's) -> GRPO 0.64 from either: it ends at the same
+# > place (ideation down, summarization up), below SFT. Its last cell asserts
 # > what a working run must show; it fails today. The library pieces it uses are tested.
 #
 # The competition judges `<reasoning>`/`<answer>` responses on creative writing, ideation,
