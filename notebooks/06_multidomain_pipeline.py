@@ -249,7 +249,7 @@ if stages.done("preference"):
 # %%
 reward_fns = pipeline.weighted_rewards(recipe.reward_weights, judge)
 contested = pipeline.contested(
-    train, out_dir / "preference" / "pairs.jsonl", recipe.eval.system_prompt
+    train, stages.dir("preference") / "pairs.jsonl", recipe.eval.system_prompt
 )
 grpo_records = [{"question": r["prompt"], "answer": r.get("answer", "")} for r in contested]
 grpo_export = pipeline.grpo_stage(stages, "grpo", grpo_records, reward_fns, recipe,

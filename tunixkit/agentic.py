@@ -51,8 +51,8 @@ from tunixkit.answers import extract_answer, numbers_equal, parse_number
 
 __all__ = [
     "SHORT_TOOL_PROMPT", "SYSTEM_PROMPT", "TOOLS", "CalculatorAgent", "CalculatorEnvironment", "CalculatorTool",
-    "Episode", "Episodes", "FIGURES", "GemmaParser", "build", "evaluate", "fresh_seed_per_call", "plot_eval", "show_episodes",
-    "single_call_records", "stage", "table", "trace_pairs",
+    "Episode", "Episodes", "FIGURES", "GemmaParser", "build", "evaluate", "fresh_seed_per_call", "plot_eval",
+    "show_episodes", "single_call_records", "stage", "table", "trace_pairs",
 ]  # fmt: skip
 
 SYSTEM_PROMPT = (
@@ -425,7 +425,8 @@ def build(actor, reference, tokenizer, *, mesh, settings: rl.GRPOSettings, outpu
     cpu_mesh = mesh.devices.flat[0].platform == "cpu" and mesh.devices.size > 1
     algo = agentic_grpo_learner.GRPOConfig(
         num_generations=settings.num_generations, num_iterations=settings.num_iterations, beta=settings.beta,
-        epsilon=settings.epsilon, kl_loss_mode=settings.kl_loss_mode, system_prompt=system_prompt, max_response_length=settings.max_generation_steps,
+        epsilon=settings.epsilon, kl_loss_mode=settings.kl_loss_mode, system_prompt=system_prompt,
+        max_response_length=settings.max_generation_steps,
         max_concurrency=1 if cpu_mesh else settings.batch_size * settings.num_generations,
     )  # fmt: skip
     learner = agentic_grpo_learner.GRPOLearner(

@@ -369,11 +369,7 @@ def contested(records: Sequence[dict[str, str]], pairs_file: str | pathlib.Path,
     if not path.is_file():
         print(f"GRPO prompts: all {len(records)} ({path} not found)")
         return list(records)
-    seen = {
-        json.loads(line)["prompt"]
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    }
+    seen = {row["prompt"] for row in data.read_rows(path, required=("prompt",))}
     kept = [r for r in records if data.format_prompt(r["prompt"], system_prompt) in seen]
     if not kept:
         print(f"GRPO prompts: none of {len(records)} is in {path}; training on all of them")

@@ -15,6 +15,9 @@ from typing import Any, NamedTuple
 from tunixkit import data, evaluation, rl, session, smoke
 from tunixkit.runtime import Runtime, resolve
 
+# qwix regex: adapters on the MLP only (the smoke GRPO recipes; the families' default adds attention)
+_MLP_LORA = ".*gate_proj|.*up_proj|.*down_proj"
+
 __all__ = [
     "DPO",
     "Agentic",
@@ -219,8 +222,8 @@ class GRPO(_Presets):
         # (rollout seed 7: +0.32, +0.060, 0.575, KL 0.022).
         # With tunix's default "kl" estimator (no pull to the reference, see rl.GRPOSettings):
         # +0.30, +0.055, 0.56 -> 0.56, KL 0.023 (rollout seed 7: +0.37, +0.069, 0.55, KL 0.018).
-        # The figures below are with that estimator. Adapters on attention too (what full runs) made it depend on the seed: seed 42 +0.36, 0.545,
-        # seed 7 +0.13, 0.465 (KL 0.15); with beta 0.3, seed 7: +0.08, 0.49. Other tries (bars: +0.2,
+        # The figures below are with that estimator. Adapters on attention too (what full runs) made
+        # it depend on the seed: seed 42 +0.36, 0.545, seed 7 +0.13, 0.465 (KL 0.15); with beta 0.3, seed 7: +0.08, 0.49. Other tries (bars: +0.2,
         # greedy >= 0.51; attention and MLP, rank 16, seed 42 unless said): lr 3e-3: +0.17, 0.50;
         # lr 5e-3: -0.13, 0.37 (KL 0.44); r32 lr 3e-3: +0.05, 0.50; r64 lr 1e-3: +0.01, 0.455; lr 3e-3
         # at T=0.7: +0.16, 0.44. Full fine-tuning, lr 1e-4, no KL: +0.36 (seed 7: +0.35, greedy 0.525;
@@ -231,7 +234,7 @@ class GRPO(_Presets):
             num_steps=120, checkpoint_every=40,
         )  # fmt: skip
         return cls(model_id="tiny-gemma3-sft", lora_rank=16, lora_alpha=None, qlora=False,
-                   lora_modules=".*gate_proj|.*up_proj|.*down_proj",
+                   lora_modules=_MLP_LORA,
                    grpo=settings, eval=evaluation.EvalConfig.smoke(), eval_questions=None,
                    heldout_questions=200, heldout_samples=4)  # fmt: skip
 
@@ -418,9 +421,8 @@ class Pipeline(_Presets):
     samples: int  # answers sampled per prompt (self-improvement and pairs)
     max_response_length: int
     grpo: rl.GRPOSettings
-    grpo_lora_modules: (
-        str | None
-    )  # qwix regex of the GRPO stage's adapted modules; None: the family's
+    # qwix regex of the GRPO stage's adapted modules; None: the family's
+    grpo_lora_modules: str | None
     reward_weights: dict[str, float]  # weight of each GRPO reward, by name
     shares: dict[str, float]  # each stage's share of the training time
     eval: evaluation.EvalConfig
@@ -452,7 +454,7 @@ class Pipeline(_Presets):
                    # SimPO at lr 1e-3 took the judged score from 0.67 to 0.50 (creative 1.0 -> 0.46); 3e-4 kept 0.68
                    # once, and lost 0.652 -> 0.565 in the whole run of 2026-11-23; 1e-4 on that run: 0.649
                    preference_steps=30, preference_learning_rate=1e-4, pair_prompts=240, samples=4,
-                   max_response_length=64, grpo=grpo, grpo_lora_modules=".*gate_proj|.*up_proj|.*down_proj",
+                   max_response_length=64, grpo=grpo, grpo_lora_modules=_MLP_LORA,
                    reward_weights={"judge": 4.0, "structure": 1.0, "length_limit": 1.0, "repetition": 1.0,
                                    "no_boilerplate": 1.0, "relevance": 0.5, "answer_match": 1.0},
                    shares={"sft": 0.35, "improve": 0.1, "preference": 0.15, "grpo": 0.4},
