@@ -88,6 +88,7 @@ from tunixkit import (
     checkpoints,
     data,
     evaluation,
+    families,
     memplan,
     models,
     recipes,
@@ -116,13 +117,15 @@ recipe
 load = dict(data_dir=out_dir / "data", source=DATA_SOURCE)
 train_records = recipes.gsm8k(rt, "train", **load)
 test_records = recipes.gsm8k(rt, "test", limit=recipe.eval_questions, **load)
+family = models.get_spec(recipe.model_id).family  # its chat template writes the prompts
 if DATASET is None:
-    train_pairs = [data.sft_pair(r) for r in train_records]
+    train_pairs = [data.sft_pair(r, family=family) for r in train_records]
 else:  # any instruction dataset: its prompt column goes into the chat template as is
     rows = data.load_rows(DATASET, "train")
-    train_pairs = [(data.format_prompt(p, system_prompt=None), r + data.END_OF_TURN)
+    end = families.get(family).end_of_turn
+    train_pairs = [(data.format_prompt(p, system_prompt=None, family=family), r + end)
                    for p, r in data.columns(rows, [PROMPT_FIELD, RESPONSE_FIELD], source=DATASET)]  # fmt: skip
-eval_pairs = [data.sft_pair(r) for r in test_records[: recipe.eval_examples]]
+eval_pairs = [data.sft_pair(r, family=family) for r in test_records[: recipe.eval_examples]]
 print(train_pairs[0][0] + train_pairs[0][1])
 
 # %% [markdown]

@@ -215,7 +215,7 @@ learner, cluster = rl.build_grpo(
     vocab_size=reference.config.num_embed, family=reference.family,
 )  # fmt: skip
 batches = data.grpo_dataset(train_records, batch_size=recipe.grpo.batch_size,
-                            num_batches=recipe.grpo.num_steps, seed=0)  # fmt: skip
+                            num_batches=recipe.grpo.num_steps, seed=0, family=reference.family)  # fmt: skip
 trained = training.run(learner, batches, mesh=mesh, metrics_file=out_dir / "metrics.jsonl",
                        session=clock, label="GRPO")  # fmt: skip
 

@@ -130,9 +130,9 @@ load = dict(data_dir=out_dir / "data", source=DATA_SOURCE)
 train_records = recipes.gsm8k(rt, "train", **load)
 test_records = recipes.gsm8k(rt, "test", limit=recipe.eval_questions, **load)
 tok, pad = teacher.tokenizer, teacher.tokenizer.pad_id()
-batches = training.sft_dataset([data.sft_pair(r) for r in train_records], tok, max_len=recipe.max_len,
+batches = training.sft_dataset([data.sft_pair(r, family=teacher.family) for r in train_records], tok, max_len=recipe.max_len,
                                batch_size=recipe.batch_size, num_batches=recipe.steps)  # fmt: skip
-heldout = training.sft_dataset([data.sft_pair(r) for r in test_records[: recipe.eval_examples]], tok,
+heldout = training.sft_dataset([data.sft_pair(r, family=teacher.family) for r in test_records[: recipe.eval_examples]], tok,
                                max_len=recipe.max_len, batch_size=recipe.batch_size)  # fmt: skip
 
 

@@ -172,7 +172,13 @@ display(Markdown(domains.table(list(evals.values()))))
 
 # %%
 sft_pairs = [
-    (data.format_prompt(r["prompt"], recipe.eval.system_prompt), r["response"]) for r in train
+    (
+        data.format_prompt(
+            r["prompt"], recipe.eval.system_prompt, family=models.get_spec(recipe.model_id).family
+        ),
+        r["response"],
+    )
+    for r in train
 ]
 sft_export = pipeline.sft_stage(stages, "sft", sft_pairs, recipe, steps=recipe.sft_steps, base_path=MODEL_PATH,
                                 mesh=mesh)  # fmt: skip

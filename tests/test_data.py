@@ -1,10 +1,11 @@
 """Data loaders: one schema from every file type; errors name the file and line; skips are reported."""
 
+import dataclasses
 import json
 
 import pytest
 
-from tunixkit import data, smoke
+from tunixkit import data, families, smoke
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "json", "csv", "parquet"])
@@ -70,6 +71,27 @@ def test_grpo_batches_are_numpy_dicts():
     batch = ds[0]
     assert set(batch) == {"prompts", "question", "answer"} and batch["prompts"].shape == (4,)
     assert batch["prompts"][0].startswith("<start_of_turn>user\n")
+
+
+def test_a_family_entry_brings_its_own_chat_template(monkeypatch):
+    """A next family (here ChatML, as Qwen writes it) is one entry: prompts, targets and GRPO
+    batches come out in its template, with its system role and end-of-turn piece."""
+    chat = families.ChatTemplate(
+        "<|im_start|>", "<|im_end|>", "user", "assistant", system_in_user_turn=False
+    )
+    entry = dataclasses.replace(families.get("gemma3"), name="chatml", chat=chat)
+    monkeypatch.setitem(families.FAMILIES, "chatml", entry)
+    record = {"question": "1+1?", "solution": "1 plus 1 is 2.", "answer": "2"}
+    prompt, target = data.sft_pair(record, "Be brief.", family="chatml")
+    assert prompt == ("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n1+1?<|im_end|>\n"
+                      "<|im_start|>assistant\n")  # fmt: skip
+    assert target == "<reasoning>1 plus 1 is 2.</reasoning>\n<answer>2</answer><|im_end|>"
+    assert entry.end_of_turn == "<|im_end|>"
+    batch = data.grpo_dataset([record], batch_size=1, system_prompt="Be brief.", family="chatml")[0]
+    assert batch["prompts"][0] == prompt
+    assert data.sft_pair(record, "Be brief.")[0].startswith(
+        "<start_of_turn>user\nBe brief.\n\n1+1?"
+    )
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "json", "csv"])

@@ -143,3 +143,24 @@ def test_grpo_keeps_the_prompts_the_judge_told_apart(tmp_path, capsys):
         pipeline.contested(records, pairs, "another system prompt") == records
     )  # none matched: said, not dropped
     assert "none of 3" in capsys.readouterr().out
+
+
+def test_a_judge_model_writes_replies_that_always_parse():
+    """llm_grader's own path (Judge turns its exceptions into zeros, so it is called directly): the
+    judge model answers the rubric prompt in its family's chat template; any reply gives a score."""
+    import math
+
+    from tunixkit import evaluation, judging, models
+
+    judge_model = models.load_model("tiny-gemma3-sft", verbose=False)
+    config = evaluation.EvalConfig(
+        max_prompt_length=512, max_generation_steps=8, batch_size=2, system_prompt=None
+    )
+    grade = judging.llm_grader(judge_model, config=config)
+    replies = grade(["Give three ideas for a picnic.", "What does a plant need to grow?"],
+                    ["<reasoning>r</reasoning>\n<answer>1. pack fruit.</answer>", "<answer>light</answer>"])  # fmt: skip
+    assert len(replies) == 2 and all(isinstance(r, str) for r in replies)
+    assert all(
+        0.0 <= judging.parse_score(r) <= 1.0 and math.isfinite(judging.parse_score(r))
+        for r in replies
+    )

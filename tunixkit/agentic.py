@@ -304,7 +304,7 @@ def evaluate(loaded, records: Sequence[dict[str, str]], config: evaluation.EvalC
     if log.path is not None and log.path.exists():
         log.path.unlink()
     if not tool:
-        prompts = [data.format_prompt(r["question"]) for r in records]
+        prompts = [loaded.chat.prompt(r["question"], data.SYSTEM_PROMPT) for r in records]
         for r, g in zip(
             records, evaluation.generate(loaded, prompts, config, progress=False), strict=True
         ):
@@ -454,7 +454,7 @@ def stage(stages, name: str, records: Sequence[dict[str, str]], recipe, *, mesh=
                           eos_ids=base.eos_ids, vocab_size=base.config.num_embed, max_turns=recipe.max_turns,
                           tools_prompt=recipe.tools_prompt, family=base.family)  # fmt: skip
     batches = data.grpo_dataset(records, batch_size=recipe.grpo.batch_size, num_batches=recipe.grpo.num_steps,
-                                seed=0, system_prompt=None)  # fmt: skip
+                                seed=0, system_prompt=None, family=base.family)  # fmt: skip
     result = training.run(learner, batches, mesh=mesh, metrics_file=stages.dir(name) / "metrics.jsonl",
                           session=stages.clock(name), label=name)  # fmt: skip
     return pipeline.finish_stage(stages, name, lora, base, recipe, mesh, result)

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from tunixkit import families
 from tunixkit.answers import format_number, parse_number
 
 __all__ = [
@@ -30,7 +31,7 @@ __all__ = [
 
 REASONING_START, REASONING_END = "<reasoning>", "</reasoning>"
 ANSWER_START, ANSWER_END = "<answer>", "</answer>"
-START_OF_TURN, END_OF_TURN = "<start_of_turn>", "<end_of_turn>"
+START_OF_TURN, END_OF_TURN = families.GEMMA_CHAT.turn_start, families.GEMMA_CHAT.end_of_turn
 SYSTEM_PROMPT = (
     f"You are given a problem. Think about the problem and provide your reasoning. Place it "
     f"between {REASONING_START} and {REASONING_END}. Then, provide the final answer (i.e., just "
@@ -48,10 +49,13 @@ class DataError(ValueError):
 GSM8K_COLUMNS = ("question", "answer")  # what a local GSM8K-style file must have
 
 
-def format_prompt(question: str, system_prompt: str | None = SYSTEM_PROMPT) -> str:
-    """The Gemma chat prompt (no BOS; the tokenizer adds it), ending where the model speaks.
+def format_prompt(
+    question: str, system_prompt: str | None = SYSTEM_PROMPT, *, family: str = "gemma3"
+) -> str:
+    """The ``family``'s chat prompt (no BOS; the tokenizer adds it), ending where the model speaks.
 
     Gemma has no system role: the system prompt opens the user turn, as Gemma's template does.
+    Code holding a loaded model writes ``loaded.chat.prompt(...)`` (its own family's template).
 
     >>> print(format_prompt("1+1?", system_prompt=None))
     <start_of_turn>user
@@ -59,17 +63,17 @@ def format_prompt(question: str, system_prompt: str | None = SYSTEM_PROMPT) -> s
     <start_of_turn>model
     <BLANKLINE>
     """
-    user = f"{system_prompt}\n\n{question}" if system_prompt else question
-    return f"{START_OF_TURN}user\n{user}{END_OF_TURN}\n{START_OF_TURN}model\n"
+    return families.get(family).chat.prompt(question, system_prompt)
 
 
-def format_completion(reasoning: str, answer: str) -> str:
-    """The target completion in the reasoning format, closed by ``<end_of_turn>``.
+def format_completion(reasoning: str, answer: str, *, family: str = "gemma3") -> str:
+    """The target completion in the reasoning format, closed by the family's end of turn.
 
     >>> format_completion("2 plus 2 is 4.", "4")
     '<reasoning>2 plus 2 is 4.</reasoning>\\n<answer>4</answer><end_of_turn>'
     """
-    return f"{REASONING_START}{reasoning}{REASONING_END}\n{ANSWER_START}{answer}{ANSWER_END}{END_OF_TURN}"
+    end = families.get(family).end_of_turn
+    return f"{REASONING_START}{reasoning}{REASONING_END}\n{ANSWER_START}{answer}{ANSWER_END}{end}"
 
 
 def parse_gsm8k_answer(text: str) -> tuple[str, str | None]:
@@ -255,11 +259,12 @@ def load_gsm8k(
 
 
 def sft_pair(
-    record: Mapping[str, str], system_prompt: str | None = SYSTEM_PROMPT
+    record: Mapping[str, str], system_prompt: str | None = SYSTEM_PROMPT, *, family: str = "gemma3"
 ) -> tuple[str, str]:
-    """(prompt, target completion) for SFT: the solution steps become the reasoning."""
-    return format_prompt(record["question"], system_prompt), format_completion(
-        record["solution"], record["answer"]
+    """(prompt, target completion) for SFT in ``family``'s chat template: the solution steps
+    become the reasoning."""
+    return format_prompt(record["question"], system_prompt, family=family), format_completion(
+        record["solution"], record["answer"], family=family
     )
 
 
@@ -270,8 +275,10 @@ def grpo_dataset(
     num_batches: int | None = None,
     seed: int = 0,
     system_prompt: str | None = SYSTEM_PROMPT,
+    family: str = "gemma3",
 ):
-    """A grain dataset of GRPO batches: dicts of numpy arrays with ``prompts``, ``question``, ``answer``.
+    """A grain dataset of GRPO batches: dicts of numpy arrays with ``prompts`` (in ``family``'s chat
+    template), ``question``, ``answer``.
 
     Shuffled with ``seed`` and repeated as needed so that ``num_batches`` batches exist; the order is
     reproducible, which trainer resume relies on.
@@ -280,7 +287,7 @@ def grpo_dataset(
 
     items = [
         {
-            "prompts": format_prompt(r["question"], system_prompt),
+            "prompts": format_prompt(r["question"], system_prompt, family=family),
             "question": r["question"],
             "answer": r["answer"],
         }

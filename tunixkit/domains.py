@@ -267,7 +267,7 @@ def evaluate(loaded, tasks: Sequence[Mapping[str, str]], judge, *, name: str, co
     ``judge`` (:class:`tunixkit.judging.Judge`): per domain and ``all``, the format rate, the share
     under :data:`MAX_ANSWER_TOKENS`, the mean judged score (0..1) with a 95% interval, and math
     accuracy. The completions go to ``output_dir/domains_<name>.jsonl``."""
-    prompts = [data.format_prompt(t["prompt"], config.system_prompt) for t in tasks]
+    prompts = [loaded.chat.prompt(t["prompt"], config.system_prompt) for t in tasks]
     gens = evaluation.generate(loaded, prompts, config, progress=False)
     texts = [g.text for g in gens]
     scores = judge.scores([t["prompt"] for t in tasks], texts)

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tunixkit.answers import extract_answer, is_correct
-from tunixkit.data import SYSTEM_PROMPT, format_prompt
+from tunixkit.data import SYSTEM_PROMPT
 from tunixkit.rewards import has_format
 
 __all__ = [
@@ -235,7 +235,7 @@ def evaluate(
         if [p["question"] for p in preds] == [r["question"] for r in records]:
             print(f"{name}: reusing the {len(preds)} stored predictions in {stored}")
             return result_from(name, preds)
-    prompts = [format_prompt(r["question"], config.system_prompt) for r in records]
+    prompts = [loaded.chat.prompt(r["question"], config.system_prompt) for r in records]
     gens = generate(loaded, prompts, config, progress=progress, sampler=sampler)
     preds = []
     for r, g in zip(records, gens, strict=True):

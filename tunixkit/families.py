@@ -7,7 +7,7 @@ LoRA, export and the chat template go through the same code for every model:
 - the Hugging Face layout: ``config.json`` <-> tunix config, the expected tensors and shapes, and
   tunix weights -> HF tensors (what :mod:`tunixkit.checkpoints` writes and validates);
 - the LoRA target modules (a qwix regex), and how adapters are merged into the HF weights;
-- the end-of-turn piece that stops a chat answer.
+- the chat template (:class:`ChatTemplate`): how a prompt is written and which piece ends a turn.
 
 Adding a family (Qwen3, Llama 3.2) is one more :data:`FAMILIES` entry with these functions.
 """
@@ -24,7 +24,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FAMILIES", "Family", "UnknownFamilyError", "get", "read_hf_config"]
+__all__ = [
+    "FAMILIES",
+    "GEMMA_CHAT",
+    "ChatTemplate",
+    "Family",
+    "UnknownFamilyError",
+    "get",
+    "read_hf_config",
+]
 
 
 class UnknownFamilyError(KeyError):
@@ -32,6 +40,38 @@ class UnknownFamilyError(KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+@dataclasses.dataclass(frozen=True)
+class ChatTemplate:
+    """How a family writes one user turn and opens the model's: the prompt every notebook generates
+    from and trains on (no BOS: the tokenizer adds it), and the piece that ends a turn.
+
+    >>> print(GEMMA_CHAT.prompt("1+1?"))
+    <start_of_turn>user
+    1+1?<end_of_turn>
+    <start_of_turn>model
+    <BLANKLINE>
+    """
+
+    turn_start: str
+    end_of_turn: str
+    user: str
+    model: str
+    system_in_user_turn: bool = True  # no system role: the system prompt opens the user turn
+
+    def turn(self, role: str, text: str) -> str:
+        return f"{self.turn_start}{role}\n{text}{self.end_of_turn}\n"
+
+    def prompt(self, question: str, system_prompt: str | None = None) -> str:
+        if not system_prompt:
+            return self.turn(self.user, question) + f"{self.turn_start}{self.model}\n"
+        if self.system_in_user_turn:
+            return self.prompt(f"{system_prompt}\n\n{question}")
+        return self.turn("system", system_prompt) + self.prompt(question)
+
+
+GEMMA_CHAT = ChatTemplate("<start_of_turn>", "<end_of_turn>", "user", "model")  # Gemma 2 and 3
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -54,7 +94,11 @@ class Family:
     ]  # (tunix config, dtype=, eos/pad/bos ids) -> config.json
     hf_shapes: Callable[[Any], dict[str, tuple[int, ...]]]  # tunix config -> {tensor: shape}
     hf_state_dict: Callable[[Any, Any], dict[str, np.ndarray]]  # (model, config) -> HF tensors
-    end_of_turn: str = "<end_of_turn>"
+    chat: ChatTemplate = GEMMA_CHAT
+
+    @property
+    def end_of_turn(self) -> str:
+        return self.chat.end_of_turn
 
     def model_cls(self) -> type:
         return getattr(importlib.import_module(self.model_module), self.model_class)

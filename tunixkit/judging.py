@@ -182,7 +182,7 @@ def llm_grader(
 ) -> Callable[[list[str], list[str]], list[str]]:
     """A grader that asks ``judge_model`` (a :class:`tunixkit.models.LoadedModel`: the same loader,
     on the policy's mesh or one of its own) to score each answer against ``rubric``, greedily."""
-    from tunixkit import data, evaluation
+    from tunixkit import evaluation
 
     rubric = rubric or JudgeRubric()
     config = config or evaluation.EvalConfig(max_prompt_length=1024, max_generation_steps=16, batch_size=16,
@@ -190,7 +190,7 @@ def llm_grader(
 
     def grade(questions: list[str], completions: list[str]) -> list[str]:
         prompts = [
-            data.format_prompt(rubric(q, answer_text(c)), None)
+            judge_model.chat.prompt(rubric(q, answer_text(c)))
             for q, c in zip(questions, completions, strict=True)
         ]
         return [g.text for g in evaluation.generate(judge_model, prompts, config, progress=False)]

@@ -90,7 +90,12 @@ class LoadedModel:
     @property
     def eos_ids(self) -> list[int]:
         """Stop tokens: EOS and the family's end-of-turn piece (see ``Tokenizer.stop_ids``)."""
-        return self.tokenizer.stop_ids(families.get(self.family).end_of_turn)
+        return self.tokenizer.stop_ids(self.chat.end_of_turn)
+
+    @property
+    def chat(self) -> families.ChatTemplate:
+        """The family's chat template: ``loaded.chat.prompt(question, system_prompt)``."""
+        return families.get(self.family).chat
 
 
 def _download(spec: ModelSpec, model_id: str, source: str) -> pathlib.Path:

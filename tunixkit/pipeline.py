@@ -145,11 +145,11 @@ def judged_pairs(loaded, tasks: Sequence[dict[str, str]], judge: judging.Judge, 
                  *, samples: int = 4, min_gap: float = 0.2) -> list[dict[str, str]]:  # fmt: skip
     """Preference pairs without a ground truth: ``samples`` answers per task, graded by ``judge``;
     the best becomes *chosen* and the worst *rejected* when their scores differ by ``min_gap``."""
-    prompts = [data.format_prompt(t["prompt"], config.system_prompt) for t in tasks]
+    prompts = [loaded.chat.prompt(t["prompt"], config.system_prompt) for t in tasks]
     gens = evaluation.generate(
         loaded, [p for p in prompts for _ in range(samples)], config, progress=False
     )
-    texts = [g.text + ("" if g.truncated else data.END_OF_TURN) for g in gens]
+    texts = [g.text + ("" if g.truncated else loaded.chat.end_of_turn) for g in gens]
     scores = judge.scores([t["prompt"] for t in tasks for _ in range(samples)], texts)
     pairs = []
     for i, prompt in enumerate(prompts):
@@ -174,7 +174,7 @@ def self_improve(loaded, tasks: Sequence[dict[str, str]], judge: judging.Judge, 
     """One round of self-improvement: sample ``samples`` answers per task, keep the best one of each
     task that the judge scores at least ``threshold``. Returns the (prompt, answer) pairs to train on
     and a report (how many were kept, and the mean judged score of what was sampled)."""
-    prompts = [data.format_prompt(t["prompt"], config.system_prompt) for t in tasks]
+    prompts = [loaded.chat.prompt(t["prompt"], config.system_prompt) for t in tasks]
     gens = evaluation.generate(
         loaded, [p for p in prompts for _ in range(samples)], config, progress=False
     )
@@ -186,7 +186,7 @@ def self_improve(loaded, tasks: Sequence[dict[str, str]], judge: judging.Judge, 
         score, gen = max(zip(scores[i * samples : (i + 1) * samples], gens[i * samples : (i + 1) * samples], strict=True),
                          key=lambda x: x[0])  # fmt: skip
         if score >= threshold and not gen.truncated:
-            kept.append((prompt, gen.text + data.END_OF_TURN))
+            kept.append((prompt, gen.text + loaded.chat.end_of_turn))
     report = {
         "prompts": len(tasks),
         "samples": len(gens),
@@ -395,7 +395,7 @@ def grpo_stage(stages: Stages, name: str, records: Sequence[dict[str, str]], rew
                                output_dir=stages.dir(name), eos_ids=base.eos_ids, vocab_size=base.config.num_embed,
                                family=base.family)  # fmt: skip
     batches = data.grpo_dataset(records, batch_size=recipe.grpo.batch_size, num_batches=recipe.grpo.num_steps,
-                                seed=0, system_prompt=system_prompt)  # fmt: skip
+                                seed=0, system_prompt=system_prompt, family=base.family)  # fmt: skip
     result = training.run(learner, batches, mesh=mesh, metrics_file=stages.dir(name) / "metrics.jsonl",
                           session=stages.clock(name), label=name)  # fmt: skip
     return finish_stage(stages, name, lora, base, recipe, mesh, result)

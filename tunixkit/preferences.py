@@ -51,7 +51,7 @@ def on_policy_pairs(
     reference solution in the reasoning format is chosen (``gold_fallback``); questions without a
     pair are counted. (Preferring the greedy answer as chosen was tried on the smoke model: held-out
     preference accuracy no better, greedy accuracy 0.47 -> 0.33.)"""
-    prompts = [data.format_prompt(r["question"], config.system_prompt) for r in records]
+    prompts = [loaded.chat.prompt(r["question"], config.system_prompt) for r in records]
     gens = evaluation.generate(
         loaded, [p for p in prompts for _ in range(samples)], config, logprobs=True
     )
@@ -62,14 +62,18 @@ def on_policy_pairs(
         keys = [-g.mean_logprob for g in group]  # the likeliest correct answer sorts first
         cats = [evaluation.categorize(g.text, r["answer"], g.truncated) for g in group]
         # The sampler drops the stop token; put it back where the answer stopped on its own.
-        texts = [g.text + ("" if g.truncated else data.END_OF_TURN) for g in group]
+        texts = [g.text + ("" if g.truncated else loaded.chat.end_of_turn) for g in group]
         good = [t for _, t in sorted((k, t) for k, t, c in zip(keys, texts, cats, strict=True)
                                      if c == "correct")]  # fmt: skip
         # The clearest failure is rejected: format errors first, a wrong number last.
         bad = [t for _, t in sorted((_REJECT_ORDER[c], t) for t, c in zip(texts, cats, strict=True)
                                     if c != "correct")]  # fmt: skip
         if bad and (good or gold_fallback):
-            chosen = good[0] if good else data.format_completion(r["solution"], r["answer"])
+            chosen = (
+                good[0]
+                if good
+                else data.format_completion(r["solution"], r["answer"], family=loaded.family)
+            )
             pairs.append({"prompt": prompts[i], "chosen": chosen, "rejected": bad[0]})
         all_right += not bad
         all_wrong += not good

@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from tunixkit import training
-from tunixkit.data import format_prompt
 
 __all__ = [
     "ENGINES", "GRPOSettings", "HeldOut", "RewardFn", "RolloutEngineUnavailable", "build_grpo", "cluster",
@@ -329,6 +328,6 @@ def heldout_reward(
                                  output_dir=output_dir, progress=False, reuse=reuse)  # fmt: skip
     comps = [p["completion"] for p in result.predictions]
     gold = [p["gold"] for p in result.predictions]
-    prompts = [format_prompt(p["question"], config.system_prompt) for p in result.predictions]
+    prompts = [loaded.chat.prompt(p["question"], config.system_prompt) for p in result.predictions]
     total = np.sum([fn(prompts, comps, answer=gold) for fn in reward_fns], axis=0)
     return HeldOut(float(np.mean(total)), result.accuracy, result.format_rate, result.n)
