@@ -32,7 +32,7 @@ from tunixkit.rewards import has_format
 
 __all__ = [
     "DOMAINS", "DomainScores", "Task", "evaluate", "examples", "load_traces", "math_tasks", "plot", "rubric_grader",
-    "side_by_side", "split_heldout", "synthetic_tasks", "table",
+    "judged_interval", "side_by_side", "split_heldout", "synthetic_tasks", "table",
 ]  # fmt: skip
 
 DOMAINS = ("creative", "ideation", "summarization", "science", "math", "code")
@@ -255,18 +255,38 @@ class DomainScores:
     name: str
     rows: dict[
         str, dict[str, float]
-    ]  # domain -> {"n", "format", "under_limit", "judged", "judged_ci", "accuracy"}
+    ]  # domain -> {"n", "prompts", "format", "under_limit", "judged", "judged_ci", "accuracy"}
 
     def summary(self) -> dict[str, Any]:
         return {"name": self.name, "domains": self.rows}
+
+
+def judged_interval(prompts: Sequence[str], scores: Sequence[float]) -> tuple[float, float, int]:
+    """(mean score, half-width of its 95% interval, distinct prompts). Greedy answers to a repeated
+    prompt are one draw, not several (the smoke set repeats its 4 ideation prompts), so the interval
+    is cluster-robust over the distinct prompts; with every prompt distinct it is the usual one.
+
+    >>> [round(x, 3) for x in judged_interval(["a", "b", "c", "d"], [0, 1, 0, 1])]
+    [0.5, 0.566, 4]
+    >>> [round(x, 3) for x in judged_interval(["a"] * 10 + ["b"] * 10, [0] * 10 + [1] * 10)]
+    [0.5, 0.98, 2]
+    """
+    mean = sum(scores) / len(scores)
+    by_prompt: dict[str, float] = {}
+    for p, x in zip(prompts, scores, strict=True):
+        by_prompt[p] = by_prompt.get(p, 0.0) + x - mean
+    c = len(by_prompt)
+    se = math.sqrt(sum(v * v for v in by_prompt.values()) * c / max(1, c - 1)) / len(scores)
+    return mean, 1.96 * se, c
 
 
 def evaluate(loaded, tasks: Sequence[Mapping[str, str]], judge, *, name: str, config: evaluation.EvalConfig,
              output_dir: str | pathlib.Path | None = None) -> DomainScores:  # fmt: skip
     """Greedy answers to ``tasks`` (records with ``domain``, ``prompt``, ``answer``), judged by
     ``judge`` (:class:`tunixkit.judging.Judge`): per domain and ``all``, the format rate, the share
-    under :data:`MAX_ANSWER_TOKENS`, the mean judged score (0..1) with a 95% interval, and math
-    accuracy. The completions go to ``output_dir/domains_<name>.jsonl``."""
+    under :data:`MAX_ANSWER_TOKENS`, the mean judged score (0..1) with a 95% interval over the
+    distinct prompts (``prompts`` of them; :func:`judged_interval`), and math accuracy. The
+    completions go to ``output_dir/domains_<name>.jsonl``."""
     prompts = [loaded.chat.prompt(t["prompt"], config.system_prompt) for t in tasks]
     gens = evaluation.generate(loaded, prompts, config, progress=False)
     texts = [g.text for g in gens]
@@ -274,12 +294,12 @@ def evaluate(loaded, tasks: Sequence[Mapping[str, str]], judge, *, name: str, co
     rows: dict[str, dict[str, float]] = {}
     for domain in [*sorted({t["domain"] for t in tasks}), "all"]:
         idx = [i for i, t in enumerate(tasks) if domain in ("all", t["domain"])]
-        judged = [scores[i] for i in idx]
-        mean = sum(judged) / len(idx)
-        sd = math.sqrt(sum((s - mean) ** 2 for s in judged) / max(1, len(idx) - 1))
-        row = {"n": len(idx), "format": sum(has_format(texts[i]) for i in idx) / len(idx),
+        mean, ci, n_prompts = judged_interval(
+            [tasks[i]["prompt"] for i in idx], [scores[i] for i in idx]
+        )
+        row = {"n": len(idx), "prompts": n_prompts, "format": sum(has_format(texts[i]) for i in idx) / len(idx),
                "under_limit": sum(gens[i].num_tokens < MAX_ANSWER_TOKENS for i in idx) / len(idx),
-               "judged": mean, "judged_ci": 1.96 * sd / math.sqrt(len(idx))}  # fmt: skip
+               "judged": mean, "judged_ci": ci}  # fmt: skip
         math_idx = [i for i in idx if tasks[i]["domain"] == "math"]
         if math_idx:
             row["accuracy"] = sum(
