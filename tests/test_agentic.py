@@ -93,6 +93,20 @@ def test_traces_are_rendered_as_the_rollouts_see_them():
     assert c2.endswith("<answer>70</answer><end_of_turn>")
 
 
+def test_a_tool_share_below_one_mixes_in_direct_answers_to_the_same_prompt():
+    records = [{"question": f"Tom has {a} pens and buys 2 more. How many?", "expression": f"{a} + 2",
+                "answer": str(a + 2)} for a in range(10, 14)]  # fmt: skip
+    pairs = agentic.trace_pairs(records, smoke.load_tokenizer(), tools_prompt="T", tool_share=0.5)
+    calls = [c for _, c in pairs if c.startswith("<tool_call>")]
+    direct = [(p, c) for p, c in pairs if c.startswith("<reasoning>") and "Tool returned" not in p]
+    assert len(calls) == 2 and len(direct) == 2 and len(pairs) == 6
+    first_turns = {p for p, c in pairs if "Tool returned" not in p}
+    assert len(first_turns) == 4  # each question's first turn, tool or not, is the same prompt
+    assert direct[0][1] == data.format_completion("10 + 2 = 12", "12")
+    with pytest.raises(ValueError, match="tool_share"):
+        agentic.trace_pairs(records, smoke.load_tokenizer(), tool_share=1.5)
+
+
 def test_metric_fn_reports_the_step_episodes_once():
     log = agentic.Episodes()
     log.add(agentic.outcome("q", "5", "<answer>5</answer>", ["5"], 1))

@@ -275,21 +275,33 @@ def _conversation(question: str, system_prompt: str, tools_prompt: str | None) -
 
 
 def trace_pairs(records: Sequence[dict[str, str]], tokenizer, *, system_prompt: str = SYSTEM_PROMPT,
-                tools_prompt: str | None = None) -> list[tuple[str, str]]:  # fmt: skip
+                tools_prompt: str | None = None, tool_share: float = 1.0) -> list[tuple[str, str]]:  # fmt: skip
     """SFT (prompt, completion) pairs that teach the tool's use on :func:`single_call_records`:
     turn 1 writes the call, turn 2 reads the result and answers; both rendered by the same agent
-    and chat parser as the rollouts, each completion closed by ``<end_of_turn>``."""
+    and chat parser as the rollouts, each completion closed by ``<end_of_turn>``.
+
+    ``tool_share`` < 1 writes the rest of the records (spread evenly) as a direct answer to the same
+    tool prompt, without a call: the model learns both ways, and GRPO can learn which one pays.
+    """
+    if not 0.0 <= tool_share <= 1.0:
+        raise ValueError(f"tool_share must be between 0 and 1, got {tool_share}")
     parser = GemmaParser(tokenizer)
     pairs = []
-    for r in records:
+    for i, r in enumerate(records):
         agent = _conversation(r["question"], system_prompt, tools_prompt)
         first = parser.parse(agent.chat_completions, add_generation_prompt=True)
+        result = calculator.calculate(r["expression"])
+        if int((i + 1) * tool_share) == int(i * tool_share):  # not this one's turn to use the tool
+            pairs.append(
+                (first, data.format_completion(f"{r['expression']} = {r['answer']}", r["answer"]))
+            )
+            continue
         call = calculator.tool_call(r["expression"])
         agent.update_from_model(call)
-        result = calculator.calculate(r["expression"])
         agent.update_from_env({"tool_outputs": {"0": result}}, 0.0, False, {})
         second = parser.parse(agent.chat_completions, add_generation_prompt=True)
-        answer = data.format_completion(f"{r['expression']} = {result}", r["answer"])
+        # The answer quotes the tool: a copy, not a calculation (direct answers write their own).
+        answer = data.format_completion(f"The calculator gives {result}.", r["answer"])
         pairs += [(first, call + data.END_OF_TURN), (second, answer)]
     return pairs
 

@@ -490,6 +490,7 @@ class Agentic(_Presets):
     batch_size: int  # warm-start rows per step
     max_len: int  # warm-start tokens per row
     trace_questions: int  # training questions turned into tool-use traces
+    tool_share: float  # the share of traces that call the tool; the rest answer directly
     max_operand: int  # smoke: the largest number added or subtracted (the tool earns its keep)
     max_turns: int  # model turns per episode (tool calls + the answer)
     tools_prompt: str | None  # None: tunix's JSON-schema tool prompt; else this text
@@ -503,18 +504,23 @@ class Agentic(_Presets):
         from tunixkit import agentic
 
         # The response budget counts the tool's turn too (tunix 0.1.7): call ~21 + result ~12 + answer ~16 tokens.
-        # At temperature 1.0 nearly every sampled call was malformed (21 JSON tokens in a row), and lr 3e-3
-        # moved the KL to 0.8 in one update and broke the call format (greedy accuracy 0.82 -> 0).
-        # (Those runs predate agentic.fresh_seed_per_call: a group's episodes were identical, so only
-        # the KL term trained.) With it: 0.825 -> 0.814; lr 2e-3 on the MLP, 40 steps: 0.825 -> 0.814;
-        # warm start of 90 steps: 0.175 -> 0.124, episodes with a tool result 0.89 -> 0.73.
+        # The warm start writes 30% of its 1200 traces with the tool and the rest as direct answers
+        # (agentic.trace_pairs' tool_share): greedy, the model then answers directly (0.11 with the tool
+        # offered); sampling, it calls the tool in ~10% of episodes, and GRPO learns that calling pays:
+        # 0.11 -> 0.89, calls 0 -> 1.0, KL 0.03 (2026-11-23). With every trace using the tool (tool_share
+        # 1.0) the warm start already called it always and GRPO had nothing to learn (0.825 -> 0.814; a
+        # 90-step warm start: 0.175 -> 0.124); tool_share 0.5, 600 traces, 120 steps: 0.454 -> 0.464.
+        # The answer after the tool quotes it ("The calculator gives 27."): when it repeated the
+        # calculation ("3 * 9 = 27") like the direct answers do, the model recomputed ("3 * 9 = 18").
+        # Earlier: at temperature 1.0 nearly every sampled call was malformed (21 JSON tokens in a row);
+        # lr 3e-3 moved the KL to 0.8 in one update and broke the call format.
         grpo = rl.GRPOSettings(learning_rate=1e-3, beta=0.04, clip_norm=1.0, weight_decay=0.0, temperature=0.7,
                                max_prompt_length=160, max_generation_steps=80, batch_size=4, num_generations=4,
                                num_steps=30, checkpoint_every=10)  # fmt: skip
         # The warm start fine-tunes every weight: the tiny model never saw the tool call's JSON
         # words, and adapters cannot train their embeddings (as in notebook 06's stage 1).
-        return cls(model_id="tiny-gemma3-sft", sft_lora_rank=None, lora_rank=16, lora_alpha=16.0, sft_steps=120,
-                   sft_learning_rate=3e-3, batch_size=16, max_len=192, trace_questions=600, max_operand=99,
+        return cls(model_id="tiny-gemma3-sft", sft_lora_rank=None, lora_rank=16, lora_alpha=16.0, sft_steps=160,
+                   sft_learning_rate=3e-3, batch_size=16, max_len=192, trace_questions=1200, tool_share=0.3, max_operand=99,
                    max_turns=2, tools_prompt=agentic.SHORT_TOOL_PROMPT, grpo=grpo,
                    eval=dataclasses.replace(evaluation.EvalConfig.smoke(), max_prompt_length=160,
                                             max_generation_steps=48),
@@ -525,7 +531,7 @@ class Agentic(_Presets):
         grpo = rl.GRPOSettings(max_prompt_length=1024, max_generation_steps=512, batch_size=4, micro_batch_size=2,
                                num_steps=1000, checkpoint_every=50)  # fmt: skip
         return cls(model_id="gemma-3-1b-it", sft_lora_rank=64, lora_rank=64, lora_alpha=64.0, sft_steps=200,
-                   sft_learning_rate=1e-4, batch_size=16, max_len=1024, trace_questions=3000, max_operand=0,
+                   sft_learning_rate=1e-4, batch_size=16, max_len=1024, trace_questions=3000, tool_share=1.0, max_operand=0,
                    max_turns=4, tools_prompt=None, grpo=grpo,
                    eval=dataclasses.replace(evaluation.EvalConfig.full(), max_prompt_length=1024,
                                             max_generation_steps=512),
