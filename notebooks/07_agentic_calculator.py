@@ -198,7 +198,9 @@ print(agentic.show_episodes(out_dir / "grpo" / "episodes.jsonl", k=3))
 
 # %% [markdown]
 # ## After GRPO
-# The same evaluations; fewer questions if the session is short of time (it says so).
+# The same evaluations; fewer questions if the session is short of time (it says so). GRPO trains on
+# the tool prompt only: in smoke the trained model also writes a call where no tool is offered
+# ("after, no tool"), and nothing answers it.
 
 # %%
 if grpo_export:
