@@ -6,7 +6,7 @@ import types
 import numpy as np
 import pytest
 
-from tunixkit import data, distill, preferences, runlog, smoke
+from tunixkit import data, distill, families, preferences, runlog, smoke
 
 
 def test_preference_tokens_follow_the_prompt_without_a_second_bos():
@@ -73,7 +73,8 @@ def test_on_policy_pairs_choose_the_likeliest_correct_and_a_format_error(monkeyp
     monkeypatch.setattr(evaluation, "generate", lambda *a, **k: samples)
     record = {"question": "2 + 2?", "answer": "4", "solution": "2 + 2 = 4"}
     config = dataclasses.replace(evaluation.EvalConfig.smoke(), temperature=1.5)
-    pairs = preferences.on_policy_pairs(None, [record], config, samples=4, verbose=False)
+    loaded = types.SimpleNamespace(chat=families.GEMMA_CHAT, family="gemma3")  # generate is faked
+    pairs = preferences.on_policy_pairs(loaded, [record], config, samples=4, verbose=False)
     assert pairs == [{"prompt": data.format_prompt("2 + 2?"), "chosen": good + data.END_OF_TURN,
                       "rejected": "4" + data.END_OF_TURN}]  # fmt: skip
 
