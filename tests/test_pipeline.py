@@ -46,6 +46,16 @@ def test_the_smoke_grader_prefers_the_reference_in_every_domain():
         idx = [i for i, t in enumerate(tasks) if t.domain == domain]
         assert min(good[i] for i in idx) >= 8 > max(bad[i] for i in idx) + 4, domain
     assert grade(["a prompt it never saw"], ["x"]) == ["no idea"]
+    # the weak answers uneven() trains on earn the format point and nothing else, in every task
+    weak = [t for t in domains.synthetic_tasks(600, seed=0) if t.domain in domains.WEAK]
+    replies = domains.rubric_grader(weak)(
+        [t.prompt for t in weak], [domains.WEAK[t.domain] for t in weak]
+    )
+    assert set(replies) == {"Score: 1"}
+    rows = domains.uneven([t.record() for t in domains.synthetic_tasks(120, seed=0)], 0.3)
+    for domain in domains.DOMAINS:
+        kinds = [r["response"] == domains.WEAK.get(domain) for r in rows if r["domain"] == domain]
+        assert sum(kinds) == (0 if domain == "math" else 14), domain  # 70% of 20
 
 
 def test_stages_share_the_session_and_hand_over_exports(tmp_path):

@@ -7,7 +7,8 @@ summarization, science, math and code (math and code weighted down). This module
   (``messages``/``conversations``) or prompt/response form, as records
   ``{"domain", "prompt", "response"}``; any other shape is an error naming the columns found;
 - :func:`synthetic_tasks`: the smoke profile's offline tasks for every domain, each with a good
-  reference response and what a grader looks for (tiny-model sized: short, few words);
+  reference response and what a grader looks for (tiny-model sized: short, few words), and
+  :func:`uneven`, which gives part of them a weak answer, as real instruction data is uneven;
 - :func:`rubric_grader`: a deterministic grader for those tasks, the smoke profile's stand-in for
   a judge model (:class:`tunixkit.judging.Judge` wraps either);
 - :func:`evaluate`: per domain, format compliance, answers under the length limit, judged score with
@@ -32,7 +33,7 @@ from tunixkit.rewards import has_format
 
 __all__ = [
     "DOMAINS", "DomainScores", "Task", "evaluate", "examples", "load_traces", "math_tasks", "plot", "rubric_grader",
-    "judged_interval", "side_by_side", "split_heldout", "synthetic_tasks", "table",
+    "judged_interval", "side_by_side", "split_heldout", "synthetic_tasks", "table", "uneven", "WEAK",
 ]  # fmt: skip
 
 DOMAINS = ("creative", "ideation", "summarization", "science", "math", "code")
@@ -207,6 +208,41 @@ def examples(records: Sequence[Mapping[str, str]], k: int = 1) -> str:
                 f"| {r['domain']} | {_cell(r['prompt'])} | {_cell(r.get('response', ''))} |"
             )
     return "\n".join(rows)
+
+
+# Well-formed but empty answers, one per domain: the smoke judge gives them the format point only.
+WEAK = {
+    "summarization": data.format_completion(
+        "Something happened.", "Someone went out and came back."
+    ),
+    "creative": data.format_completion("A line of poetry.", "It is a nice night."),
+    "ideation": data.format_completion("Some ideas.", "1. have fun. 2. relax. 3. rest."),
+    "science": data.format_completion("It needs things.", "It needs some care."),
+    "code": data.format_completion("Write a function.", "It takes two numbers."),
+}
+
+
+def uneven(records: Sequence[dict[str, str]], good_share: float) -> list[dict[str, str]]:
+    """``records`` with all but ``good_share`` of each domain's (spread evenly) answered by the
+    domain's :data:`WEAK` response; math (checkable) and unknown domains keep theirs.
+
+    Smoke SFT data made uneven, as real instruction data is: SFT learns both kinds of answer, and
+    the stages after it have something to choose (notebook 07's warm start does the same).
+
+    >>> rows = uneven([{"domain": "ideation", "response": "good"}] * 4, 0.5)
+    >>> [r["response"] == WEAK["ideation"] for r in rows]
+    [True, False, True, False]
+    """
+    if not 0.0 <= good_share <= 1.0:
+        raise ValueError(f"good_share must be between 0 and 1, got {good_share}")
+    seen: collections.Counter = collections.Counter()
+    out = []
+    for r in records:
+        i = seen[r["domain"]]
+        seen[r["domain"]] += 1
+        weak = r["domain"] in WEAK and int((i + 1) * good_share) == int(i * good_share)
+        out.append({**r, "response": WEAK[r["domain"]]} if weak else dict(r))
+    return out
 
 
 def synthetic_tasks(n: int, seed: int = 0, domains: Sequence[str] = DOMAINS) -> list[Task]:
