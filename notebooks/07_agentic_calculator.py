@@ -117,8 +117,9 @@ print(calculator.tool_call("23 * 47"))
 
 # %% [markdown]
 # ## Questions
-# Training and held-out questions. The warm start uses the ones a single calculation solves, written
-# as a conversation: the call, the tool's result, the answer.
+# Training and held-out questions. The warm start uses the ones a single calculation solves: the
+# recipe's `tool_share` of them written as a conversation (the call, the tool's result, the answer
+# quoting it), the rest as a direct answer to the same prompt.
 
 # %%
 load = dict(data_dir=out_dir / "data", source=DATA_SOURCE, max_operand=recipe.max_operand or 30)
@@ -131,17 +132,19 @@ if rt.smoke:  # the smoke set keeps the one-calculation problems throughout
     )
 traces = agentic.single_call_records(train_records)[: recipe.trace_questions]
 print(
-    f"{len(train_records)} training questions, {len(test_records)} held out, {len(traces)} tool-use traces"
+    f"{len(train_records)} training questions, {len(test_records)} held out, {len(traces)} warm-start"
+    f" traces ({recipe.tool_share:.0%} with the tool)"
 )
 mesh = runtime.make_mesh()
 start = models.load_model(recipe.model_id, mesh=mesh)
 trace_pairs = agentic.trace_pairs(
     traces, start.tokenizer, tools_prompt=recipe.tools_prompt, tool_share=recipe.tool_share
 )
-print(trace_pairs[1][0] + trace_pairs[1][1])
+call = next(i for i, (_, c) in enumerate(trace_pairs) if c.startswith("<tool_call>"))
+print(trace_pairs[call + 1][0] + trace_pairs[call + 1][1])  # the call, its result, the answer
 
 # %% [markdown]
-# ## Stage 1: warm start on tool-use traces
+# ## Stage 1: warm start on the traces
 # Loss on the model's turns only (the call; the answer, which quotes the tool's result). The
 # recipe's `tool_share` of the traces use the tool, the rest answer the same prompt directly:
 # the model learns both ways, and GRPO finds out which one pays.

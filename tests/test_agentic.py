@@ -103,7 +103,7 @@ def test_a_tool_share_below_one_mixes_in_direct_answers_to_the_same_prompt():
     first_turns = {p for p, c in pairs if "Tool returned" not in p}
     assert len(first_turns) == 4  # each question's first turn, tool or not, is the same prompt
     assert direct[0][1] == data.format_completion("10 + 2 = 12", "12")
-    with pytest.raises(ValueError, match="tool_share"):
+    with pytest.raises(ValueError, match="share must be between 0 and 1"):
         agentic.trace_pairs(records, smoke.load_tokenizer(), tool_share=1.5)
 
 

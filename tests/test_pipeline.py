@@ -155,7 +155,7 @@ def test_grpo_keeps_the_prompts_the_judge_told_apart(tmp_path, capsys):
     assert "none of 3" in capsys.readouterr().out
 
 
-def test_a_judge_model_writes_replies_that_always_parse():
+def test_a_judge_model_writes_replies_that_always_parse(monkeypatch):
     """llm_grader's own path (Judge turns its exceptions into zeros, so it is called directly): the
     judge model answers the rubric prompt in its family's chat template; any reply gives a score."""
     import math
@@ -163,14 +163,26 @@ def test_a_judge_model_writes_replies_that_always_parse():
     from tunixkit import evaluation, judging, models
 
     judge_model = models.load_model("tiny-gemma3-sft", verbose=False)
+    asked, real = [], evaluation.generate
+    monkeypatch.setattr(
+        evaluation,
+        "generate",
+        lambda m, prompts, *a, **k: asked.extend(prompts) or real(m, prompts, *a, **k),
+    )
     config = evaluation.EvalConfig(
         max_prompt_length=512, max_generation_steps=8, batch_size=2, system_prompt=None
     )
-    grade = judging.llm_grader(judge_model, config=config)
-    replies = grade(["Give three ideas for a picnic.", "What does a plant need to grow?"],
-                    ["<reasoning>r</reasoning>\n<answer>1. pack fruit.</answer>", "<answer>light</answer>"])  # fmt: skip
+    questions = ["Give three ideas for a picnic.", "What does a plant need to grow?"]
+    answers = [
+        "<reasoning>r</reasoning>\n<answer>1. pack fruit.</answer>",
+        "<answer>light</answer>",
+    ]
+    replies = judging.llm_grader(judge_model, config=config)(questions, answers)
+    rubric = judging.JudgeRubric()
+    assert asked == [
+        judge_model.chat.prompt(rubric(q, judging.answer_text(c)))
+        for q, c in zip(questions, answers, strict=True)
+    ]
+    assert asked[0].startswith("<start_of_turn>user\n") and "1. pack fruit." in asked[0]
     assert len(replies) == 2 and all(isinstance(r, str) for r in replies)
-    assert all(
-        0.0 <= judging.parse_score(r) <= 1.0 and math.isfinite(judging.parse_score(r))
-        for r in replies
-    )
+    assert all(math.isfinite(judging.parse_score(r)) for r in replies)

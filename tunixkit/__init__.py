@@ -5,11 +5,11 @@ Modules, one concern each (each opens with a docstring saying more):
   runtime      profile (smoke/full), platform, mesh, secrets
   session      the session clock, recipe.json, RESUME_FROM continuation, Kaggle Model upload
   recipes      the smoke/full presets of each notebook; start(), every notebook's setup cell
-  families     what differs between Gemma3 and Gemma2 (config.json, HF layout, LoRA targets)
+  families     what differs between families (config.json, HF layout, LoRA targets, chat template)
   models       load_model (HF / Kaggle / local / smoke) onto a mesh; LoRA and QLoRA
   tokenizer    one interface over SentencePiece and Hugging Face tokenizers
   checkpoints  HF-layout writer and validation, Orbax save/restore, the export (merged HF + Orbax)
-  data         GSM8K records from any source, the chat template, GRPO batches
+  data         GSM8K records from any source, prompts in a family's chat template, GRPO batches
   answers      answer extraction and numeric checking
   rewards      GRPO reward functions (a registry the property tests walk)
   evaluation   batched generation and the GSM8K evaluator, paired comparisons

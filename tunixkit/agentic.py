@@ -283,15 +283,14 @@ def trace_pairs(records: Sequence[dict[str, str]], tokenizer, *, system_prompt: 
     ``tool_share`` < 1 writes the rest of the records (spread evenly) as a direct answer to the same
     tool prompt, without a call: the model learns both ways, and GRPO can learn which one pays.
     """
-    if not 0.0 <= tool_share <= 1.0:
-        raise ValueError(f"tool_share must be between 0 and 1, got {tool_share}")
+    uses_tool = data.spread(len(records), tool_share)
     parser = GemmaParser(tokenizer)
     pairs = []
     for i, r in enumerate(records):
         agent = _conversation(r["question"], system_prompt, tools_prompt)
         first = parser.parse(agent.chat_completions, add_generation_prompt=True)
         result = calculator.calculate(r["expression"])
-        if int((i + 1) * tool_share) == int(i * tool_share):  # not this one's turn to use the tool
+        if not uses_tool[i]:
             pairs.append(
                 (first, data.format_completion(f"{r['expression']} = {r['answer']}", r["answer"]))
             )

@@ -26,7 +26,7 @@ from tunixkit.answers import format_number, parse_number
 __all__ = [
     "DataError", "GSM8K_COLUMNS", "KAGGLE_GSM8K", "LoadReport", "Record", "SYSTEM_PROMPT", "columns",
     "format_completion", "format_prompt", "grpo_dataset", "load_gsm8k", "load_rows",
-    "parse_gsm8k_answer", "read_rows", "sft_pair", "to_records", "write_jsonl",
+    "parse_gsm8k_answer", "read_rows", "sft_pair", "spread", "to_records", "write_jsonl",
 ]  # fmt: skip
 
 REASONING_START, REASONING_END = "<reasoning>", "</reasoning>"
@@ -74,6 +74,19 @@ def format_completion(reasoning: str, answer: str, *, family: str = "gemma3") ->
     """
     end = families.get(family).end_of_turn
     return f"{REASONING_START}{reasoning}{REASONING_END}\n{ANSWER_START}{answer}{ANSWER_END}{end}"
+
+
+def spread(n: int, share: float) -> list[bool]:
+    """Which of ``n`` items make up ``share`` of them (``round(share * n)``), spread evenly, each at
+    the end of its stretch.
+
+    >>> [int(x) for x in spread(6, 0.5)], sum(spread(90, 0.7))
+    ([0, 1, 0, 1, 0, 1], 63)
+    """
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"a share must be between 0 and 1, got {share}")
+    k = round(share * n)
+    return [(i + 1) * k // n != i * k // n for i in range(n)]
 
 
 def parse_gsm8k_answer(text: str) -> tuple[str, str | None]:

@@ -233,15 +233,16 @@ def uneven(records: Sequence[dict[str, str]], good_share: float) -> list[dict[st
     >>> [r["response"] == WEAK["ideation"] for r in rows]
     [True, False, True, False]
     """
-    if not 0.0 <= good_share <= 1.0:
-        raise ValueError(f"good_share must be between 0 and 1, got {good_share}")
+    counts = collections.Counter(r["domain"] for r in records)
+    good = {d: data.spread(n, good_share) for d, n in counts.items()}
     seen: collections.Counter = collections.Counter()
     out = []
     for r in records:
-        i = seen[r["domain"]]
+        keep = good[r["domain"]][seen[r["domain"]]]
         seen[r["domain"]] += 1
-        weak = r["domain"] in WEAK and int((i + 1) * good_share) == int(i * good_share)
-        out.append({**r, "response": WEAK[r["domain"]]} if weak else dict(r))
+        out.append(
+            dict(r) if keep or r["domain"] not in WEAK else {**r, "response": WEAK[r["domain"]]}
+        )
     return out
 
 
@@ -300,20 +301,26 @@ class DomainScores:
 def judged_interval(prompts: Sequence[str], scores: Sequence[float]) -> tuple[float, float, int]:
     """(mean score, half-width of its 95% interval, distinct prompts). Greedy answers to a repeated
     prompt are one draw, not several (the smoke set repeats its 4 ideation prompts), so the interval
-    is cluster-robust over the distinct prompts; with every prompt distinct it is the usual one.
+    is cluster-robust over the distinct prompts, with Student's t for their number (NaN for one).
 
     >>> [round(x, 3) for x in judged_interval(["a", "b", "c", "d"], [0, 1, 0, 1])]
-    [0.5, 0.566, 4]
+    [0.5, 0.919, 4]
     >>> [round(x, 3) for x in judged_interval(["a"] * 10 + ["b"] * 10, [0] * 10 + [1] * 10)]
-    [0.5, 0.98, 2]
+    [0.5, 6.353, 2]
+    >>> judged_interval(["a", "a"], [0.2, 0.4])[1]
+    nan
     """
+    from scipy import stats
+
     mean = sum(scores) / len(scores)
     by_prompt: dict[str, float] = {}
     for p, x in zip(prompts, scores, strict=True):
         by_prompt[p] = by_prompt.get(p, 0.0) + x - mean
     c = len(by_prompt)
-    se = math.sqrt(sum(v * v for v in by_prompt.values()) * c / max(1, c - 1)) / len(scores)
-    return mean, 1.96 * se, c
+    if c < 2:
+        return mean, math.nan, c
+    se = math.sqrt(sum(v * v for v in by_prompt.values()) * c / (c - 1)) / len(scores)
+    return mean, float(stats.t.ppf(0.975, c - 1)) * se, c
 
 
 def evaluate(loaded, tasks: Sequence[Mapping[str, str]], judge, *, name: str, config: evaluation.EvalConfig,
@@ -403,8 +410,18 @@ def plot(
     width = 0.8 / len(stages)
     fig, ax = plt.subplots(figsize=(1.4 + 1.2 * len(domains), 3.6))
     for k, s in enumerate(stages):
-        ax.bar(x + (k - (len(stages) - 1) / 2) * width, [s.rows[d]["judged"] for d in domains], width,
-               yerr=[s.rows[d]["judged_ci"] for d in domains], capsize=3, label=s.name)  # fmt: skip
+        mean = np.array([s.rows[d]["judged"] for d in domains])
+        ci = np.nan_to_num(
+            [s.rows[d]["judged_ci"] for d in domains]
+        )  # one prompt: no interval drawn
+        ax.bar(
+            x + (k - (len(stages) - 1) / 2) * width,
+            mean,
+            width,
+            capsize=3,
+            label=s.name,
+            yerr=[np.minimum(ci, mean), np.minimum(ci, 1 - mean)],
+        )  # fmt: skip  (kept within 0..1)
     ax.set_xticks(x, domains)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("judged score (0..1)")

@@ -359,18 +359,20 @@ def preference_stage(stages: Stages, name: str, pairs: Sequence[dict[str, str]],
     return finish_stage(stages, name, lora, base, recipe, mesh, result)
 
 
-def contested(records: Sequence[dict[str, str]], pairs_file: str | pathlib.Path, system_prompt: str | None,
-              ) -> list[dict[str, str]]:  # fmt: skip
+def contested(records: Sequence[dict[str, str]], pairs_file: str | pathlib.Path, system_prompt: str | None, *,
+              family: str = "gemma3") -> list[dict[str, str]]:  # fmt: skip
     """The ``records`` whose prompt appears in ``pairs_file`` (:func:`judged_pairs`' JSONL: the
     prompts on which the judge told the model's samples apart), or all of them when the file is
-    missing. GRPO learns only where a group's rewards differ: on prompts every sample already
+    missing. ``family``: the chat template the pairs' prompts were written in. GRPO learns only where a group's rewards differ: on prompts every sample already
     aces (or all fail alike) each advantage is 0 and the step is spent on the KL term."""
     path = pathlib.Path(pairs_file)
     if not path.is_file():
         print(f"GRPO prompts: all {len(records)} ({path} not found)")
         return list(records)
     seen = {row["prompt"] for row in data.read_rows(path, required=("prompt",))}
-    kept = [r for r in records if data.format_prompt(r["prompt"], system_prompt) in seen]
+    kept = [
+        r for r in records if data.format_prompt(r["prompt"], system_prompt, family=family) in seen
+    ]
     if not kept:
         print(f"GRPO prompts: none of {len(records)} is in {path}; training on all of them")
         return list(records)

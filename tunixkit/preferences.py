@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tunixkit import data, evaluation
+from tunixkit import data, evaluation, families
 
 __all__ = [
     "Pair", "Scores", "dataset_pairs", "on_policy_pairs", "preference_dataset", "score",
@@ -91,12 +91,13 @@ def dataset_pairs(
     fields: Sequence[str] = ("prompt", "chosen", "rejected"),
     name: str | None = None,
     limit: int | None = None,
+    family: str = "gemma3",
 ) -> list[Pair]:
     """Pairs from a preference dataset; ``fields`` name its prompt, chosen and rejected columns. The
-    prompt goes into the Gemma chat template; responses get ``<end_of_turn>``."""
+    prompt goes into ``family``'s chat template; responses get its end-of-turn piece."""
     rows = data.load_rows(dataset, split, name=name)[:limit]
-    return [{"prompt": data.format_prompt(p, system_prompt=None), "chosen": c + data.END_OF_TURN,
-             "rejected": r + data.END_OF_TURN}
+    chat = families.get(family).chat
+    return [{"prompt": chat.prompt(p), "chosen": c + chat.end_of_turn, "rejected": r + chat.end_of_turn}
             for p, c, r in data.columns(rows, fields, source=dataset)]  # fmt: skip
 
 
@@ -132,7 +133,9 @@ def training_pairs(
         pairs = {"train": on_policy_pairs(policy, train_records, config, samples=samples),
                  "heldout": on_policy_pairs(policy, heldout_records[:heldout], later, samples=samples)}  # fmt: skip
     else:
-        everything = dataset_pairs(source, fields=fields)
+        everything = dataset_pairs(
+            source, fields=fields, family=policy.family if policy is not None else "gemma3"
+        )
         pairs = {"train": everything[heldout:], "heldout": everything[:heldout]}
     for k, f in files.items():
         data.write_jsonl(pairs[k], f)
