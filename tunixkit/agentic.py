@@ -289,7 +289,6 @@ def trace_pairs(records: Sequence[dict[str, str]], tokenizer, *, system_prompt: 
     for i, r in enumerate(records):
         agent = _conversation(r["question"], system_prompt, tools_prompt)
         first = parser.parse(agent.chat_completions, add_generation_prompt=True)
-        result = calculator.calculate(r["expression"])
         if not uses_tool[i]:
             pairs.append(
                 (first, data.format_completion(f"{r['expression']} = {r['answer']}", r["answer"]))
@@ -297,6 +296,7 @@ def trace_pairs(records: Sequence[dict[str, str]], tokenizer, *, system_prompt: 
             continue
         call = calculator.tool_call(r["expression"])
         agent.update_from_model(call)
+        result = calculator.calculate(r["expression"])
         agent.update_from_env({"tool_outputs": {"0": result}}, 0.0, False, {})
         second = parser.parse(agent.chat_completions, add_generation_prompt=True)
         # The answer quotes the tool: a copy, not a calculation (direct answers write their own).

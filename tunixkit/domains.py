@@ -411,17 +411,11 @@ def plot(
     fig, ax = plt.subplots(figsize=(1.4 + 1.2 * len(domains), 3.6))
     for k, s in enumerate(stages):
         mean = np.array([s.rows[d]["judged"] for d in domains])
-        ci = np.nan_to_num(
-            [s.rows[d]["judged_ci"] for d in domains]
-        )  # one prompt: no interval drawn
+        ci = np.nan_to_num([s.rows[d]["judged_ci"] for d in domains])  # one prompt: none drawn
+        yerr = [np.minimum(ci, mean), np.minimum(ci, 1 - mean)]  # kept within 0..1
         ax.bar(
-            x + (k - (len(stages) - 1) / 2) * width,
-            mean,
-            width,
-            capsize=3,
-            label=s.name,
-            yerr=[np.minimum(ci, mean), np.minimum(ci, 1 - mean)],
-        )  # fmt: skip  (kept within 0..1)
+            x + (k - (len(stages) - 1) / 2) * width, mean, width, yerr=yerr, capsize=3, label=s.name
+        )
     ax.set_xticks(x, domains)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("judged score (0..1)")

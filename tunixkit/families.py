@@ -24,15 +24,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = [
-    "FAMILIES",
-    "GEMMA_CHAT",
-    "ChatTemplate",
-    "Family",
-    "UnknownFamilyError",
-    "get",
-    "read_hf_config",
-]
+__all__ = ["FAMILIES", "GEMMA_CHAT", "ChatTemplate", "Family", "UnknownFamilyError", "get", "read_hf_config"]  # fmt: skip
 
 
 class UnknownFamilyError(KeyError):

@@ -363,8 +363,9 @@ def contested(records: Sequence[dict[str, str]], pairs_file: str | pathlib.Path,
               family: str = "gemma3") -> list[dict[str, str]]:  # fmt: skip
     """The ``records`` whose prompt appears in ``pairs_file`` (:func:`judged_pairs`' JSONL: the
     prompts on which the judge told the model's samples apart), or all of them when the file is
-    missing. ``family``: the chat template the pairs' prompts were written in. GRPO learns only where a group's rewards differ: on prompts every sample already
-    aces (or all fail alike) each advantage is 0 and the step is spent on the KL term."""
+    missing; ``family``: the chat template the pairs' prompts were written in. GRPO learns only
+    where a group's rewards differ: on prompts every sample already aces (or all fail alike) each
+    advantage is 0 and the step is spent on the KL term."""
     path = pathlib.Path(pairs_file)
     if not path.is_file():
         print(f"GRPO prompts: all {len(records)} ({path} not found)")

@@ -404,9 +404,7 @@ class Pipeline(_Presets):
     lora_alpha: float
     sft_lora_rank: int | None  # stage 1's LoRA rank; None: full fine-tuning
     train_tasks: int  # smoke: synthetic tasks to train on; full: traces used at most
-    good_share: (
-        float  # SFT traces that keep their answer; the rest get domains.WEAK (smoke; 1.0: all)
-    )
+    good_share: float  # SFT traces keeping their answer; the rest get domains.WEAK (1.0: all)
     heldout_per_domain: int  # held-out prompts per domain for every evaluation
     sft_steps: int
     sft_learning_rate: float
@@ -443,8 +441,9 @@ class Pipeline(_Presets):
         # samples apart (pipeline.contested), LoRA on the MLP at lr 2e-3 (02's finding), k3 KL: 0.72
         # (ideation 0.42 -> 0.57, summarization 0.27 -> 0.34), training judge reward 2.75 -> 3.03.
         # Adapters on attention too, lr 1e-3: all prompts 0.71 (judge reward 2.54 -> 2.65), filtered
-        # 0.67. One run each: differences of 0.04 are within noise (+-0.12 over the 97 distinct held-out prompts). In whole runs
-        # (this recipe) GRPO went 0.565 -> 0.642 and 0.649 -> 0.639: the same end from either start.
+        # 0.67. One run each: differences of 0.04 are within noise (+-0.12 over the 97 distinct held-out
+        # prompts). In whole runs (this recipe) GRPO went 0.565 -> 0.642 and 0.649 -> 0.639: the same
+        # end from either start.
         # Earlier, with tunix's "kl" estimator: lr 1e-3, G=8, temperature 0.7 gave 0.72 once and
         # -0.03..+0.04 over seven runs; at temperature 1.0 and G=4, lr 3e-3 fell to 0.52, 2e-3 to 0.65.
         grpo = rl.GRPOSettings(learning_rate=2e-3, beta=0.04, clip_norm=1.0, weight_decay=0.0, temperature=0.7,
