@@ -13,13 +13,13 @@
 # %% [markdown]
 # # 06 · The competition pipeline: SFT, self-improvement, preference tuning, GRPO
 #
-# > **Work in progress, not yet run in CI** (issue 17). Since half of the smoke SFT traces carry a weak answer
-# > (`good_share`), a whole smoke run passes the last cell's checks: judged 0.11 (start) -> 0.32 (SFT) -> 0.57
-# > (self-improvement) -> 0.56 (preference) -> 0.58 (GRPO), format 1.0, math accuracy 0.23 -> 0.15 (within the
-# > check's noise, 0.16). But the gain after SFT is the self-improvement round's; the GRPO stage's own change is
-# > -0.015 +- 0.027 (paired, over the 97 distinct held-out prompts), and in a separate 80-step run GRPO raised its
-# > sampled training judge reward (1.79 -> 2.41 of 4) without moving greedy answers. The held-out set repeats few
-# > prompts in four domains (4 ideation, 7 creative, 4 science, 3 code), so intervals are over distinct prompts.
+# > **What the smoke run shows** (CI runs it): on 120 held-out prompts never trained on, each stage's
+# > own change, paired prompt by prompt (greedy answers / mean of 4 sampled answers, 95% CI): SFT
+# > +0.19 (±0.07) / +0.23 (±0.05); GRPO +0.02 (±0.06) / +0.14 (±0.04). GRPO raises the score of
+# > sampled answers (what it optimises) on every run so far; greedy answers barely move, and the
+# > self-improvement round is what lifts them (+0.19). Math accuracy 0.40 after SFT, 0.25 at the end,
+# > on 20 problems (within the check's noise, 0.22). The last cell asserts the format, SFT's greedy
+# > and GRPO's sampled change (each interval above 0), GRPO above SFT, and math within noise.
 #
 # The competition judges `<reasoning>`/`<answer>` responses on creative writing, ideation,
 # summarization, science, math and code (math and code weigh less), with an LLM judge and people.
@@ -111,10 +111,10 @@ recipe
 
 # %% [markdown]
 # ## Tasks
-# Prompts of every domain with a reference answer; the last `heldout_per_domain` of each domain are
-# held out for the evaluations. In smoke they are generated offline; in full they are your traces
-# (chat messages or prompt/response columns; any other shape stops here, naming the columns found)
-# plus GSM8K for math, where answers can be checked.
+# Prompts of every domain with a reference answer; the last `heldout_per_domain` distinct prompts of
+# each domain are held out for the evaluations, and no stage trains on them. In smoke they are
+# generated offline; in full they are your traces (chat messages or prompt/response columns; any
+# other shape stops here, naming the columns found) plus GSM8K for math, where answers can be checked.
 
 # %%
 if rt.smoke:
@@ -161,11 +161,17 @@ print("held-out reference answers judged:", round(sum(judge.scores([r["prompt"] 
 # %%
 stages = pipeline.Stages(out_dir, recipe.shares, clock)
 print(stages.summary())
-evals = {
-    "start": stages.evaluate(
-        "start", recipe.model_id, MODEL_PATH, heldout, judge, recipe.eval, mesh=mesh
-    )
-}
+# Sampled answers (the GRPO stage's temperature) are judged too: `eval_samples` per prompt.
+sampling = dataclasses.replace(recipe.eval, temperature=recipe.grpo.temperature, top_k=recipe.grpo.top_k,
+                               top_p=recipe.grpo.top_p)  # fmt: skip
+
+
+def evaluate(name, path):
+    return stages.evaluate(name, recipe.model_id, path, heldout, judge, recipe.eval, mesh=mesh,
+                           samples=recipe.eval_samples, sampling=sampling)  # fmt: skip
+
+
+evals = {"start": evaluate("start", MODEL_PATH)}
 display(Markdown(domains.table(list(evals.values()))))
 
 # %% [markdown]
@@ -183,9 +189,7 @@ sft_pairs = [(data.format_prompt(r["prompt"], recipe.eval.system_prompt, family=
 sft_export = pipeline.sft_stage(stages, "sft", sft_pairs, recipe, steps=recipe.sft_steps, base_path=MODEL_PATH,
                                 mesh=mesh)  # fmt: skip
 if sft_export:
-    evals["sft"] = stages.evaluate(
-        "sft", recipe.model_id, sft_export, heldout, judge, recipe.eval, mesh=mesh
-    )
+    evals["sft"] = evaluate("sft", sft_export)
 
 # %% [markdown]
 # ## Stage 2: self-improvement
@@ -197,8 +201,6 @@ if sft_export:
 # on the same ones).
 
 # %%
-sampling = dataclasses.replace(recipe.eval, temperature=recipe.grpo.temperature, top_k=recipe.grpo.top_k,
-                               top_p=recipe.grpo.top_p)  # fmt: skip
 improve_report = {}
 
 
@@ -217,8 +219,7 @@ if stages.ready("improve") and not stages.done("improve"):
     pipeline.sft_stage(stages, "improve", [(r["prompt"], r["completion"]) for r in kept] + replayed, recipe,
                        steps=recipe.improve_steps, learning_rate=recipe.improve_learning_rate, mesh=mesh)  # fmt: skip
 if stages.done("improve"):
-    evals["improve"] = stages.evaluate("improve", recipe.model_id, stages.state["improve"]["export"], heldout, judge,
-                                       recipe.eval, mesh=mesh)  # fmt: skip
+    evals["improve"] = evaluate("improve", stages.state["improve"]["export"])
     display(Markdown(domains.table(list(evals.values()))))
 
 # %% [markdown]
@@ -241,8 +242,7 @@ if stages.ready("preference") and not stages.done("preference"):
     pairs = stages.cached("preference", "pairs.jsonl", judged_pairs)
     pipeline.preference_stage(stages, "preference", pairs, recipe, mesh=mesh)
 if stages.done("preference"):
-    evals["preference"] = stages.evaluate("preference", recipe.model_id, stages.state["preference"]["export"],
-                                          heldout, judge, recipe.eval, mesh=mesh)  # fmt: skip
+    evals["preference"] = evaluate("preference", stages.state["preference"]["export"])
     display(Markdown(domains.table(list(evals.values()))))
 
 # %% [markdown]
@@ -262,9 +262,7 @@ grpo_records = [{"question": r["prompt"], "answer": r.get("answer", "")} for r i
 grpo_export = pipeline.grpo_stage(stages, "grpo", grpo_records, reward_fns, recipe,
                                   system_prompt=recipe.eval.system_prompt, mesh=mesh)  # fmt: skip
 if grpo_export:
-    evals["grpo"] = stages.evaluate(
-        "grpo", recipe.model_id, grpo_export, heldout, judge, recipe.eval, mesh=mesh
-    )
+    evals["grpo"] = evaluate("grpo", grpo_export)
 if (out_dir / "grpo" / "metrics.jsonl").is_file():
     series = rl.curves(out_dir / "grpo" / "metrics.jsonl")
     fig = rl.plot_curves(
@@ -273,7 +271,10 @@ if (out_dir / "grpo" / "metrics.jsonl").is_file():
 
 # %% [markdown]
 # ## Every stage, every domain
-# The judged score (95% interval) and format rate per domain after each stage; math accuracy below.
+# The judged score (95% interval) of greedy answers, the mean judged score of `eval_samples` sampled
+# answers, and the format rate, per domain after each stage; math accuracy below. Then each stage's
+# own effect: the change from the stage before, paired prompt by prompt (greedy / sampled), whose
+# interval is far narrower than that of the scores themselves.
 
 # %%
 display(Markdown(domains.table(list(evals.values()))))
@@ -282,6 +283,8 @@ fig = domains.plot(
     out_dir / "domains.png",
     title=f"Judged score by domain, {recipe.model_id}",
 )
+changes = domains.stage_changes(out_dir, list(evals))
+display(Markdown(domains.changes_table(changes)))
 
 # %% [markdown]
 # Answers to the same held-out prompt, one per domain, from the start model and the last stage:
@@ -315,6 +318,7 @@ summary = {
     "judge_seconds_per_call": sum(judge.seconds) / max(1, len(judge.seconds)),
     "judged_completions": judge.calls,
     "scores": {name: e.rows for name, e in evals.items()},
+    "changes": changes,  # "<before>-><after>" -> judged/sampled -> domain -> (change, 95% CI, prompts)
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
 }
 (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
@@ -322,20 +326,20 @@ summary = {
 
 # %% [markdown]
 # ## Checks
-# A whole smoke run must show the pipeline working: the judged score on held-out prompts rises after
-# SFT, the last stage (GRPO) ends above SFT, the format is followed, and math accuracy does not fall
-# beyond noise. (These checks do not isolate the GRPO stage's own gain: issue 17.)
+# A whole run must show the pipeline working: the format is followed; SFT raises the judged score of
+# greedy answers and GRPO that of sampled ones, each as its own paired change with a 95% interval
+# above 0; the pipeline ends above SFT; and math accuracy does not fall beyond noise.
 
 # %%
 scores = summary["scores"]
 if final == "grpo":
     assert scores["grpo"]["all"]["format"] >= 0.9, scores["grpo"]["all"]
-    assert scores["sft"]["all"]["judged"] > scores["start"]["all"]["judged"] + 0.1, scores
+    for step, key in (("start->sft", "judged"), (f"{list(evals)[-2]}->grpo", "sampled")):
+        gain, ci, n = changes[step][key]["all"]
+        assert gain - ci > 0, f"{step}: {key} score changed {gain:+.3f} (±{ci:.3f}, {n} prompts)"
     assert scores["grpo"]["all"]["judged"] > scores["sft"]["all"]["judged"], scores
     acc = [scores[s]["math"]["accuracy"] for s in ("sft", "grpo")]
-    noise = (
-        2 * (0.25 / scores["grpo"]["math"]["n"]) ** 0.5
-    )  # two standard errors of a proportion near 0.5
+    noise = 2 * (0.25 / scores["grpo"]["math"]["n"]) ** 0.5  # two standard errors near 0.5
     assert acc[1] >= acc[0] - noise, (
         f"math accuracy fell from {acc[0]:.2f} to {acc[1]:.2f} (noise {noise:.2f})"
     )

@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from tunixkit import data, domains, pipeline, session
+from tunixkit import data, domains, judging, pipeline, session
 
 
 def test_traces_load_from_chat_messages_or_prompt_response_and_other_shapes_are_refused(tmp_path):
@@ -160,7 +160,7 @@ def test_a_judge_model_writes_replies_that_always_parse(monkeypatch):
     judge model answers the rubric prompt in its family's chat template; any reply gives a score."""
     import math
 
-    from tunixkit import evaluation, judging, models
+    from tunixkit import evaluation, models
 
     judge_model = models.load_model("tiny-gemma3-sft", verbose=False)
     asked, real = [], evaluation.generate
@@ -186,3 +186,65 @@ def test_a_judge_model_writes_replies_that_always_parse(monkeypatch):
     assert asked[0].startswith("<start_of_turn>user\n") and "1. pack fruit." in asked[0]
     assert len(replies) == 2 and all(isinstance(r, str) for r in replies)
     assert all(math.isfinite(judging.parse_score(r)) for r in replies)
+
+
+def test_held_out_prompts_are_distinct_and_never_trained_on():
+    records = [t.record() for t in domains.synthetic_tasks(1200, seed=0)]
+    held, train = domains.split_heldout(records, 20)
+    by_domain = {d: [r["prompt"] for r in held if r["domain"] == d] for d in domains.DOMAINS}
+    assert all(len(p) == len(set(p)) == 20 for p in by_domain.values()), by_domain
+    assert not {r["prompt"] for r in held} & {r["prompt"] for r in train}
+    for domain in domains.DOMAINS:  # every domain keeps prompts of its own to train on
+        assert len({r["prompt"] for r in train if r["domain"] == domain}) >= 20, domain
+
+
+def test_evaluations_judge_greedy_and_sampled_answers_and_stages_compare_paired(
+    tmp_path, monkeypatch
+):
+    """The bookkeeping of domains.evaluate with samples, paired_change and the changes table, with
+    generation faked: greedy answers are the reference before and after; of each prompt's sampled
+    answers, one of two is the reference before and both are after."""
+    from types import SimpleNamespace
+
+    from tunixkit import evaluation, families
+
+    tasks = domains.synthetic_tasks(24, seed=3)
+    records = [t.record() for t in tasks]
+    reference = {t.prompt: t.response for t in tasks}
+    stage = {"name": "before"}
+
+    def generate(loaded, prompts, config, progress=False):
+        out = []
+        for i, p in enumerate(prompts):
+            question = next(q for q in reference if q in p)
+            weak = config.temperature and stage["name"] == "before" and i % 2
+            text = "<reasoning>x</reasoning><answer>no</answer>" if weak else reference[question]
+            out.append(evaluation.Generation(text, 10, False))
+        return out
+
+    monkeypatch.setattr(evaluation, "generate", generate)
+    loaded = SimpleNamespace(chat=families.GEMMA_CHAT)
+    judge = judging.Judge(domains.rubric_grader(tasks), name="judge")
+    config = evaluation.EvalConfig.smoke()
+    sampling = evaluation.EvalConfig(temperature=0.7, top_p=1.0)
+    with pytest.raises(ValueError, match="temperature"):
+        domains.evaluate(loaded, records, judge, name="x", config=config, samples=2)
+    results = {}
+    for name in ("before", "after"):
+        stage["name"] = name
+        results[name] = domains.evaluate(loaded, records, judge, name=name, config=config,
+                                         output_dir=tmp_path, samples=2, sampling=sampling)  # fmt: skip
+    before, after = results["before"].rows["all"], results["after"].rows["all"]
+    assert before["judged"] == after["judged"] == after["sampled"] > 0.9
+    assert before["sampled"] < 0.6 and before["prompts"] == len(reference)
+    changes = domains.stage_changes(tmp_path, ["before", "after"])["before->after"]
+    assert changes["judged"]["all"][:2] == (0.0, 0.0)
+    gain, ci, n = changes["sampled"]["all"]
+    assert gain == pytest.approx(after["sampled"] - before["sampled"]) and 0 < ci < gain
+    assert n == len(reference)
+    table = domains.changes_table({"before->after": changes})
+    assert f"| all | +0.00 (±0.00) / +{gain:.2f} (±{ci:.2f}) |" in table
+    assert "sampled" in domains.table(list(results.values()))
+    assert "no stage to compare" in domains.changes_table(
+        domains.stage_changes(tmp_path, ["before"])
+    )

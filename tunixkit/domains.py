@@ -12,13 +12,16 @@ summarization, science, math and code (math and code weighted down). This module
 - :func:`rubric_grader`: a deterministic grader for those tasks, the smoke profile's stand-in for
   a judge model (:class:`tunixkit.judging.Judge` wraps either);
 - :func:`evaluate`: per domain, format compliance, answers under the length limit, judged score with
-  a 95% interval, and math accuracy; :func:`table` / :func:`plot` for several stages side by side.
+  a 95% interval (of greedy answers, and of sampled ones), and math accuracy; :func:`table` /
+  :func:`plot` for several stages side by side; :func:`paired_change` / :func:`stage_changes` /
+  :func:`changes_table` for each stage's own effect, compared prompt by prompt.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import json
 import math
 import pathlib
@@ -33,7 +36,7 @@ from tunixkit.rewards import has_format
 
 __all__ = [
     "DOMAINS", "DomainScores", "Task", "evaluate", "examples", "load_traces", "math_tasks", "plot", "rubric_grader",
-    "judged_interval", "side_by_side", "split_heldout", "synthetic_tasks", "table", "uneven", "WEAK",
+    "judged_interval", "paired_change", "side_by_side", "stage_changes", "changes_table", "split_heldout", "synthetic_tasks", "table", "uneven", "WEAK",
 ]  # fmt: skip
 
 DOMAINS = ("creative", "ideation", "summarization", "science", "math", "code")
@@ -132,9 +135,10 @@ _IDEAS = {"rainy day": ("read a book", "bake a cake", "play a game", "watch a fi
 _SCIENCE = {("plant", "grow"): ("light", "water"), ("fish", "live"): ("water", "air"),
             ("fire", "burn"): ("air", "fuel"), ("seed", "grow"): ("soil", "water")}  # fmt: skip
 _CODE = {"sum": ("add", "+"), "difference": ("sub", "-"), "product": ("mul", "*")}
+_ARGS = (("a", "b"), ("x", "y"), ("m", "n"))
 
 
-def _task(domain: str, rng: random.Random) -> Task:
+def _task(domain: str, rng: random.Random, asked: bool = False) -> Task:
     if domain == "summarization":
         name, place, animal, feel = (rng.choice(x) for x in (_NAMES, _PLACES, _ANIMALS, _FEELS))
         passage = f"{name} went to the {place}. At the {place}, {name} saw a {feel} {animal}. Then {name} went home."
@@ -144,23 +148,31 @@ def _task(domain: str, rng: random.Random) -> Task:
     if domain == "creative":
         topic = rng.choice(sorted(_POEMS))
         a, b = _POEMS[topic]
-        return Task(domain, f"Write one line of poetry about the {topic}.", data.format_completion(
+        ask = f"Write one line of poetry about the {topic}" + (
+            f" for {rng.choice(_NAMES)}." if asked else "."
+        )
+        return Task(domain, ask, data.format_completion(
             f"The {topic} is {a} and {b}.", f"The {a} {topic} is {b} tonight."), (topic, a, b))  # fmt: skip
     if domain == "ideation":
         occasion = rng.choice(sorted(_IDEAS))
         ideas = rng.sample(_IDEAS[occasion], 3)
         listed = " ".join(f"{i}. {x}." for i, x in enumerate(ideas, 1))
-        return Task(domain, f"Give three ideas for a {occasion}.", data.format_completion(
+        who = f"{rng.choice(_NAMES)} " if asked else ""
+        return Task(domain, f"Give {who}three ideas for a {occasion}.", data.format_completion(
             f"Three things fit a {occasion}.", listed), tuple(_IDEAS[occasion]))  # fmt: skip
     if domain == "science":
         (thing, verb), (f1, f2) = rng.choice(sorted(_SCIENCE.items()))
-        return Task(domain, f"What does a {thing} need to {verb}?", data.format_completion(
+        ask = f"{rng.choice(_NAMES)} asks: what" if asked else "What"
+        return Task(domain, f"{ask} does a {thing} need to {verb}?", data.format_completion(
             f"A {thing} uses {f1} and {f2}.", f"A {thing} needs {f1} and {f2} to {verb}."), (f1, f2))  # fmt: skip
     if domain == "code":
         what, (name, sym) = rng.choice(sorted(_CODE.items()))
-        code = f"def {name}(a, b):\n    return a {sym} b"
-        return Task(domain, f"Write a Python function that returns the {what} of two numbers.",
-                    data.format_completion(f"Use {sym} on the two numbers.", code), ("def", "return", sym))  # fmt: skip
+        x, y = rng.choice(_ARGS) if asked else ("a", "b")
+        code = f"def {name}({x}, {y}):\n    return {x} {sym} {y}"
+        ask = (f"{rng.choice(_NAMES)} needs a Python function that returns the {what} of {x} and {y}." if asked
+               else f"Write a Python function that returns the {what} of two numbers.")  # fmt: skip
+        return Task(domain, ask, data.format_completion(f"Use {sym} on the two numbers.", code),
+                    ("def", "return", sym))  # fmt: skip
     from tunixkit import smoke  # math: the smoke profile's GSM8K-style problems
 
     row = smoke.synthetic_gsm8k(1, seed=rng.randrange(10**9), max_operand=smoke.SMOKE_MAX_OPERAND)[
@@ -185,17 +197,30 @@ def math_tasks(records: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
 def split_heldout(
     records: Sequence[dict[str, str]], per_domain: int
 ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-    """(held-out, rest): the last ``per_domain`` records of each domain are held out.
+    """(held-out, rest): the last ``per_domain`` distinct prompts of each domain are held out, one
+    record each, and no record of the rest repeats a held-out prompt (those are dropped, and
+    counted in a printed line): the evaluations see prompts the stages never trained on.
 
-    >>> held, rest = split_heldout([{"domain": d, "i": i} for i in range(3) for d in "ab"], 1)
-    >>> [r["i"] for r in held], len(rest)
-    ([2, 2], 4)
+    >>> rows = [{"domain": d, "prompt": f"{d}{i % 3}"} for i in range(5) for d in "ab"]
+    >>> held, rest = split_heldout(rows, 1)
+    held-out prompts: 2, 2 training records repeating one of them dropped
+    >>> [r["prompt"] for r in held], [r["prompt"] for r in rest]
+    (['a1', 'b1'], ['a0', 'b0', 'a2', 'b2', 'a0', 'b0'])
     """
-    by_domain: dict[str, list[int]] = {}
-    for i, r in enumerate(records):
-        by_domain.setdefault(r["domain"], []).append(i)
-    held = {i for idx in by_domain.values() for i in idx[-per_domain:]} if per_domain else set()
-    return [records[i] for i in sorted(held)], [r for i, r in enumerate(records) if i not in held]
+    held: dict[str, int] = {}  # prompt -> index of the record held out
+    taken: collections.Counter = collections.Counter()
+    for i in reversed(range(len(records))):
+        r = records[i]
+        if taken[r["domain"]] < per_domain and r["prompt"] not in held:
+            held[r["prompt"]] = i
+            taken[r["domain"]] += 1
+    rest = [r for i, r in enumerate(records) if r["prompt"] not in held]
+    dropped = len(records) - len(rest) - len(held)
+    if held:
+        print(
+            f"held-out prompts: {len(held)}, {dropped} training records repeating one of them dropped"
+        )
+    return [records[i] for i in sorted(held.values())], rest
 
 
 def examples(records: Sequence[Mapping[str, str]], k: int = 1) -> str:
@@ -246,10 +271,19 @@ def uneven(records: Sequence[dict[str, str]], good_share: float) -> list[dict[st
     return out
 
 
-def synthetic_tasks(n: int, seed: int = 0, domains: Sequence[str] = DOMAINS) -> list[Task]:
-    """``n`` seeded tasks, the domains in turn (the smoke profile's multi-domain set)."""
+def synthetic_tasks(
+    n: int, seed: int = 0, domains: Sequence[str] = DOMAINS, *, asked: bool = True
+) -> list[Task]:
+    """``n`` seeded tasks, the domains in turn (the smoke profile's multi-domain set).
+
+    With ``asked`` (the default) the creative, ideation, science and code prompts name who asks (and
+    code its arguments), giving 40-90 distinct prompts per domain instead of 3-7, so held-out prompts
+    can be ones never trained on. ``asked=False`` is the older set, which the shipped smoke tokenizer
+    was trained on (its corpus keeps it; the few words only the named prompts use, such as "asks",
+    are spelled in pieces).
+    """
     rng = random.Random(seed)
-    return [_task(domains[i % len(domains)], rng) for i in range(n)]
+    return [_task(domains[i % len(domains)], rng, asked) for i in range(n)]
 
 
 def _grade(task: Task, completion: str) -> float:
@@ -290,9 +324,9 @@ class DomainScores:
     """One stage's evaluation: per domain, and over all domains."""
 
     name: str
-    rows: dict[
-        str, dict[str, float]
-    ]  # domain -> {"n", "prompts", "format", "under_limit", "judged", "judged_ci", "accuracy"}
+    # domain -> {"n", "prompts", "format", "under_limit", "judged", "judged_ci", "accuracy"}, and
+    # "sampled", "sampled_ci" where sampled answers were judged too
+    rows: dict[str, dict[str, float]]
 
     def summary(self) -> dict[str, Any]:
         return {"name": self.name, "domains": self.rows}
@@ -300,7 +334,7 @@ class DomainScores:
 
 def judged_interval(prompts: Sequence[str], scores: Sequence[float]) -> tuple[float, float, int]:
     """(mean score, half-width of its 95% interval, distinct prompts). Greedy answers to a repeated
-    prompt are one draw, not several (the smoke set repeats its 4 ideation prompts), so the interval
+    prompt are one draw, not several (a held-out set may repeat a prompt), so the interval
     is cluster-robust over the distinct prompts, with Student's t for their number (NaN for one).
 
     >>> [round(x, 3) for x in judged_interval(["a", "b", "c", "d"], [0, 1, 0, 1])]
@@ -324,25 +358,45 @@ def judged_interval(prompts: Sequence[str], scores: Sequence[float]) -> tuple[fl
 
 
 def evaluate(loaded, tasks: Sequence[Mapping[str, str]], judge, *, name: str, config: evaluation.EvalConfig,
-             output_dir: str | pathlib.Path | None = None) -> DomainScores:  # fmt: skip
+             output_dir: str | pathlib.Path | None = None, samples: int = 0,
+             sampling: evaluation.EvalConfig | None = None) -> DomainScores:  # fmt: skip
     """Greedy answers to ``tasks`` (records with ``domain``, ``prompt``, ``answer``), judged by
     ``judge`` (:class:`tunixkit.judging.Judge`): per domain and ``all``, the format rate, the share
     under :data:`MAX_ANSWER_TOKENS`, the mean judged score (0..1) with a 95% interval over the
-    distinct prompts (``prompts`` of them; :func:`judged_interval`), and math accuracy. The
-    completions go to ``output_dir/domains_<name>.jsonl``."""
+    distinct prompts (``prompts`` of them; :func:`judged_interval`), and math accuracy.
+
+    With ``samples``, each prompt is also answered that many times with ``sampling`` (a temperature)
+    and ``sampled`` / ``sampled_ci`` hold the mean judged score of those answers: what a policy
+    gradient stage optimises, and a smoother measure than one greedy answer per prompt. The
+    completions go to ``output_dir/domains_<name>.jsonl`` (per task: the greedy answer, its score,
+    and the mean score of its samples), which :func:`paired_change` compares between stages."""
     prompts = [loaded.chat.prompt(t["prompt"], config.system_prompt) for t in tasks]
     gens = evaluation.generate(loaded, prompts, config, progress=False)
     texts = [g.text for g in gens]
-    scores = judge.scores([t["prompt"] for t in tasks], texts)
+    questions = [t["prompt"] for t in tasks]
+    scores = judge.scores(questions, texts)
+    sampled: list[float] = []
+    if samples:
+        if sampling is None or not sampling.temperature:
+            raise ValueError("evaluate: samples > 0 needs a sampling config with a temperature")
+        drawn = evaluation.generate(
+            loaded, [p for p in prompts for _ in range(samples)], sampling, progress=False
+        )
+        judged = judge.scores(
+            [q for q in questions for _ in range(samples)], [g.text for g in drawn]
+        )
+        sampled = [sum(judged[i * samples : (i + 1) * samples]) / samples for i in range(len(tasks))]  # fmt: skip
     rows: dict[str, dict[str, float]] = {}
     for domain in [*sorted({t["domain"] for t in tasks}), "all"]:
         idx = [i for i, t in enumerate(tasks) if domain in ("all", t["domain"])]
-        mean, ci, n_prompts = judged_interval(
-            [tasks[i]["prompt"] for i in idx], [scores[i] for i in idx]
-        )
+        mean, ci, n_prompts = judged_interval([questions[i] for i in idx], [scores[i] for i in idx])
         row = {"n": len(idx), "prompts": n_prompts, "format": sum(has_format(texts[i]) for i in idx) / len(idx),
                "under_limit": sum(gens[i].num_tokens < MAX_ANSWER_TOKENS for i in idx) / len(idx),
                "judged": mean, "judged_ci": ci}  # fmt: skip
+        if sampled:
+            row["sampled"], row["sampled_ci"], _ = judged_interval(
+                [questions[i] for i in idx], [sampled[i] for i in idx]
+            )
         math_idx = [i for i in idx if tasks[i]["domain"] == "math"]
         if math_idx:
             row["accuracy"] = sum(
@@ -351,9 +405,70 @@ def evaluate(loaded, tasks: Sequence[Mapping[str, str]], judge, *, name: str, co
         rows[domain] = row
     if output_dir is not None:
         path = pathlib.Path(output_dir) / f"domains_{name}.jsonl"
-        path.write_text("".join(json.dumps({"domain": t["domain"], "prompt": t["prompt"], "completion": c, "judged": s})
-                                + "\n" for t, c, s in zip(tasks, texts, scores, strict=True)))  # fmt: skip
+        path.write_text("".join(
+            json.dumps({"domain": t["domain"], "prompt": t["prompt"], "completion": c, "judged": s}
+                       | ({"sampled": sampled[i]} if sampled else {})) + "\n"
+            for i, (t, c, s) in enumerate(zip(tasks, texts, scores, strict=True))))  # fmt: skip
     return DomainScores(name, rows)
+
+
+def paired_change(output_dir: str | pathlib.Path, before: str, after: str,
+                  key: str = "judged") -> dict[str, tuple[float, float, int]]:  # fmt: skip
+    """Per domain and ``all``: (mean change, half-width of its 95% interval, distinct prompts) of
+    ``key`` ("judged" or "sampled") from evaluation ``before`` to ``after``, paired prompt by prompt
+    (read from their ``domains_<name>.jsonl``). Pairing removes how hard each prompt is, so a
+    stage's own effect shows with a far narrower interval than the difference of two means.
+
+    >>> import tempfile; d = pathlib.Path(tempfile.mkdtemp())
+    >>> for n, xs in (("a", [0.1, 0.5, 0.2]), ("b", [0.3, 0.6, 0.4])):
+    ...     _ = (d / f"domains_{n}.jsonl").write_text("".join(json.dumps({"domain": "x", "prompt": str(i),
+    ...         "judged": x}) + "\\n" for i, x in enumerate(xs)))
+    >>> [round(v, 3) for v in paired_change(d, "a", "b")["all"]]
+    [0.167, 0.143, 3]
+    """
+    runs = [[json.loads(line) for line in (pathlib.Path(output_dir) / f"domains_{n}.jsonl").read_text().splitlines()]
+            for n in (before, after)]  # fmt: skip
+    if [r["prompt"] for r in runs[0]] != [r["prompt"] for r in runs[1]]:
+        raise ValueError(f"paired_change: {before} and {after} were evaluated on different prompts")
+    out = {}
+    for domain in [*sorted({r["domain"] for r in runs[0]}), "all"]:
+        idx = [i for i, r in enumerate(runs[0]) if domain in ("all", r["domain"])]
+        out[domain] = judged_interval([runs[0][i]["prompt"] for i in idx],
+                                      [runs[1][i][key] - runs[0][i][key] for i in idx])  # fmt: skip
+    return out
+
+
+def stage_changes(
+    output_dir: str | pathlib.Path, names: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """Each stage's own effect: :func:`paired_change` from each evaluation in ``names`` to the next,
+    for greedy (``judged``) and, where evaluated, ``sampled`` scores; keyed ``"<before>-><after>"``."""
+    out: dict[str, dict[str, Any]] = {}
+    for before, after in itertools.pairwise(names):
+        firsts = [json.loads((pathlib.Path(output_dir) / f"domains_{n}.jsonl").read_text().split("\n", 1)[0])
+                  for n in (before, after)]  # fmt: skip
+        keys = ["judged"] + (["sampled"] if all("sampled" in f for f in firsts) else [])
+        out[f"{before}->{after}"] = {k: paired_change(output_dir, before, after, k) for k in keys}
+    return out
+
+
+def changes_table(changes: Mapping[str, Mapping[str, Any]]) -> str:
+    """Markdown: one row per domain, each stage's paired change (95% CI) in greedy / sampled score
+    (greedy alone where a stage was not sampled); a note when there is no stage to compare yet."""
+    steps = list(changes)
+    if not steps:
+        return "*(one evaluation so far: no stage to compare)*"
+    rows = [
+        "| domain | " + " | ".join(f"{s}: greedy / sampled" for s in steps) + " |",
+        "|---|" + "---|" * len(steps),
+    ]
+    for domain in next(iter(changes.values()))["judged"]:
+        cells = [
+            " / ".join(f"{v[domain][0]:+.2f} (±{v[domain][1]:.2f})" for v in changes[s].values())
+            for s in steps
+        ]
+        rows.append(f"| {domain} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
 
 
 def _cell(text: str, limit: int = 240) -> str:
@@ -385,42 +500,61 @@ def side_by_side(output_dir: str | pathlib.Path, names: Sequence[str], per_domai
 
 
 def table(stages: Sequence[DomainScores]) -> str:
-    """Markdown: one row per domain, the judged score (95% CI) and format rate of every stage."""
-    head = "| domain | " + " | ".join(f"{s.name}: judged (95% CI) | format" for s in stages) + " |"
-    rows = [head, "|---|" + "---|---|" * len(stages)]
+    """Markdown: one row per domain, the judged score (95% CI) and format rate of every stage, and
+    the mean judged score of sampled answers where the evaluations have one."""
+    sampled = all("sampled" in s.rows["all"] for s in stages)
+    per = "judged (95% CI) | sampled | format" if sampled else "judged (95% CI) | format"
+    head = "| domain | " + " | ".join(f"{s.name}: {per}" for s in stages) + " |"
+    rows = [head, "|---|" + ("---|" * per.count("|") + "---|") * len(stages)]
     for domain in stages[0].rows:
-        cells = " | ".join(f"{s.rows[domain]['judged']:.2f} (±{s.rows[domain]['judged_ci']:.2f}) | {s.rows[domain]['format']:.2f}"
-                           for s in stages)  # fmt: skip
-        rows.append(f"| {domain} | {cells} |")
+        cells = []
+        for s in stages:
+            row = s.rows[domain]
+            cells.append(f"{row['judged']:.2f} (±{row['judged_ci']:.2f})"
+                         + (f" | {row['sampled']:.2f} (±{row['sampled_ci']:.2f})" if sampled else "")
+                         + f" | {row['format']:.2f}")  # fmt: skip
+        rows.append(f"| {domain} | {' | '.join(cells)} |")
     math_acc = [s.rows.get("math", {}).get("accuracy") for s in stages]
     if all(a is not None for a in math_acc):
-        rows.append("| math accuracy |" + "".join(f" {a:.2f} | |" for a in math_acc))
+        blank = " |" * (per.count("|") + 1)
+        rows.append("| math accuracy |" + "".join(f" {a:.2f} |" + blank[2:] for a in math_acc))
     return "\n".join(rows)
 
 
 def plot(
     stages: Sequence[DomainScores], path: str | pathlib.Path, title: str = "Judged score by domain"
 ):
-    """Grouped bars: the judged score (95% CI) per domain, one bar per stage; saved as PNG."""
+    """Grouped bars: the judged score (95% CI) per domain, one bar per stage, for greedy answers and
+    (a second panel, where evaluated) sampled ones; saved as PNG."""
     import matplotlib.pyplot as plt
     import numpy as np
 
     domains = [d for d in stages[0].rows if d != "all"] + ["all"]
+    keys = ["judged"] + (["sampled"] if all("sampled" in s.rows["all"] for s in stages) else [])
     x = np.arange(len(domains))
     width = 0.8 / len(stages)
-    fig, ax = plt.subplots(figsize=(1.4 + 1.2 * len(domains), 3.6))
-    for k, s in enumerate(stages):
-        mean = np.array([s.rows[d]["judged"] for d in domains])
-        ci = np.nan_to_num([s.rows[d]["judged_ci"] for d in domains])  # one prompt: none drawn
-        yerr = [np.minimum(ci, mean), np.minimum(ci, 1 - mean)]  # kept within 0..1
-        ax.bar(
-            x + (k - (len(stages) - 1) / 2) * width, mean, width, yerr=yerr, capsize=3, label=s.name
-        )
-    ax.set_xticks(x, domains)
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("judged score (0..1)")
-    ax.set_title(title)
-    ax.legend(fontsize=8, loc="upper left")
+    fig, axes = plt.subplots(
+        len(keys), 1, figsize=(1.4 + 1.2 * len(domains), 3.4 * len(keys)), squeeze=False
+    )
+    for ax, key in zip(axes[:, 0], keys, strict=True):
+        for k, s in enumerate(stages):
+            mean = np.array([s.rows[d][key] for d in domains])
+            ci = np.nan_to_num([s.rows[d][f"{key}_ci"] for d in domains])  # one prompt: none drawn
+            yerr = [np.minimum(ci, mean), np.minimum(ci, 1 - mean)]  # kept within 0..1
+            ax.bar(
+                x + (k - (len(stages) - 1) / 2) * width,
+                mean,
+                width,
+                yerr=yerr,
+                capsize=3,
+                label=s.name,
+            )
+        ax.set_xticks(x, domains)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("judged score (0..1)")
+        ax.set_title(title if key == "judged" else "Mean judged score of sampled answers")
+        ax.legend(fontsize=8, loc="upper left")
+    axes[0, 0].set_title(title + (" (greedy answers)" if len(keys) > 1 else ""))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return fig

@@ -125,18 +125,22 @@ class Stages:
         config,
         *,
         mesh=None,
+        samples: int = 0,
+        sampling=None,
     ):
         """:func:`tunixkit.domains.evaluate` of the model in ``path`` (a stage's export; None: the
-        start model), stored as ``domains_<name>.json`` and read back on a rerun."""
+        start model), greedy and, with ``samples``, sampled with ``sampling``; stored as
+        ``domains_<name>.json`` and read back on a rerun."""
         from tunixkit import domains, models
 
         stored = self.out_dir / f"domains_{name}.json"
         if stored.is_file():
             return domains.DomainScores(**json.loads(stored.read_text()))
-        loaded = models.load_model(model_id, path=path, mesh=mesh, verbose=False)
-        result = domains.evaluate(
-            loaded, tasks, judge, name=name, config=config, output_dir=self.out_dir
-        )
+        # Timed: the session keeps an evaluation's time in reserve, so the last one fits the session.
+        with self.session.timed("evaluation", items=len(tasks)):
+            loaded = models.load_model(model_id, path=path, mesh=mesh, verbose=False)
+            result = domains.evaluate(loaded, tasks, judge, name=name, config=config, output_dir=self.out_dir,
+                                      samples=samples, sampling=sampling)  # fmt: skip
         stored.write_text(json.dumps(dataclasses.asdict(result), indent=1))
         return result
 

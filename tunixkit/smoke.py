@@ -147,7 +147,7 @@ def tokenizer_corpus() -> list[str]:
         lines.append(format_prompt(row["question"], system_prompt=None))
     lines.append(SYSTEM_PROMPT)
     lines += [" ".join(str(i) for i in range(k, k + 30)) for k in range(0, 200, 10)]
-    for task in domains.synthetic_tasks(1200, seed=54321):
+    for task in domains.synthetic_tasks(1200, seed=54321, asked=False):
         lines.append(format_prompt(task.prompt, domains.SYSTEM_PROMPT) + task.response)
     rng = random.Random(777)
     for _ in range(600):
