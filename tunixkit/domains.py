@@ -534,7 +534,7 @@ def plot(
     x = np.arange(len(domains))
     width = 0.8 / len(stages)
     fig, axes = plt.subplots(
-        len(keys), 1, figsize=(1.4 + 1.2 * len(domains), 3.4 * len(keys)), squeeze=False
+        len(keys), 1, figsize=(2.4 + 1.2 * len(domains), 3.4 * len(keys)), squeeze=False
     )
     for ax, key in zip(axes[:, 0], keys, strict=True):
         for k, s in enumerate(stages):
@@ -552,9 +552,9 @@ def plot(
         ax.set_xticks(x, domains)
         ax.set_ylim(0, 1.05)
         ax.set_ylabel("judged score (0..1)")
-        ax.set_title(title if key == "judged" else "Mean judged score of sampled answers")
-        ax.legend(fontsize=8, loc="upper left")
-    axes[0, 0].set_title(title + (" (greedy answers)" if len(keys) > 1 else ""))
+        greedy = title + (" (greedy answers)" if len(keys) > 1 else "")
+        ax.set_title(greedy if key == "judged" else "Mean judged score of sampled answers")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return fig
