@@ -76,6 +76,33 @@ def test_resume_from_a_read_only_previous_session(tmp_path):
     assert again.startswith("continuing this output folder from step 50")
 
 
+def test_resume_from_a_run_of_stages_carries_every_stage(tmp_path):
+    """Notebook 06 keeps each stage's checkpoints in its own folder (``grpo/checkpoints/actor/20``):
+    a session stopped in its GRPO stage is a previous session to continue from, like any other."""
+    previous = tmp_path / "input" / "run"
+    previous.mkdir(parents=True)
+    (previous / "recipe.json").write_text(json.dumps(RECIPE))
+    (previous / "stages.json").write_text(json.dumps({"sft": {"done": True, "export": "x"}}))
+    (previous / "domains_sft.json").write_text("{}")
+    (previous / "sft" / "export" / "hf").mkdir(parents=True)
+    for folder in ("sft/checkpoints/300", "grpo/checkpoints/actor/20"):
+        (previous / folder / "model_params").mkdir(parents=True)
+        (previous / folder / "commit_success.txt").write_text("ok")
+    (previous / "preference").mkdir()
+    (previous / "preference" / "pairs.jsonl").write_text("{}\n")
+    _read_only(tmp_path / "input")
+    out = tmp_path / "working" / "run"
+    said = session.prepare(out, RECIPE, resume_from=str(previous))
+    assert said == f"continuing from {previous} (each stage continues from its own checkpoint)"
+    for kept in ("stages.json", "domains_sft.json", "sft/export/hf", "preference/pairs.jsonl",
+                 "grpo/checkpoints/actor/20/commit_success.txt"):  # fmt: skip
+        assert (out / kept).exists(), kept
+    (out / "grpo" / "checkpoints" / "actor" / "40" / "model_params").mkdir(parents=True)
+    (out / "grpo" / "checkpoints" / "actor" / "40" / "commit_success.txt").write_text("ok")
+    again = session.prepare(out, RECIPE, resume_from=str(previous))  # a rerun in the same session
+    assert "which is not used" in again and session.latest_checkpoint_step(out) == 300
+
+
 def test_resume_from_errors_say_what_to_do(tmp_path):
     empty = tmp_path / "nothing"
     empty.mkdir()

@@ -156,9 +156,21 @@ def _committed_steps(root: pathlib.Path) -> dict[pathlib.Path, list[pathlib.Path
 
 
 def latest_checkpoint_step(folder: str | pathlib.Path) -> int | None:
-    """The highest committed step under ``folder/checkpoints`` (``<step>/`` or ``actor/<step>/``)."""
-    found = _committed_steps(pathlib.Path(folder) / "checkpoints")
-    return max((int(p.name) for steps in found.values() for p in steps), default=None)
+    """The highest committed step under ``folder/checkpoints`` (``<step>/`` or ``actor/<step>/``),
+    or, for a run of stages (notebook 06: ``<stage>/checkpoints``), under any stage's folder."""
+    folder = pathlib.Path(folder)
+    roots = [folder / "checkpoints"] + [
+        p / "checkpoints" for p in _subfolders(folder) if p.name not in _NOT_CARRIED
+    ]
+    found = [p for root in roots for steps in _committed_steps(root).values() for p in steps]
+    return max((int(p.name) for p in found), default=None)
+
+
+def _subfolders(folder: pathlib.Path) -> list[pathlib.Path]:
+    try:
+        return [p for p in folder.iterdir() if p.is_dir()]
+    except FileNotFoundError:
+        return []
 
 
 def _diff(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
@@ -235,7 +247,11 @@ def prepare(out_dir: str | pathlib.Path, recipe: Mapping[str, Any], *, resume_fr
                 shutil.copyfile(p, out / p.name)
         _copy_last_checkpoints(src / "checkpoints", out / "checkpoints")
         _make_writable(out)
-        said = f"continuing from {src} at step {latest_checkpoint_step(out)}"
+        said = f"continuing from {src} " + (
+            f"at step {latest_checkpoint_step(out)}"
+            if (out / "checkpoints").is_dir()
+            else "(each stage continues from its own checkpoint)"
+        )
     elif resume_from and latest_checkpoint_step(out) is not None and not start_fresh:
         said += f" (its own checkpoint is newer than RESUME_FROM={resume_from}, which is not used)"
     here.write_text(json.dumps(recipe, indent=1))

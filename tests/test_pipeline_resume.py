@@ -1,0 +1,80 @@
+"""Notebook 06 across two Kaggle-like sessions: the first is SIGKILLed in its GRPO stage (after the
+stage's first checkpoint); its output, made read-only, is the second session's ``RESUME_FROM``. The
+second must not train the finished stages again, must read their evaluations back, must continue
+GRPO from its checkpoint (the remaining steps only) and must end with the notebook's checks passed.
+
+The notebook's py:percent source runs as a plain script with its parameters injected
+(``tunixkit.testing.notebook_script``), so the killed process is the one training.
+"""
+
+import json
+import os
+import pathlib
+import re
+import stat
+import subprocess
+import sys
+import time
+
+from tunixkit import testing
+
+NOTEBOOK = pathlib.Path(__file__).resolve().parents[1] / "notebooks" / "06_multidomain_pipeline.py"
+GRPO_STEPS, KILL_AT = 40, 20  # the smoke recipe's steps and its first GRPO checkpoint
+
+
+def _env():
+    return dict(os.environ, TUNIXKIT_PROFILE="smoke", JAX_PLATFORMS="cpu", MPLBACKEND="Agg",
+                XLA_FLAGS="--xla_force_host_platform_device_count=4", HF_HUB_OFFLINE="1",
+                HF_DATASETS_OFFLINE="1", WANDB_MODE="disabled")  # fmt: skip
+
+
+def _start(tmp: pathlib.Path, name: str, **params) -> tuple[subprocess.Popen, pathlib.Path]:
+    script = testing.notebook_script(NOTEBOOK, params, tmp / f"{name}.py")
+    log = tmp / f"{name}.log"
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp, env=_env(),
+                            stdout=log.open("w"), stderr=subprocess.STDOUT)  # fmt: skip
+    return proc, log
+
+
+def _rollout_steps(run: pathlib.Path) -> list[int]:
+    path = run / "grpo" / "rollouts.jsonl"
+    return [json.loads(line)["step"] for line in path.read_text().splitlines()]
+
+
+def test_a_pipeline_killed_in_its_grpo_stage_continues_there_in_the_next_session(tmp_path):
+    first = tmp_path / "input" / "run"
+    proc, log = _start(tmp_path, "session1", OUTPUT_DIR=str(first))
+    checkpoint = first / "grpo" / "checkpoints" / "actor" / str(KILL_AT) / "commit_success.txt"
+    deadline = time.monotonic() + 1200
+    while not checkpoint.is_file():
+        assert proc.poll() is None, log.read_text()[-3000:]
+        assert time.monotonic() < deadline, "no GRPO checkpoint within 20 minutes"
+        time.sleep(0.2)
+    proc.kill()  # SIGKILL: no cleanup, no export of the GRPO stage
+    proc.wait()
+    stages = json.loads((first / "stages.json").read_text())
+    assert [
+        n for n in ("sft", "improve", "preference", "grpo") if stages.get(n, {}).get("done")
+    ] == ["sft", "improve", "preference"], stages
+    rolled_out = len(_rollout_steps(first))
+    for p in [first, *first.rglob("*")]:  # /kaggle/input is read-only
+        p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+    second = tmp_path / "working" / "run"
+    proc, log = _start(tmp_path, "session2", OUTPUT_DIR=str(second), RESUME_FROM=str(first))
+    assert proc.wait(timeout=1200) == 0, log.read_text()[-3000:]
+    said = log.read_text()
+    assert f"continuing from {first} (each stage continues from its own checkpoint)" in said
+    assert (
+        f"grpo: {GRPO_STEPS} of {GRPO_STEPS} steps ({GRPO_STEPS - KILL_AT} in this run" in said
+    ), said[-3000:]
+    for stage in ("sft", "improve", "preference"):  # finished: not trained again
+        assert not re.search(rf"^{stage}: \d+ of \d+ steps", said, re.M), stage
+    assert (
+        "self-improvement: kept" not in said and "judged pairs:" not in said
+    )  # their data read back
+    assert set(_rollout_steps(second)[rolled_out:]) == set(range(KILL_AT + 1, GRPO_STEPS + 1))
+    summary = json.loads((second / "summary.json").read_text())
+    assert summary["final_stage"] == "grpo" and summary["stages"]["grpo"]["steps"] == GRPO_STEPS
+    assert summary["scores"].keys() == {"start", "sft", "improve", "preference", "grpo"}
+    assert "pipeline OK" in said
