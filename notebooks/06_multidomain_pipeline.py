@@ -18,8 +18,9 @@
 # > +0.19 (±0.07) / +0.23 (±0.05); GRPO +0.02 (±0.06) / +0.14 (±0.04). With the tasks drawn from
 # > another seed: SFT +0.19 / +0.20, GRPO +0.15 (±0.06) / +0.14 (±0.04). GRPO raises the score of
 # > sampled answers (what it optimises) in both; greedy answers follow in one of the two. Math
-# > accuracy 0.40 after SFT, 0.25 at the end, on 20 problems (within the check's noise, 0.22). The last cell asserts the format, SFT's greedy
-# > and GRPO's sampled change (each interval above 0), GRPO above SFT, and math within noise.
+# > accuracy 0.40 after SFT, 0.25 at the end, on 20 problems (within the check's noise, 0.22). The
+# > last cell asserts the format, SFT's greedy and GRPO's sampled change (each interval above 0),
+# > GRPO above SFT, and math within noise.
 #
 # The competition judges `<reasoning>`/`<answer>` responses on creative writing, ideation,
 # summarization, science, math and code (math and code weigh less), with an LLM judge and people.

@@ -36,7 +36,8 @@ from tunixkit.rewards import has_format
 
 __all__ = [
     "DOMAINS", "DomainScores", "Task", "evaluate", "examples", "load_traces", "math_tasks", "plot", "rubric_grader",
-    "judged_interval", "paired_change", "side_by_side", "stage_changes", "changes_table", "split_heldout", "synthetic_tasks", "table", "uneven", "WEAK",
+    "judged_interval", "paired_change", "side_by_side", "stage_changes", "changes_table", "split_heldout",
+    "synthetic_tasks", "table", "uneven", "WEAK",
 ]  # fmt: skip
 
 DOMAINS = ("creative", "ideation", "summarization", "science", "math", "code")
@@ -516,8 +517,8 @@ def table(stages: Sequence[DomainScores]) -> str:
         rows.append(f"| {domain} | {' | '.join(cells)} |")
     math_acc = [s.rows.get("math", {}).get("accuracy") for s in stages]
     if all(a is not None for a in math_acc):
-        blank = " |" * (per.count("|") + 1)
-        rows.append("| math accuracy |" + "".join(f" {a:.2f} |" + blank[2:] for a in math_acc))
+        empty = " |" * per.count("|")  # the stage's other columns
+        rows.append("| math accuracy |" + "".join(f" {a:.2f} |{empty}" for a in math_acc))
     return "\n".join(rows)
 
 
@@ -541,14 +542,8 @@ def plot(
             mean = np.array([s.rows[d][key] for d in domains])
             ci = np.nan_to_num([s.rows[d][f"{key}_ci"] for d in domains])  # one prompt: none drawn
             yerr = [np.minimum(ci, mean), np.minimum(ci, 1 - mean)]  # kept within 0..1
-            ax.bar(
-                x + (k - (len(stages) - 1) / 2) * width,
-                mean,
-                width,
-                yerr=yerr,
-                capsize=3,
-                label=s.name,
-            )
+            ax.bar(x + (k - (len(stages) - 1) / 2) * width, mean, width, yerr=yerr, capsize=3,
+                   label=s.name)  # fmt: skip
         ax.set_xticks(x, domains)
         ax.set_ylim(0, 1.05)
         ax.set_ylabel("judged score (0..1)")

@@ -403,7 +403,8 @@ class Pipeline(_Presets):
     lora_rank: int  # LoRA rank of the self-improvement, preference and GRPO stages
     lora_alpha: float
     sft_lora_rank: int | None  # stage 1's LoRA rank; None: full fine-tuning
-    train_tasks: int  # smoke: synthetic tasks made (held-out prompts and their repeats are taken out); full: traces used at most
+    # smoke: synthetic tasks made (held-out prompts and their repeats are taken out); full: traces used at most
+    train_tasks: int
     good_share: float  # SFT traces keeping their answer; the rest get domains.WEAK (1.0: all)
     heldout_per_domain: int  # held-out distinct prompts per domain for every evaluation
     eval_samples: int  # answers sampled per held-out prompt in every evaluation (0: greedy only)

@@ -132,23 +132,26 @@ class Session:
                 f"left; training stops in time for the checkpoint, export and evaluation")  # fmt: skip
 
 
+def _subfolders(folder: pathlib.Path) -> list[pathlib.Path]:
+    """The folders in ``folder`` (none if it does not exist)."""
+    try:
+        return [p for p in folder.iterdir() if p.is_dir()]
+    except FileNotFoundError:
+        return []
+
+
 def _committed_steps(root: pathlib.Path) -> dict[pathlib.Path, list[pathlib.Path]]:
     """``{folder: its committed step folders}`` for ``root`` (SFT, DPO: ``<step>/``) and its role
     folders (GRPO: ``actor/<step>/``). Safe while a trainer is writing (Orbax renames as it goes)."""
-
-    def entries(folder: pathlib.Path) -> list[pathlib.Path]:
-        try:
-            return [p for p in folder.iterdir() if p.is_dir()]
-        except FileNotFoundError:
-            return []
-
     out = {}
     for folder in [
         root,
-        *(p for p in entries(root) if not p.name.isdigit() and "tmp" not in p.name),
+        *(p for p in _subfolders(root) if not p.name.isdigit() and "tmp" not in p.name),
     ]:
         steps = [
-            p for p in entries(folder) if p.name.isdigit() and (p / "commit_success.txt").is_file()
+            p
+            for p in _subfolders(folder)
+            if p.name.isdigit() and (p / "commit_success.txt").is_file()
         ]
         if steps:
             out[folder] = steps
@@ -164,13 +167,6 @@ def latest_checkpoint_step(folder: str | pathlib.Path) -> int | None:
     ]
     found = [p for root in roots for steps in _committed_steps(root).values() for p in steps]
     return max((int(p.name) for p in found), default=None)
-
-
-def _subfolders(folder: pathlib.Path) -> list[pathlib.Path]:
-    try:
-        return [p for p in folder.iterdir() if p.is_dir()]
-    except FileNotFoundError:
-        return []
 
 
 def _diff(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
