@@ -1,15 +1,43 @@
-"""Answer extraction and numeric checking for math completions.
+"""Answer extraction and numeric checking for math completions: one policy, used everywhere.
 
-Pure functions, no JAX. Used by the rewards, the evaluator and the data loaders.
+Pure functions, no JAX. Used by the rewards, the evaluator, the agentic scorer and the data loaders.
+The policy (``docs/answer_checking.md`` states it with its reasons and its known limits):
 
-Extraction tries, in order: the last ``<answer>...</answer>`` block, the last ``\\boxed{...}``,
-"The answer is ...", ``#### ...`` and finally the last number in the text. Numbers may carry
-thousands separators, currency, a percent sign, a sign, decimals or a simple fraction.
+1. **Where the answer is.** Every closed ``<answer>...</answer>`` block; with ``strict=True`` only
+   those. Otherwise, when there is none: an unclosed ``<answer>``, every ``\\boxed{...}``, the last
+   "the answer is ...", the last ``#### ...`` (each up to the end of its sentence), and finally the
+   last sentence of the text. The first of these that holds a number is the answer statement.
+2. **Which number.** The statement is cut at its *conclusion markers* (``=``, ``≈``, ``=>``, ``→``,
+   a ``:`` not between digits, and the words *so, thus, hence, therefore, i.e., which is, that is,
+   making, giving, gives, equals, answer is*); the last piece that holds a number is the
+   conclusion. ``from 10 to 16, so 16`` is 16; ``5 + 5 = 10`` is 10; ``12 apples`` is 12.
+3. **Hedges.** If the conclusion names two or more *different* numbers, there is no answer: it is
+   a hedge or a list (``7 or 8``, ``either 7 or 8``, ``between 7 and 8``, ``from 7 to 8``, ``7-8``,
+   ``7–8``, ``7, 8``, ``7 and 8``, ``about 7 or 8``), whatever the words between them. The same
+   number repeated (``7 or 7``, ``$7 (7 dollars)``) is one answer. Several ``<answer>`` blocks (or
+   ``\\boxed{}``) that read different numbers are a hedge too. A hedge is a wrong answer: it is
+   never correct and the rewards score it as a wrong number (:attr:`Extraction.hedge`).
+4. **Reading a number.** A sign (``-``, ``+``, unicode ``−``), a currency (``$ € £``, before or
+   after the sign: ``-$5`` and ``$-5``), digits with thousands commas (``1,234``; ``1,23`` is not a
+   number but two) or single spaces (``12 000``), decimals (``.5``, ``3.50``), a fraction (``3/4``,
+   ``\\frac{3}{4}``, ``½``), a mixed number (``3 1/2`` is 3.5; ``3-1/2`` is not: it reads as 3 and
+   1/2, a hedge, since it may also mean 3 minus 1/2), scientific notation (``1.5e3``,
+   ``1.5 × 10^3``, ``1.5*10^3``, ``10^{3}``) and a percent sign, which is dropped (``40%`` is 40,
+   as GSM8K writes answers). Digits inside a word (``CO2``, ``mp3``) are not numbers.
 
 >>> extract_answer("<reasoning>2+2</reasoning><answer>$1,234.50</answer>")
-Extraction(value=1234.5, method='answer_tag', text='$1,234.50')
+Extraction(value=1234.5, method='answer_tag', text='$1,234.50', hedge=())
 >>> is_correct("<answer>-3/4</answer>", "-0.75")
 True
+>>> [is_correct("<answer>from 10 to 16, so 16</answer>", gold) for gold in (16, 10)]
+[True, False]
+>>> [is_correct("<answer>from 10 to 16</answer>", gold) for gold in (16, 10)]  # a range: a hedge
+[False, False]
+>>> extract_answer("<answer>7 or 8</answer>")
+Extraction(value=None, method='answer_tag', text='7 or 8', hedge=(7.0, 8.0))
+>>> cases = [("1.5e3", 1500), ("1.5 × 10^3", 1500), ("3 1/2", 3.5), ("7 or 7", 7)]
+>>> [is_correct(f"<answer>{text}</answer>", gold) for text, gold in cases]
+[True, True, True, True]
 """
 
 from __future__ import annotations
@@ -17,83 +45,241 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import unicodedata
 from fractions import Fraction
 
 __all__ = [
-    "ANSWER_TAG_RE", "BOXED_RE", "Extraction", "HASH_RE", "NUMBER_RE", "OPEN_ANSWER_RE",
-    "THE_ANSWER_RE", "extract_answer", "format_number", "is_correct", "last_number",
-    "numbers_equal", "parse_number",
-]  # fmt: skip
+    "ANSWER_TAG_RE",
+    "BOXED_RE",
+    "CONCLUSION_RE",
+    "Extraction",
+    "HASH_RE",
+    "NUMBER_RE",
+    "OPEN_ANSWER_RE",
+    "THE_ANSWER_RE",
+    "extract_answer",
+    "format_number",
+    "is_correct",
+    "last_number",
+    "numbers",
+    "numbers_equal",
+    "parse_number",
+    "read_answer",
+]
 
-# A number: optional sign and currency, digits with optional thousands commas, decimals,
-# optional fraction part, optional percent.
-_NUM = r"[-+−]?\s?[$€£]?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s?/\s?\d+(?:\.\d+)?)?\s?%?|[-+−]?\.\d+"
-NUMBER_RE = re.compile(_NUM)
+_SEP = " \u00a0\u2009\u202f"  # a thousands separator or the gap of a mixed number: one space
+_GROUPS = rf"\d{{1,3}}(?:,\d{{3}}(?!\d))+|\d{{1,3}}(?:[{_SEP}]\d{{3}}(?!\d))+"
+_EXP10 = r"10\s?(?:\^|\*\*)\s?\{?(?P<NAME>[-+]?\d+)\}?"
+NUMBER_RE = re.compile(
+    r"(?<![\w.])(?P<sign>[-+])?(?:[$€£]\s?)?(?P<sign2>[-+])?(?:"
+    rf"(?P<whole>\d+)[{_SEP}](?P<num>\d+)\s?/\s?(?P<den>\d+)(?![\d.])"  # mixed number: 3 1/2
+    rf"|{_EXP10.replace('NAME', 'pow')}"  # a bare power of ten: 10^3
+    rf"|(?P<mant>(?:{_GROUPS}|\d+)(?:\.\d+)?|\.\d+)"
+    r"(?:[eE](?P<exp>[-+]?\d+)"  # 1.5e3
+    rf"|\s?[×x*·]\s?{_EXP10.replace('NAME', 'exp10')}"  # 1.5 × 10^3
+    r"|\s?/\s?(?P<over>\d+(?:\.\d+)?))?"  # a fraction: 3/4
+    r")(?:\s?%)?"
+)
+"""A number, in any of the writings the policy reads (the module docstring, point 4)."""
+CONCLUSION_RE = re.compile(
+    r"=>|⇒|→|->|(?<![<>!=])=+|≈|≅|(?<!\d):|:(?!\d)"
+    r"|(?<!\w)(?:so|thus|hence|therefore|i\.e\.|which is|that is|that's|making|giving|gives|equals"
+    r"|answer is)(?!\w)",
+    re.I,
+)
+"""What ends a premise and starts a conclusion: the answer is in the last piece with a number."""
 ANSWER_TAG_RE = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
 OPEN_ANSWER_RE = re.compile(r"<answer>(.*)$", re.S | re.I)
-BOXED_RE = re.compile(r"\\boxed\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
-THE_ANSWER_RE = re.compile(r"answer\s+is\s*:?\s*(.{0,40})", re.I)
-HASH_RE = re.compile(r"####\s*(.{0,40})")
-_LATEX_FRAC_RE = re.compile(r"\\d?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}")
+BOXED_RE = re.compile(r"\\boxed\s*\{((?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*)\}")
+THE_ANSWER_RE = re.compile(r"answer\s+is\s*:?\s*(?=([^\n]*))", re.I)
+HASH_RE = re.compile(r"####\s*(?=([^\n]*))")
+_SENTENCE_END_RE = re.compile(r"[.!?](?=\s|$)|\n")
+_LATEX_FRAC_RE = re.compile(r"(\d?)\s*\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}")
+_LATEX = [
+    (re.compile(pattern), repl)
+    for pattern, repl in [
+        (r"\\text\{([^{}]*)\}", r" \1 "),
+        (r"\\(?:times|cdot)", "×"),
+        (r"\\approx", "≈"),
+        (r"\\(?:Rightarrow|implies)", "⇒"),
+        (r"\\([$%])", r"\1"),
+        (r"\{,\}", ","),
+        (r"\\[,!;: ]", ""),
+        (r"\\boxed\s*", ""),
+        (r"\\[a-zA-Z]+", " "),
+    ]
+]
+_POWER_RE = re.compile(r"10([⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)")
+_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
+_VULGAR = {
+    c: str(Fraction(unicodedata.numeric(c)).limit_denominator(10)) for c in "½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞"
+}
+_VULGAR_RE = re.compile(r"(\d?)([" + "".join(_VULGAR) + "])")
 
 
 @dataclasses.dataclass(frozen=True)
 class Extraction:
-    """A parsed answer: its numeric value (``None`` if not a number), how it was found, the text."""
+    """A parsed answer: its value (``None`` if no single number), how it was found, the text.
+
+    ``hedge`` holds the different numbers of a hedged answer (``7 or 8``): then ``value`` is
+    ``None`` and the answer counts as a wrong number, not as a missing one.
+    """
 
     value: float | None
     method: str
     text: str
+    hedge: tuple[float, ...] = ()
+
+
+def _frac(m: re.Match[str]) -> str:
+    """``\\frac{a}{b}`` as ``a/b`` (``(a)/(b)`` unless plain); ``3\\frac{1}{2}`` is 3 1/2."""
+    a, b = m[2].strip(), m[3].strip()
+    plain = all(re.fullmatch(r"[-+]?\d+(?:\.\d+)?", x) for x in (a, b))
+    return m[1] + (" " if m[1] else "") + (f"{a}/{b}" if plain else f"({a})/({b})")
+
+
+def _normalize(text: str) -> str:
+    """LaTeX, unicode minus, superscript powers of ten and vulgar fractions in plain writing."""
+    text = _LATEX_FRAC_RE.sub(_frac, text.replace("−", "-"))
+    for regex, repl in _LATEX:
+        text = regex.sub(repl, text)
+    text = _POWER_RE.sub(lambda m: "10^" + m[1].translate(_SUPERSCRIPT), text)
+    return _VULGAR_RE.sub(lambda m: (m[1] + " " if m[1] else "") + _VULGAR[m[2]], text)
+
+
+def _power_of_ten(exponent: str) -> Fraction:
+    """``10 ** exponent``; beyond what a float holds it is not read (``OverflowError``)."""
+    if len(exponent) > 5 or abs(int(exponent)) > 400:
+        raise OverflowError(exponent)
+    return Fraction(10) ** int(exponent)
+
+
+def _value(m: re.Match[str]) -> float | None:
+    """The value of one :data:`NUMBER_RE` match; ``None`` when it is not a number (``1/0``)."""
+    negative = "-" in (m["sign"] or "", m["sign2"] or "")
+    try:
+        if m["whole"] is not None:
+            value = Fraction(m["whole"]) + Fraction(int(m["num"]), int(m["den"]))
+        elif m["pow"] is not None:
+            value = _power_of_ten(m["pow"])
+        else:
+            value = Fraction(re.sub(f"[,{_SEP}]", "", m["mant"]))
+            if m["exp"] is not None or m["exp10"] is not None:
+                value *= _power_of_ten(m["exp"] or m["exp10"])
+            elif m["over"] is not None:
+                value /= Fraction(m["over"])
+        return float(-value if negative else value)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return None
+
+
+def _proper(num: str, den: str) -> bool:
+    """Whether ``num/den`` (digit strings of any length) is a proper fraction."""
+    num, den = num.lstrip("0") or "0", den.lstrip("0") or "0"
+    return (len(num), num) < (len(den), den)
+
+
+def _matches(text: str) -> list[re.Match[str]]:
+    """The numbers of ``text`` in order; an improper "mixed number" (``5 4/2``) is two numbers."""
+    out, pos = [], 0
+    while (m := NUMBER_RE.search(text, pos)) is not None:
+        if m["whole"] is not None and not _proper(m["num"], m["den"]):
+            m = NUMBER_RE.match(text[: m.start("whole") + len(m["whole"]) + 1], m.start())
+        out.append(m)
+        pos = m.end()
+    return out
+
+
+def numbers(text: str) -> list[float | None]:
+    """Every number in ``text``, in order, as the policy reads them (``None``: not a number).
+
+    >>> numbers("3 1/2, 1.5e3, 1.5 × 10^3, $-5, -$5.50, 12 000, 1,23, 40%, CO2, ¾, 1/0")
+    [3.5, 1500.0, 1500.0, -5.0, -5.5, 12000.0, 1.0, 23.0, 40.0, 0.75, None]
+    >>> numbers(r"\\frac{3}{4}, 2\\frac{1}{2}, 1.5 \\times 10^{3}, 1.5×10³, 10^6")
+    [0.75, 2.5, 1500.0, 1500.0, 1000000.0]
+    """
+    return [_value(m) for m in _matches(_normalize(text or ""))]
 
 
 def parse_number(text: str) -> float | None:
-    """Parse the first number in ``text``, understanding ``1,234``, ``$5``, ``40%``, ``3/4``.
+    """The first number in ``text`` (a gold answer, a tool's result), read as the policy reads it.
 
     Percent signs are dropped (``40%`` is 40, as GSM8K writes answers), fractions are divided.
 
     >>> [parse_number(s) for s in ["1,234", "$5.50", "40%", "-3/4", "−7", "1/0", "abc"]]
     [1234.0, 5.5, 40.0, -0.75, -7.0, None, None]
-    >>> parse_number(r"\\frac{1}{2}")
-    0.5
+    >>> parse_number(r"\\frac{1}{2}"), parse_number("1.5e3"), parse_number("3 1/2")
+    (0.5, 1500.0, 3.5)
     """
-    if text is None:
-        return None
-    text = _LATEX_FRAC_RE.sub(r"\1/\2", text)
-    m = NUMBER_RE.search(text)
-    if not m:
-        return None
-    raw = m.group(0).replace("−", "-")
-    raw = re.sub(r"[\s$€£%,]", "", raw)
-    try:
-        if "/" in raw:
-            num, den = raw.split("/", 1)
-            if float(den) == 0:
-                return None
-            return float(Fraction(num) / Fraction(den))
-        return float(raw)
-    except (ValueError, ZeroDivisionError):
-        return None
+    found = numbers(text) if isinstance(text, str) else []
+    return found[0] if found else None
 
 
 def last_number(text: str) -> float | None:
-    """The value of the last number in ``text``.
+    """The value of the last number in ``text``: a raw reading, not the answer policy (that is
+    :func:`extract_answer`, which also refuses hedges).
 
     >>> last_number("3 apples, then 12 more: 15")
     15.0
     """
-    found = NUMBER_RE.findall(_LATEX_FRAC_RE.sub(r"\1/\2", text or ""))
-    for raw in reversed(found):
-        value = parse_number(raw)
-        if value is not None:
-            return value
-    return None
+    found = [v for v in numbers(text) if v is not None]
+    return found[-1] if found else None
+
+
+def read_answer(statement: str, method: str = "text") -> Extraction:
+    """Read one answer statement: the number of its conclusion, or a hedge (module docstring, 2-3).
+
+    >>> [read_answer(s).value for s in ["from 10 to 16, so 16", "5 + 5 = 10", "12 apples", "7, 7"]]
+    [16.0, 10.0, 12.0, 7.0]
+    >>> [read_answer(s).hedge for s in ["7 or 8", "between 7 and 8", "7-8", "about 7 or 8", "7/8"]]
+    [(7.0, 8.0), (7.0, 8.0), (7.0, 8.0), (7.0, 8.0), ()]
+    """
+    text = _normalize(statement or "")
+    pieces = CONCLUSION_RE.split(text)
+    found: list[float | None] = []
+    for piece in reversed(pieces):
+        found = [_value(m) for m in _matches(piece)]
+        if found:
+            break
+    distinct: list[float | None] = []
+    for v in found:
+        if not any(_same(v, d) for d in distinct):
+            distinct.append(v)
+    clean = (statement or "").strip()
+    if len(distinct) > 1:
+        return Extraction(None, method, clean, tuple(v for v in distinct if v is not None))
+    return Extraction(distinct[0] if distinct else None, method, clean)
+
+
+def _same(a: float | None, b: float | None) -> bool:
+    return (a is None and b is None) or numbers_equal(a, b)
+
+
+def _agree(readings: list[Extraction], method: str, text: str) -> Extraction:
+    """One reading from several blocks: those with a number must agree, else it is a hedge."""
+    with_number = [r for r in readings if r.value is not None or r.hedge]
+    if not with_number:
+        return Extraction(None, method, text)
+    values: list[float] = []
+    for r in with_number:
+        for v in (r.value,) if r.value is not None else r.hedge:
+            if not any(numbers_equal(v, w) for w in values):
+                values.append(v)
+    if len(values) == 1 and all(r.value is not None for r in with_number):
+        return Extraction(values[0], method, text)
+    return Extraction(None, method, text, tuple(values))
+
+
+def _sentence(text: str) -> str:
+    """``text`` up to the end of its first sentence."""
+    return _SENTENCE_END_RE.split(text, 1)[0]
 
 
 def extract_answer(completion: str, *, strict: bool = False) -> Extraction:
-    """Find the final answer in a completion.
+    """Find the final answer in a completion (the policy: module docstring).
 
-    With ``strict=True`` only a closed ``<answer>...</answer>`` block counts (the reward and the
-    hackathon format); otherwise the fallbacks in the module docstring apply, in order.
+    With ``strict=True`` only closed ``<answer>...</answer>`` blocks count (the reward and the
+    hackathon format); otherwise the fallbacks of the module docstring apply, in order.
 
     >>> extract_answer("so the answer is 42.").method
     'the_answer_is'
@@ -101,28 +287,35 @@ def extract_answer(completion: str, *, strict: bool = False) -> Extraction:
     True
     >>> extract_answer("<answer>7 + 8 = 15</answer>").value
     15.0
+    >>> extract_answer("<answer>5</answer><answer>4</answer>").hedge  # two blocks, two answers
+    (5.0, 4.0)
     """
     completion = completion or ""
     tags = ANSWER_TAG_RE.findall(completion)
     if tags:
-        inner = tags[-1].strip()
-        # "<answer>5 + 5 = 10</answer>": the result is what follows the last "="
-        return Extraction(parse_number(inner.rsplit("=", 1)[-1]), "answer_tag", inner)
+        return _agree([read_answer(t, "answer_tag") for t in tags], "answer_tag", tags[-1].strip())
     if strict:
         return Extraction(None, "none", "")
     opened = OPEN_ANSWER_RE.search(completion)
-    if opened and parse_number(opened.group(1)) is not None:
-        return Extraction(parse_number(opened.group(1)), "open_answer_tag", opened.group(1).strip())
-    for method, regex in (
-        ("boxed", BOXED_RE),
-        ("the_answer_is", THE_ANSWER_RE),
-        ("hashes", HASH_RE),
-    ):
-        hits = regex.findall(completion)
-        if hits and parse_number(hits[-1]) is not None:
-            return Extraction(parse_number(hits[-1]), method, hits[-1].strip())
-    value = last_number(completion)
-    return Extraction(value, "last_number" if value is not None else "none", "")
+    boxes = BOXED_RE.findall(completion)
+    the_answer_is, hashes = THE_ANSWER_RE.findall(completion), HASH_RE.findall(completion)
+    sentences = [s for s in _SENTENCE_END_RE.split(completion) if numbers(s)]
+    candidates = (
+        lambda: read_answer(opened.group(1), "open_answer_tag") if opened else None,
+        lambda: (
+            _agree([read_answer(b) for b in boxes], "boxed", boxes[-1].strip()) if boxes else None
+        ),
+        lambda: (
+            read_answer(_sentence(the_answer_is[-1]), "the_answer_is") if the_answer_is else None
+        ),
+        lambda: read_answer(_sentence(hashes[-1]), "hashes") if hashes else None,
+        lambda: read_answer(sentences[-1], "last_number") if sentences else None,
+    )
+    for candidate in candidates:
+        ex = candidate()
+        if ex is not None and (ex.value is not None or ex.hedge):
+            return ex
+    return Extraction(None, "none", "")
 
 
 def numbers_equal(
@@ -139,10 +332,12 @@ def numbers_equal(
 
 
 def is_correct(completion: str, gold: str | float, *, strict: bool = False) -> bool:
-    """Whether the completion's final answer equals ``gold`` numerically.
+    """Whether the completion's final answer equals ``gold`` numerically (a hedge never does).
 
     >>> is_correct("<answer>1,000</answer>", "1000"), is_correct("<answer>99</answer>", 100)
     (True, False)
+    >>> is_correct("<answer>7 or 8</answer>", 7), is_correct("<answer>7 or 8</answer>", 8)
+    (False, False)
     """
     gold_value = gold if isinstance(gold, (int, float)) else parse_number(str(gold))
     return numbers_equal(extract_answer(completion, strict=strict).value, gold_value)

@@ -163,12 +163,15 @@ def categorize(text: str, gold: str, truncated: bool) -> str:
     'correct'
     >>> categorize("it is 4", "4", False), categorize("<reasoning>r", "4", True)
     ('broken_format', 'truncated')
+    >>> categorize("<reasoning>r</reasoning><answer>4 or 5</answer>", "4", False)  # a hedge
+    'wrong_number'
     """
     if is_correct(text, gold, strict=True) and has_format(text):
         return "correct"
     if truncated:
         return "truncated"
-    if extract_answer(text).value is None:
+    found = extract_answer(text)
+    if found.value is None and not found.hedge:
         return "no_answer"
     if not has_format(text):
         return "broken_format"

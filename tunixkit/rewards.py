@@ -6,6 +6,11 @@ plus ``trajectory_ids`` and ``mode``; several functions are summed. All are pure
 any string, and are bounded: :func:`reward` registers each in :data:`REWARDS` with its bounds, and
 the property tests check every registered reward (a new one is tested by being registered).
 
+The rewards that read the gold ``answer`` read the completion's answer with the one policy of
+:mod:`tunixkit.answers` (:func:`~tunixkit.answers.extract_answer`): the conclusion's number, and
+a hedge (``7 or 8``, two ``<answer>`` blocks that differ) is a wrong number, so listing candidates
+never scores above answering one wrong number.
+
 >>> done = "<reasoning>3 + 4 = 7</reasoning>\\n<answer>7</answer>"
 >>> format_exact([""], [done]), answer_match([""], [done], answer=["7"])
 ([3.0], [3.0])
@@ -17,7 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tunixkit.answers import extract_answer, last_number, numbers_equal, parse_number
+from tunixkit.answers import extract_answer, is_correct, numbers_equal, parse_number
 
 FORMAT_RE = re.compile(
     r"^\s*<reasoning>(?:(?!</?(?:reasoning|answer)>).)+?</reasoning>\s*"
@@ -101,6 +106,8 @@ def answer_match(
     """3.0 for the exact answer in ``<answer>``; partial credit near it; -1 for a wrong number.
 
     Partial credit: 1.5 within 10% of the gold answer, 0.5 within 20%; 0 when there is no answer.
+    A hedge (``7 or 8``, or two ``<answer>`` blocks that differ) is a wrong number: -1, never
+    partial credit.
 
     Args:
         completions: the generated texts.
@@ -111,11 +118,17 @@ def answer_match(
     >>> answer_match(["q"] * 4, ["<answer>100</answer>", "<answer>95</answer>", "<answer>7</answer>", "none"],
     ...              answer=["100"] * 4)
     [3.0, 1.5, -1.0, 0.0]
+    >>> hedged, settled = "<answer>99 or 100</answer>", "<answer>from 90 to 100, so 100</answer>"
+    >>> answer_match(["q"] * 2, [hedged, settled], answer=["100"] * 2)
+    [-1.0, 3.0]
     """
     out = []
     for c, gold in zip(completions, answer, strict=True):
-        got, want = extract_answer(c, strict=True).value, parse_number(str(gold))
-        if got is None or want is None:
+        found, want = extract_answer(c, strict=True), parse_number(str(gold))
+        got = found.value
+        if want is not None and found.hedge:
+            out.append(-1.0)
+        elif got is None or want is None:
             out.append(0.0)
         elif numbers_equal(got, want):
             out.append(3.0)
@@ -129,20 +142,22 @@ def answer_match(
 def number_match(
     prompts: Sequence[str], completions: Sequence[str], *, answer: Sequence[str], **kwargs: Any
 ) -> list[float]:
-    """1.5 when the first number inside ``<answer>`` (or else the last number) equals the answer.
+    """1.5 when the completion's answer equals the gold answer, read leniently: the ``<answer>``
+    block, or without one ``\\boxed{}``, "the answer is", ``####`` or the last sentence
+    (:func:`~tunixkit.answers.is_correct` with ``strict=False``); a hedge earns nothing.
 
     Returns:
         one reward per completion, in [0, 1.5].
 
     >>> number_match(["q", "q"], ["so 1,200 total", "<answer>12 apples</answer>"], answer=["1200", "12"])
     [1.5, 1.5]
+    >>> number_match(["q"], ["<answer>12 or 13</answer>"], answer=["12"])
+    [0.0]
     """
-    out = []
-    for c, gold in zip(completions, answer, strict=True):
-        ex = extract_answer(c, strict=True)
-        got = ex.value if ex.value is not None else last_number(c or "")
-        out.append(1.5 if numbers_equal(got, parse_number(str(gold))) else 0.0)
-    return out
+    return [
+        1.5 if is_correct(c or "", str(gold)) else 0.0
+        for c, gold in zip(completions, answer, strict=True)
+    ]
 
 
 @reward(-1.0, 3.0)
