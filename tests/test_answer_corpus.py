@@ -32,7 +32,9 @@ def test_corpus_is_well_formed():
 def test_tunixkit_agrees_with_human_verdicts():
     data = rows()
     agree = sum(is_correct(r["completion"], r["gold"]) == r["correct"] for r in data)
-    assert agree / len(data) >= 0.88, f"tunixkit agrees on only {agree}/{len(data)}"
+    assert agree / len(data) >= 0.92, f"tunixkit agrees on only {agree}/{len(data)}"
+    false_accepts = [r["id"] for r in data if is_correct(r["completion"], r["gold"]) > r["correct"]]
+    assert not false_accepts, f"tunixkit accepts what the human rejects: ids {false_accepts}"
 
 
 @pytest.mark.skipif(
