@@ -174,9 +174,10 @@ def _value(m: re.Match[str]) -> float | None:
 
 
 def _proper(num: str, den: str) -> bool:
-    """Whether ``num/den`` (digit strings of any length) is a proper fraction."""
-    num, den = num.lstrip("0") or "0", den.lstrip("0") or "0"
-    return (len(num), num) < (len(den), den)
+    """Whether ``num/den`` (digit strings of any length) is a proper fraction, as a mixed number
+    writes it: ``12 000/2`` is no mixed number."""
+    den = den.lstrip("0") or "0"
+    return not num.startswith("0") and (len(num), num) < (len(den), den)
 
 
 def _matches(text: str) -> list[re.Match[str]]:
