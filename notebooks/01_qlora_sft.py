@@ -261,7 +261,9 @@ summary = {
 # the held-out loss at least halved.
 
 # %%
-assert trained.stopped == "done" or (clock.hours and trained.stopped == "session clock"), trained
+assert trained.stopped in ("done", "stop requested") or (
+    clock.hours and trained.stopped == "session clock"
+), trained
 assert summary["eval_loss_last"] < summary["eval_loss_first"], summary
 if (
     rt.smoke and trained.stopped == "done"

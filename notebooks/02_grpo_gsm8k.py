@@ -359,8 +359,10 @@ summary = {
 # answers (the quantities GRPO optimises) rise, and greedy accuracy does not fall beyond noise.
 
 # %%
-assert trained.stopped == "done" or (clock.hours and trained.stopped == "session clock"), trained
-assert trained.steps == recipe.grpo.num_steps or trained.stopped == "session clock", trained
+assert trained.stopped in ("done", "stop requested") or (
+    clock.hours and trained.stopped == "session clock"
+), trained
+assert trained.steps == recipe.grpo.num_steps or trained.stopped != "done", trained
 assert answer.strip(), "the exported checkpoint, loaded by tunix alone, produced no text"
 if trained.steps >= 20:  # enough logged steps to compare windows
     assert summary["reward_last"] > summary["reward_first"], summary

@@ -265,7 +265,9 @@ summary
 # noise: greedy accuracy may fall by at most 0.05, and the format must hold.
 
 # %%
-assert trained.stopped == "done" or (clock.hours and trained.stopped == "session clock"), trained
+assert trained.stopped in ("done", "stop requested") or (
+    clock.hours and trained.stopped == "session clock"
+), trained
 assert summary["margin_last"] > summary["margin_first"], summary
 if (
     rt.smoke and trained.stopped == "done"

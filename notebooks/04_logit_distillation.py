@@ -240,7 +240,9 @@ summary = {
 # held-out answers at least halved, and its eval loss at least half-way closer to the teacher's.
 
 # %%
-assert trained.stopped == "done" or (clock.hours and trained.stopped == "session clock"), trained
+assert trained.stopped in ("done", "stop requested") or (
+    clock.hours and trained.stopped == "session clock"
+), trained
 if (
     rt.smoke and trained.stopped == "done"
 ):  # a whole run (a session stopped early is judged at its end)

@@ -345,5 +345,7 @@ if final == "grpo":
         f"math accuracy fell from {acc[0]:.2f} to {acc[1]:.2f} (noise {noise:.2f})"
     )
 else:
-    assert clock.hours, f"the pipeline stopped at {final} without a session limit"
+    assert clock.hours or clock.stop_file.is_file(), (
+        f"the pipeline stopped at {final} without a session limit or a STOP file"
+    )
 print("pipeline OK")

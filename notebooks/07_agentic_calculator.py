@@ -258,5 +258,7 @@ if final == "grpo":
     assert formed[1] > formed[0], f"well-formed calls {formed[0]:.2f} -> {formed[1]:.2f}"
     assert after["accuracy"] > evals["after, no tool"]["accuracy"], "the tool does not help"
 else:
-    assert clock.hours, f"stopped at {final} without a session limit"
+    assert clock.hours or clock.stop_file.is_file(), (
+        f"stopped at {final} without a session limit or a STOP file"
+    )
 print("agentic OK")

@@ -1,14 +1,13 @@
 """A small training run through tunixkit's one loop, for the kill-and-resume tests (run as a script).
 
-    python tests/resume_job.py {grpo,dpo,distill} OUTPUT_DIR [--pause SECONDS]
+    python tests/resume_job.py {grpo,dpo,distill} OUTPUT_DIR
 
 Builds the trainer the way the notebooks do (GRPO: LoRA on the shared reference, KL, gradient
 accumulation; DPO: LoRA; distillation: tiny teacher and student), trains ``STEPS`` steps with
 ``training.run`` and checkpoints every 2, and records what it trained on: ``trained.jsonl`` gets one
 row per trained batch (its step and a fingerprint of its content, taken where the trainer prepares
 the batch it is about to train on; GRPO's own ``rollouts.jsonl`` names each step's questions).
-``--pause`` sleeps after each step so a test can kill the process between checkpoints. The last
-line printed is a JSON summary with the weights digest.
+A test kills it at a known checkpoint with ``tests/killing.py``. The last line printed is a JSON summary with the weights digest.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ import hashlib
 import json
 import os
 import pathlib
-import time
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("WANDB_MODE", "disabled")
@@ -54,14 +52,12 @@ def _fingerprint(batch) -> str:
     return h.hexdigest()[:12]
 
 
-def _record_batches(trainer, path: pathlib.Path, pause: float) -> None:
+def _record_batches(trainer, path: pathlib.Path) -> None:
     """Note each batch the trainer prepares to train on (tunix calls ``_prepare_inputs`` once per
     trained batch, after skipping the ones a restored checkpoint covers)."""
     prepare = trainer._prepare_inputs
 
     def recorded(batch):
-        if pause:
-            time.sleep(pause)
         with path.open("a") as f:
             f.write(
                 json.dumps({"step": trainer.train_steps + 1, "batch": _fingerprint(batch)}) + "\n"
@@ -71,26 +67,21 @@ def _record_batches(trainer, path: pathlib.Path, pause: float) -> None:
     trainer._prepare_inputs = recorded
 
 
-def grpo(out: pathlib.Path, mesh, pause: float):
+def grpo(out: pathlib.Path, mesh):
     reference = models.load_model("tiny-gemma3-sft", mesh=mesh, verbose=False)
     actor = models.apply_lora(reference.model, rank=8, alpha=16.0, mesh=mesh, verbose=False)
     settings = rl.GRPOSettings(learning_rate=3e-3, beta=0.1, max_prompt_length=96, max_generation_steps=16,
                                batch_size=4, micro_batch_size=2, num_generations=2, num_steps=STEPS,
                                checkpoint_every=EVERY, temperature=1.0)  # fmt: skip
 
-    def slow(prompts, completions, **kwargs):  # a zero reward that gives the test time to kill
-        if pause:
-            time.sleep(pause)
-        return [0.0] * len(completions)
-
     learner, _ = rl.build_grpo(actor, reference.model, reference.tokenizer, mesh=mesh, settings=settings,
-                               reward_fns=[*rewards.DEFAULT_REWARDS, slow], output_dir=out,
+                               reward_fns=list(rewards.DEFAULT_REWARDS), output_dir=out,
                                eos_ids=reference.eos_ids, vocab_size=reference.config.num_embed)  # fmt: skip
     batches = data.grpo_dataset(_records(200, 0), batch_size=4, num_batches=STEPS, seed=0)
     return learner, batches, None, actor
 
 
-def dpo(out: pathlib.Path, mesh, pause: float):
+def dpo(out: pathlib.Path, mesh):
     from tunix.sft.dpo import dpo_trainer
 
     reference = models.load_model("tiny-gemma3-sft", mesh=mesh, verbose=False)
@@ -105,11 +96,11 @@ def dpo(out: pathlib.Path, mesh, pause: float):
     trainer = dpo_trainer.DPOTrainer(
         actor, reference.model, training.optimizer(1e-3, STEPS), config
     )
-    _record_batches(trainer, out / "trained.jsonl", pause)
+    _record_batches(trainer, out / "trained.jsonl")
     return trainer, batches, None, actor
 
 
-def distillation(out: pathlib.Path, mesh, pause: float):
+def distillation(out: pathlib.Path, mesh):
     from tunix.distillation import distillation_trainer
 
     teacher = models.load_model("tiny-gemma3-sft", mesh=mesh, verbose=False)
@@ -122,7 +113,7 @@ def distillation(out: pathlib.Path, mesh, pause: float):
         student.model, teacher.model, distill.strategy(student.config.num_embed, temperature=2.0, alpha=0.7),
         training.optimizer(3e-3, STEPS), config,
     ).with_gen_model_input_fn(training.model_inputs_fn(teacher.tokenizer.pad_id()))  # fmt: skip
-    _record_batches(trainer, out / "trained.jsonl", pause)
+    _record_batches(trainer, out / "trained.jsonl")
     return trainer, batches, None, student.model
 
 
@@ -133,14 +124,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("kind", choices=sorted(JOBS))
     ap.add_argument("out", type=pathlib.Path)
-    ap.add_argument("--pause", type=float, default=0.0)
     ap.add_argument(
         "--stop-after", type=int, help="train only this many steps (a session clock stop)"
     )
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     mesh = runtime.make_mesh()
-    trainer, batches, eval_batches, model = JOBS[args.kind](args.out, mesh, args.pause)
+    trainer, batches, eval_batches, model = JOBS[args.kind](args.out, mesh)
     if args.stop_after:
         batches = batches[: args.stop_after]
     restored = runlog.digest(model)

@@ -4,13 +4,17 @@ As on Kaggle: each session's Python lacks tunixkit (a fresh interpreter over the
 Kaggle's image has jax, tunix and friends), so the notebook's install cell installs it into the
 running process; the working folder starts empty; ``KAGGLE_KERNEL_RUN_TYPE`` is set.
 
-- An uninterrupted run gives the reference (and the timings that size the session).
-- Session 1 gets a session limit of about half its training time (``SESSION_HOURS``) and is
-  SIGKILLed when the limit arrives, if it is still running. Its session clock must have stopped
-  training in time for a checkpoint and an export that loads.
+- An uninterrupted run gives the reference.
+- 01, session 1: SIGKILLed right after its checkpoint at step 25 (the session's hard end, or a
+  crash: ``tests/killing.py``), then run again in the same session with ``OUTPUT_DIR/STOP`` asking
+  it to stop at step 50: it continues from 25 and ends as the session clock ends a run, with a
+  checkpoint and an export that loads. 02, session 1: ``STOP`` at step 15.
 - Its output, made read-only, is session 2's ``RESUME_FROM``: session 2 trains exactly the remaining
   steps on the batches the uninterrupted run used, reuses the stored "before" evaluation, and ends
   with the uninterrupted run's weights.
+
+Every interruption is an event (a checkpoint committed, a step reached), never a number of seconds,
+so a busy machine changes how long this takes and nothing else.
 
 The notebook's py:percent source runs as a plain script with its parameters injected after the
 ``parameters`` cell (``tunixkit.testing.notebook_script``), so the killed process is the one training.
@@ -20,20 +24,20 @@ import json
 import os
 import pathlib
 import shutil
-import signal
 import stat
 import subprocess
 import sys
 
+import killing
 import pytest
 
 from tunixkit import models, session, testing
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SITE = next(p for p in sys.path if p.endswith("site-packages") and pathlib.Path(p, "jax").is_dir())
-CASES = {  # notebook: (reduced parameters, model id, steps)
-    "01_qlora_sft": ({"NUM_STEPS": 60, "EVAL_QUESTIONS": 32}, "tiny-gemma3", 60),
-    "02_grpo_gsm8k": ({"NUM_STEPS": 30, "EVAL_QUESTIONS": 32}, "tiny-gemma3-sft", 30),
+CASES = {  # notebook: (reduced parameters, model id, steps, killed after checkpoint, stopped at)
+    "01_qlora_sft": ({"NUM_STEPS": 60, "EVAL_QUESTIONS": 32}, "tiny-gemma3", 60, 25, 50),
+    "02_grpo_gsm8k": ({"NUM_STEPS": 30, "EVAL_QUESTIONS": 32}, "tiny-gemma3-sft", 30, None, 15),
 }
 
 
@@ -72,27 +76,25 @@ def _run(
     cwd: pathlib.Path,
     *,
     kaggle: bool,
-    limit: float | None = None,
+    kill_after: int | None = None,
+    log_name: str = "log.txt",
 ):
-    """Run the notebook; SIGKILL it ``limit`` seconds after it started if it is still running."""
+    """Run the notebook to its end, or SIGKILL it right after its checkpoint ``kill_after``."""
     cwd.mkdir(parents=True, exist_ok=True)
     script = testing.notebook_script(
         ROOT / "notebooks" / f"{name}.py", params | {"OUTPUT_DIR": "run"}, cwd / "nb.py"
     )
-    log = (cwd / "log.txt").open("w")
+    log = cwd / log_name
+    env = _env(kaggle) if kill_after is None else killing.hang_at(_env(kaggle), kill_after)
     proc = subprocess.Popen(
-        [python, str(script)], cwd=cwd, env=_env(kaggle), stdout=log, stderr=subprocess.STDOUT
+        [python, str(script)], cwd=cwd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT
     )
-    try:
-        proc.wait(timeout=limit or 1200)
-        killed = False
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGKILL)  # the session ends: no cleanup, no final cell
-        proc.wait()
-        killed = True
-    text = (cwd / "log.txt").read_text()
-    assert killed or proc.returncode == 0, text[-4000:]
-    return cwd / "run", killed, text
+    if kill_after is not None:
+        return cwd / "run", killing.kill_when_hanging(proc, log, kill_after)
+    proc.wait()
+    text = log.read_text()
+    assert proc.returncode == 0, text[-4000:]
+    return cwd / "run", text
 
 
 def _read_only(folder: pathlib.Path) -> None:
@@ -112,44 +114,39 @@ def _rollouts(folder: pathlib.Path, steps, skip: int = 0) -> dict[int, list]:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_two_kaggle_sessions(tmp_path, name):
-    params, model_id, steps = CASES[name]
-    straight_dir, _, _ = _run(sys.executable, name, params, tmp_path / "straight", kaggle=False)
+    params, model_id, steps, kill_after, stop_at = CASES[name]
+    straight_dir, _ = _run(sys.executable, name, params, tmp_path / "straight", kaggle=False)
     straight = json.loads((straight_dir / "summary.json").read_text())
     assert (straight["steps"], straight["stopped"]) == (steps, "done")
 
-    # Session 1: time for the install, everything before training and about half of training. The
-    # pace comes from the uninterrupted run; a session 1 that ran so much faster (a busy machine
-    # slowed the other) that it finished is repeated once at the pace it showed itself.
-    timed = straight
-    for attempt in (1, 2):
-        before_training = timed["seconds"] - timed["train_seconds"]
-        limit = 20 + before_training + 0.5 * timed["train_seconds"]
-        folder = tmp_path / f"session1-{attempt}"
-        first, killed, log1 = _run(_kernel_python(tmp_path / f"kernel1-{attempt}"), name,
-                                   params | {"SESSION_HOURS": limit / 3600}, folder, kaggle=True, limit=limit)  # fmt: skip
-        done = session.latest_checkpoint_step(first)
-        if killed or done != steps:
-            break
-        timed = json.loads((first / "summary.json").read_text())
-        print(
-            f"{name}: session 1 finished all {steps} steps in {timed['seconds']:.0f}s < {limit:.0f}s; again"
-        )
-    assert "installing tunixkit into" in log1, "the install cell did not install tunixkit"
-    assert done is not None and 0 < done < steps, (
-        f"session 1 ended training at {done} of {steps}\n{log1[-3000:]}"
-    )
-    assert "stopping after" in log1 and "kept for the checkpoint, export and evaluation" in log1
+    kernel = _kernel_python(tmp_path / "kernel1")
+    folder = tmp_path / "session1"
+    logs = ""
+    if kill_after:  # the session's hard end (or a crash) right after a checkpoint
+        first, said = _run(kernel, name, params, folder, kaggle=True, kill_after=kill_after,
+                           log_name="killed.txt")  # fmt: skip
+        logs += said
+        assert session.latest_checkpoint_step(first) == kill_after
+        assert not (first / "summary.json").exists()
+    # the same session, run again, stopped by OUTPUT_DIR/STOP at step ``stop_at``
+    (folder / "run").mkdir(parents=True, exist_ok=True)
+    (folder / "run" / "STOP").write_text(f"{stop_at}\n")
+    first, log1 = _run(kernel, name, params, folder, kaggle=True)
+    logs += log1
+    assert "installing tunixkit into" in logs, "the install cell did not install tunixkit"
+    done = session.latest_checkpoint_step(first)
+    stopped = json.loads((first / "summary.json").read_text())
+    assert (done, stopped["steps"], stopped["stopped"]) == (stop_at, stop_at, "stop requested")
+    assert stopped["resumed_from"] == (kill_after or 0), stopped
+    assert f"stopping after {stop_at} of the run's batches: " in log1 and "asks to stop" in log1
     exported = models.load_model(model_id, path=first / "export" / "hf", verbose=False)
     judged = testing.load_orbax_export(first / "export" / "orbax")
     assert testing.logits(judged).tolist() == testing.logits(exported.model).tolist()
-    print(
-        f"{name}: session 1 trained {done} of {steps} steps, {'killed at' if killed else 'ended before'} its limit"
-    )
 
     # Session 2: a new machine; the last session's output is a read-only input.
     shutil.copytree(first, tmp_path / "input" / "run")
     _read_only(tmp_path / "input")
-    second, _, log2 = _run(_kernel_python(tmp_path / "kernel2"), name,
+    second, log2 = _run(_kernel_python(tmp_path / "kernel2"), name,
                            params | {"RESUME_FROM": str(tmp_path / "input" / "run")}, tmp_path / "session2", kaggle=True)  # fmt: skip
     summary = json.loads((second / "summary.json").read_text())
     assert (summary["resumed_from"], summary["steps"], summary["stopped"]) == (done, steps, "done")

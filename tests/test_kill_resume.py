@@ -1,6 +1,6 @@
-"""Resume, proven for every trainer: a GRPO, a DPO and a distillation run are SIGKILLed between
-checkpoints, run again, and must train exactly the remaining steps, on the batches an uninterrupted
-run trained on, and end with the same weights. And the session clock: a run it stops in time ends
+"""Resume, proven for every trainer: a GRPO, a DPO and a distillation run are SIGKILLed right
+after their checkpoint at step 2 (``tests/killing.py``), run again, and must train exactly the
+remaining steps, on the batches an uninterrupted run trained on, and end with the same weights. And the session clock: a run it stops in time ends
 with a checkpoint that holds its last step.
 
 Each run is ``tests/resume_job.py`` in its own process (the notebooks' building blocks and
@@ -12,8 +12,8 @@ import os
 import pathlib
 import subprocess
 import sys
-import time
 
+import killing
 import pytest
 
 from tunixkit import session
@@ -58,17 +58,13 @@ def test_killed_run_resumes_the_remaining_steps_on_the_same_batches(tmp_path, ki
     assert sorted(expected) == list(range(1, STEPS + 1))
 
     out = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, str(JOB), kind, str(out), "--pause", "1.0"], env=_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    deadline = time.monotonic() + 600
-    while (session.latest_checkpoint_step(out) or 0) < 2:
-        assert proc.poll() is None, "the run ended before it could be killed"
-        assert time.monotonic() < deadline, "no checkpoint within 10 minutes"
-        time.sleep(0.1)
-    proc.kill()  # SIGKILL: no cleanup, no final checkpoint
-    proc.wait()
+    out.mkdir()
+    log = out / "first.log"
+    proc = subprocess.Popen([sys.executable, str(JOB), kind, str(out)], env=killing.hang_at(_env(), 2),
+                            stdout=log.open("w"), stderr=subprocess.STDOUT)  # fmt: skip
+    killing.kill_when_hanging(proc, log, 2)
     last = session.latest_checkpoint_step(out)
-    assert 2 <= last < STEPS, last
+    assert last == 2, last
     before = len(_rows(out / ("rollouts.jsonl" if kind == "grpo" else "trained.jsonl")))
 
     resumed = _run(kind, out)

@@ -1,7 +1,8 @@
-"""Notebook 06 across two Kaggle-like sessions: the first is SIGKILLed in its GRPO stage (after the
-stage's first checkpoint); its output, made read-only, is the second session's ``RESUME_FROM``. The
-second must not train the finished stages again, must read their evaluations back, must continue
-GRPO from its checkpoint (the remaining steps only) and must end with the notebook's checks passed.
+"""Notebook 06 across two Kaggle-like sessions: the first is SIGKILLed in its GRPO stage, right after
+the stage's first checkpoint (``tests/killing.py``); its output, made read-only, is the second
+session's ``RESUME_FROM``. The second must not train the finished stages again, must read their
+evaluations back, must continue GRPO from its checkpoint (the remaining steps only) and must end
+with the notebook's checks passed.
 
 The notebook's py:percent source runs as a plain script with its parameters injected
 (``tunixkit.testing.notebook_script``), so the killed process is the one training.
@@ -14,7 +15,8 @@ import re
 import stat
 import subprocess
 import sys
-import time
+
+import killing
 
 from tunixkit import testing
 
@@ -28,10 +30,12 @@ def _env():
                 HF_DATASETS_OFFLINE="1", WANDB_MODE="disabled")  # fmt: skip
 
 
-def _start(tmp: pathlib.Path, name: str, **params) -> tuple[subprocess.Popen, pathlib.Path]:
+def _start(
+    tmp: pathlib.Path, name: str, env: dict, **params
+) -> tuple[subprocess.Popen, pathlib.Path]:
     script = testing.notebook_script(NOTEBOOK, params, tmp / f"{name}.py")
     log = tmp / f"{name}.log"
-    proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp, env=_env(),
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp, env=env,
                             stdout=log.open("w"), stderr=subprocess.STDOUT)  # fmt: skip
     return proc, log
 
@@ -43,15 +47,9 @@ def _rollout_steps(run: pathlib.Path) -> list[int]:
 
 def test_a_pipeline_killed_in_its_grpo_stage_continues_there_in_the_next_session(tmp_path):
     first = tmp_path / "input" / "run"
-    proc, log = _start(tmp_path, "session1", OUTPUT_DIR=str(first))
-    checkpoint = first / "grpo" / "checkpoints" / "actor" / str(KILL_AT) / "commit_success.txt"
-    deadline = time.monotonic() + 1200
-    while not checkpoint.is_file():
-        assert proc.poll() is None, log.read_text()[-3000:]
-        assert time.monotonic() < deadline, "no GRPO checkpoint within 20 minutes"
-        time.sleep(0.2)
-    proc.kill()  # SIGKILL: no cleanup, no export of the GRPO stage
-    proc.wait()
+    proc, log = _start(tmp_path, "session1", killing.hang_at(_env(), KILL_AT, "grpo"),
+                       OUTPUT_DIR=str(first))  # fmt: skip
+    killing.kill_when_hanging(proc, log, KILL_AT)  # SIGKILL: no export of the GRPO stage
     stages = json.loads((first / "stages.json").read_text())
     assert [
         n for n in ("sft", "improve", "preference", "grpo") if stages.get(n, {}).get("done")
@@ -61,8 +59,8 @@ def test_a_pipeline_killed_in_its_grpo_stage_continues_there_in_the_next_session
         p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
     second = tmp_path / "working" / "run"
-    proc, log = _start(tmp_path, "session2", OUTPUT_DIR=str(second), RESUME_FROM=str(first))
-    assert proc.wait(timeout=1200) == 0, log.read_text()[-3000:]
+    proc, log = _start(tmp_path, "session2", _env(), OUTPUT_DIR=str(second), RESUME_FROM=str(first))
+    assert proc.wait() == 0, log.read_text()[-3000:]
     said = log.read_text()
     assert f"continuing from {first} (each stage continues from its own checkpoint)" in said
     assert (

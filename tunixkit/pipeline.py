@@ -277,7 +277,10 @@ def finish_stage(stages: Stages, name: str, lora, base, recipe, mesh, result) ->
 
     exports = checkpoints.export(lora, base, stages.dir(name) / "export", lora_rank=_rank(recipe, name),
                                  lora_alpha=recipe.lora_alpha, mesh=mesh)  # fmt: skip
-    if result.stopped == "done" or not _session_over(stages.session):
+    # a stage that OUTPUT_DIR/STOP stopped is not done: the next run continues it
+    if result.stopped == "done" or (
+        result.stopped != "stop requested" and not _session_over(stages.session)
+    ):
         stages.finish(name, exports["hf"], steps=result.steps, stopped=result.stopped)
         return str(exports["hf"])
     return None

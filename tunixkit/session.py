@@ -35,7 +35,14 @@ __all__ = [
 DEFAULT_HOURS = {"kaggle": 9.0, "colab": 12.0, "local": None}  # a session's hard limit, by platform
 START_ENV = "TUNIXKIT_SESSION_START"  # set by the first cell: when this session's clock started
 RECIPE_FILE, TIMINGS_FILE = "recipe.json", "timings.json"
-_NOT_CARRIED = {"export", "checkpoints", "executed.ipynb", "previous"}  # not copied by RESUME_FROM
+STOP_FILE = "STOP"  # OUTPUT_DIR/STOP: training stops (see Session.stop_requested)
+_NOT_CARRIED = {
+    "export",
+    "checkpoints",
+    "executed.ipynb",
+    "previous",
+    STOP_FILE,
+}  # not copied by RESUME_FROM
 
 
 class RecipeMismatch(RuntimeError):
@@ -111,6 +118,26 @@ class Session:
     def must_stop(self, next_step_seconds: float = 0.0) -> bool:
         """Whether training must stop now to leave :meth:`reserve` after one more step."""
         return self.remaining() - next_step_seconds < self.reserve()
+
+    @property
+    def stop_file(self) -> pathlib.Path:
+        return self.out_dir / STOP_FILE
+
+    def stop_requested(self, steps: int) -> bool:
+        """Whether ``OUTPUT_DIR/STOP`` asks training to stop now, ``steps`` steps into the run: an
+        empty file stops at the next step, a file holding a number N once N steps are done. Training
+        then ends as the session clock ends it (a last checkpoint, the export and the evaluation).
+        A continuing session (``RESUME_FROM``) does not carry the file over."""
+        if not self.stop_file.is_file():
+            return False
+        text = self.stop_file.read_text().strip()
+        if not text:
+            return True
+        if not text.isdigit():
+            raise ValueError(
+                f"{self.stop_file}: expected an empty file or a step number, found {text[:40]!r}"
+            )
+        return steps >= int(text)
 
     def fit(self, n: int, *, label: str = "evaluation") -> int:
         """How many of ``n`` questions the evaluation after training can take in the time left

@@ -259,9 +259,9 @@ class RunResult:
     resumed_from: int  # steps the trainer had done when this run started (its restored checkpoint)
     steps: int  # steps done by the end (restored ones included)
     seconds: float  # this run's training wall time
-    stopped: (
-        str  # "done" (all steps), "session clock" (stopped in time) or "data" (batches ran out)
-    )
+    # why it ended: "done" (all steps), "session clock" (stopped in time), "stop requested"
+    # (OUTPUT_DIR/STOP) or "data" (the batches ran out)
+    stopped: str
 
     @property
     def trained(self) -> int:
@@ -303,18 +303,29 @@ class _Feed:
         finally:
             self.ended = time.perf_counter()
 
-    def _must_stop(self) -> bool:
-        return self.session is not None and self.session.must_stop(
-            max(self.step_seconds[-3:], default=0.0)
-        )
+    def _must_stop(self, steps: int) -> bool:
+        """Whether to stop with ``steps`` steps done: the session clock leaves no time for another
+        step, or ``OUTPUT_DIR/STOP`` asks to stop (``stopped`` says which)."""
+        if self.session is None:
+            return False
+        if hasattr(self.session, "stop_requested") and self.session.stop_requested(steps):
+            self.stopped = "stop requested"
+            return True
+        if self.session.must_stop(max(self.step_seconds[-3:], default=0.0)):
+            self.stopped = "session clock"
+            return True
+        return False
 
     def _batches(self) -> Iterator[Any]:
         for i, batch in enumerate(self.batches):
             if i >= self.skip:
-                stop = self._must_stop() if self.decided is None else self.decided
+                stop = self._must_stop(i) if self.decided is None else self.decided
                 self.decided = None
+                if stop and self.stopped == "stop requested":
+                    print(f"{self.label}: stopping after {i} of the run's batches: "
+                          f"{self.session.stop_file} asks to stop")  # fmt: skip
+                    return
                 if stop:
-                    self.stopped = "session clock"
                     print(f"{self.label}: stopping after {i} of the run's batches: {self.session.remaining():.0f}s "
                           f"are left and {self.session.reserve():.0f}s are kept for the checkpoint, export "
                           "and evaluation after training")  # fmt: skip
@@ -335,7 +346,7 @@ class _Feed:
         if self.last is not None and steps > self.last_steps:
             self.step_seconds.append((now - self.last) / (steps - self.last_steps))
         self.last, self.last_steps = now, steps
-        self.decided = steps < len(self.batches) and self._must_stop()
+        self.decided = steps < len(self.batches) and self._must_stop(steps)
         every = trainer.config.eval_every_n_steps
         if self.eval_at_end and (steps >= len(self.batches) or self.decided) and steps % every:
             trainer.config.eval_every_n_steps = steps
