@@ -47,7 +47,7 @@ def _rollout_steps(run: pathlib.Path) -> list[int]:
 
 def test_a_pipeline_killed_in_its_grpo_stage_continues_there_in_the_next_session(tmp_path):
     first = tmp_path / "input" / "run"
-    proc, log = _start(tmp_path, "session1", killing.hang_at(_env(), KILL_AT, "grpo"),
+    proc, log = _start(tmp_path, "session1", killing.hang_at(_env(), KILL_AT, "/grpo/checkpoints"),
                        OUTPUT_DIR=str(first))  # fmt: skip
     killing.kill_when_hanging(proc, log, KILL_AT)  # SIGKILL: no export of the GRPO stage
     stages = json.loads((first / "stages.json").read_text())
