@@ -31,6 +31,7 @@ EOF
 }
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+UV_VERSION=0.13.9  # the installer of the pinned stack on a plain machine (pip if it cannot be had)
 RUN_NB="" ; TEST=0 ; JUPYTER=0 ; TPU=0 ; PM_ARGS=() ; KERNEL_PY=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -71,10 +72,21 @@ else
   REQS=("$ROOT/requirements.txt"); [[ $TEST == 1 ]] && REQS+=("$ROOT/requirements-test.txt")
   WANT="$(cat "${REQS[@]}" "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
   if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
-    say "installing pinned requirements (first time: ~1-2 minutes)"
-    "$PY" -m pip install -q --upgrade pip
-    for r in "${REQS[@]}"; do "$PY" -m pip install -q -r "$r"; done
-    "$PY" -m pip install -q --no-deps -e "$ROOT"
+    # uv (pinned) resolves and installs the pinned stack in seconds; pip (minutes) if uv cannot be
+    # had. Both read pip's find-links (PIP_FIND_LINKS / pip.conf), where a local torch wheel may lie.
+    links="${PIP_FIND_LINKS:-$("$PY" -m pip config get global.find-links 2>/dev/null || true)}"
+    UV=("$PY" -m uv pip install -q --python "$PY")
+    [[ -n "$links" ]] && UV+=(--find-links "$links")
+    if "$PY" -m pip install -q "uv==$UV_VERSION" 2>/dev/null; then
+      say "installing pinned requirements with uv $UV_VERSION (first time: under a minute)"
+      for r in "${REQS[@]}"; do UV+=(-r "$r"); done
+      "${UV[@]}"
+      "$PY" -m uv pip install -q --python "$PY" --no-deps -e "$ROOT"
+    else
+      say "installing pinned requirements with pip (first time: ~5 minutes)"
+      for r in "${REQS[@]}"; do "$PY" -m pip install -q -r "$r"; done
+      "$PY" -m pip install -q --no-deps -e "$ROOT"
+    fi
     "$PY" -m ipykernel install --user --name tunixkit --display-name "Python (tunixkit)" >/dev/null
     echo "$WANT" > "$STAMP"
   else
