@@ -148,3 +148,22 @@ def test_upload_needs_a_handle_and_calls_kagglehub(tmp_path, monkeypatch):
     monkeypatch.setenv("KAGGLE_API_TOKEN", "token")
     assert session.upload_to_kaggle(tmp_path, "me/model/jax/1b", notes="n") == "me/model/jax/1b"
     assert calls[0][0] == ("me/model/jax/1b", str(tmp_path)) and calls[0][1]["version_notes"] == "n"
+
+
+def test_stop_file_stops_at_its_step_and_stays_behind(tmp_path):
+    clock = session.Session(tmp_path / "run", hours=None, started=time.time())
+    assert not clock.stop_requested(10**6)  # no file: only the clock stops a run
+    clock.out_dir.mkdir()
+    clock.stop_file.write_text("")
+    assert clock.stop_requested(0)  # empty: stop now
+    clock.stop_file.write_text("30\n")
+    assert [clock.stop_requested(s) for s in (0, 29, 30, 31)] == [False, False, True, True]
+    clock.stop_file.write_text("at noon")
+    with pytest.raises(ValueError, match=r"run/STOP: expected an empty file or a step number"):
+        clock.stop_requested(1)
+    # a continuing session does not inherit the request
+    previous = _fake_run(tmp_path / "input" / "run")
+    (previous / "STOP").write_text("50")
+    out = tmp_path / "working" / "run"
+    session.prepare(out, RECIPE, resume_from=str(previous))
+    assert (out / "metrics.jsonl").is_file() and not (out / "STOP").exists()
