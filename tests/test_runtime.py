@@ -82,3 +82,17 @@ def test_secret_client_failure_is_reported_not_taken_for_unset(monkeypatch, tmp_
     )
     assert runtime.get_secret("TK_NOPE_2", required=False) is None
     assert capsys.readouterr().out == ""
+
+
+def test_a_kaggle_session_without_accelerator_is_warned_loudly(monkeypatch):
+    import warnings
+
+    from tunixkit import runtime
+
+    monkeypatch.setenv("KAGGLE_KERNEL_RUN_TYPE", "Interactive")
+    monkeypatch.delenv("TUNIXKIT_PROFILE", raising=False)
+    with pytest.warns(UserWarning, match=r"NO ACCELERATOR: this kaggle session .* TPU v5e-8"):
+        assert runtime.resolve(verbose=False).profile == "smoke"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # chosen on purpose: no warning
+        assert runtime.resolve("smoke", verbose=False).profile == "smoke"

@@ -26,6 +26,7 @@ from typing import Any
 
 __all__ = [
     "ENV_PROFILE", "MESH_AXES", "MissingSecretError", "PROFILES", "Runtime", "detect_backend",
+    "no_accelerator_message",
     "detect_environment", "get_secret", "make_mesh", "mesh_context", "mesh_shape", "peak_memory",
     "resolve",
 ]  # fmt: skip
@@ -128,7 +129,27 @@ def resolve(profile: str | None = None, *, verbose: bool = True) -> Runtime:
     )
     if verbose:
         print(rt.banner())
+    if reason.startswith("automatic") and backend == "cpu" and rt.environment != "local":
+        warnings.warn(no_accelerator_message(rt.environment), stacklevel=2)
     return rt
+
+
+def no_accelerator_message(environment: str) -> str:
+    """What to do when a Kaggle or Colab session has no accelerator (the automatic profile is then
+    smoke: a tiny model, not the one you meant to train).
+
+    >>> "TPU v5e-8" in no_accelerator_message("kaggle")
+    True
+    """
+    where = {
+        "kaggle": "Settings > Accelerator > TPU v5e-8 (and Internet on), then Save & Run All",
+        "colab": "Runtime > Change runtime type > TPU, then run all cells again",
+    }.get(environment, "a machine with a TPU or GPU")
+    return (
+        f"NO ACCELERATOR: this {environment} session runs on the CPU, so the automatic profile is "
+        f"'smoke' (a tiny model and data, not the real run). Choose {where}; set PROFILE='smoke' to "
+        "run the smoke profile on purpose."
+    )
 
 
 def mesh_shape(device_count: int) -> tuple[int, int]:
