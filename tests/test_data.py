@@ -115,3 +115,11 @@ def test_non_utf8_file_names_file_and_line(tmp_path, fmt):
     path.write_bytes(good.encode() + bad.encode("latin-1"))
     with pytest.raises(data.DataError, match=rf"latin1.{fmt}:2: not UTF-8 text"):
         data.read_rows(path)
+
+
+def test_a_failed_download_says_what_to_do_instead(monkeypatch):
+    from tunixkit import data, runtime
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")  # as on Kaggle with the Internet off
+    with pytest.raises(runtime.DownloadError, match=r"openai/gsm8k .*Internet on.*source='file'"):
+        data.load_gsm8k("train", source="hf")

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tunixkit import families
+from tunixkit import families, runtime
 from tunixkit.answers import format_number, parse_number
 
 __all__ = [
@@ -250,7 +250,12 @@ def load_gsm8k(
     elif source == "hf":
         import datasets
 
-        rows = datasets.load_dataset("openai/gsm8k", "main", split=split)
+        with runtime.downloading(
+            "openai/gsm8k from Hugging Face",
+            "attach GSM8K (the openai/gsm8k files or a .jsonl/.csv/.parquet with question/answer) "
+            "and load it with source='file', path=<its file>",
+        ):
+            rows = datasets.load_dataset("openai/gsm8k", "main", split=split)
         name = f"openai/gsm8k:{split}"
     elif source == "tfds":
         import tensorflow_datasets as tfds
@@ -260,7 +265,11 @@ def load_gsm8k(
     elif source == "kaggle":
         import kagglehub
 
-        folder = pathlib.Path(kagglehub.dataset_download(KAGGLE_GSM8K))
+        with runtime.downloading(
+            f"{KAGGLE_GSM8K} from Kaggle",
+            "attach the data set and load its file with source='file'",
+        ):
+            folder = pathlib.Path(kagglehub.dataset_download(KAGGLE_GSM8K))
         files = sorted(folder.rglob(f"*{split}*.csv"))
         if not files:
             raise DataError(f"{folder}: no CSV whose name contains {split!r} in {KAGGLE_GSM8K}")
@@ -323,7 +332,10 @@ def load_rows(
         return read_rows(dataset)
     import datasets
 
-    return [dict(r) for r in datasets.load_dataset(dataset, name, split=split)]
+    with runtime.downloading(
+        f"{dataset} from Hugging Face", "attach it and pass its .jsonl/.csv/.parquet file instead"
+    ):
+        return [dict(r) for r in datasets.load_dataset(dataset, name, split=split)]
 
 
 def columns(

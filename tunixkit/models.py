@@ -109,7 +109,13 @@ def _download(spec: ModelSpec, model_id: str, source: str) -> pathlib.Path:
         from huggingface_hub import snapshot_download
 
         patterns = ["*.json", "*.safetensors", "tokenizer*"]
-        return pathlib.Path(snapshot_download(spec.hf_repo, token=token, allow_patterns=patterns))
+        with runtime.downloading(
+            f"{spec.hf_repo} from Hugging Face",
+            "attach the model and load it with path=<its folder> (MODEL_PATH in the notebooks)",
+        ):
+            return pathlib.Path(
+                snapshot_download(spec.hf_repo, token=token, allow_patterns=patterns)
+            )
     if source == "kaggle":
         if env != "kaggle" and not runtime.get_secret("KAGGLE_API_TOKEN", required=False):
             why = f"downloading {spec.kaggle_handle} from Kaggle"
@@ -117,7 +123,11 @@ def _download(spec: ModelSpec, model_id: str, source: str) -> pathlib.Path:
             runtime.get_secret("KAGGLE_KEY", purpose=why)
         import kagglehub
 
-        return pathlib.Path(kagglehub.model_download(spec.kaggle_handle))
+        with runtime.downloading(
+            f"{spec.kaggle_handle} from Kaggle",
+            "add the model to the notebook (Add Input) and load it with path=<its folder>",
+        ):
+            return pathlib.Path(kagglehub.model_download(spec.kaggle_handle))
     raise ValueError(
         f"unknown source {source!r} for {model_id}; expected 'auto', 'hf', 'kaggle' or 'local'"
     )

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 __all__ = [
-    "ENV_PROFILE", "MESH_AXES", "MissingSecretError", "PROFILES", "Runtime", "detect_backend",
+    "DownloadError", "ENV_PROFILE", "MESH_AXES", "MissingSecretError", "downloading", "PROFILES", "Runtime", "detect_backend",
     "no_accelerator_message",
     "detect_environment", "get_secret", "make_mesh", "mesh_context", "mesh_shape", "peak_memory",
     "resolve",
@@ -34,6 +34,32 @@ __all__ = [
 PROFILES = ("smoke", "full")
 ENV_PROFILE = "TUNIXKIT_PROFILE"
 MESH_AXES = ("fsdp", "tp")
+
+
+class DownloadError(RuntimeError):
+    """A download (data, weights) failed; the message says what to do instead."""
+
+
+@contextlib.contextmanager
+def downloading(what: str, instead: str):
+    """Turn a failed download of ``what`` (any ``OSError``: no network, offline mode, not found on
+    the hub) into a :class:`DownloadError` that says what to do: turn the Internet on, or
+    ``instead`` (e.g. attach the data set and set a parameter to its path).
+
+    >>> with downloading("openai/gsm8k", "set GSM8K_SOURCE='file'"):
+    ...     raise ConnectionError("Couldn't reach 'openai/gsm8k' on the Hub")
+    Traceback (most recent call last):
+    ...
+    tunixkit.runtime.DownloadError: could not download openai/gsm8k (ConnectionError: Couldn't reach 'openai/gsm8k' on the Hub). Turn the Internet on (Kaggle: Settings > Internet on; it needs a verified phone number), or set GSM8K_SOURCE='file'.
+    """
+    try:
+        yield
+    except OSError as exc:
+        raise DownloadError(
+            f"could not download {what} ({type(exc).__name__}: {str(exc)[:300]}). Turn the "
+            f"Internet on (Kaggle: Settings > Internet on; it needs a verified phone number), or "
+            f"{instead}."
+        ) from exc
 
 
 class MissingSecretError(RuntimeError):
