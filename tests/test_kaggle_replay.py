@@ -85,7 +85,8 @@ def _run(
         ROOT / "notebooks" / f"{name}.py", params | {"OUTPUT_DIR": "run"}, cwd / "nb.py"
     )
     log = cwd / log_name
-    env = _env(kaggle) if kill_after is None else killing.hang_at(_env(kaggle), kill_after)
+    env = _env(kaggle) | {"TMPDIR": str(cwd)}  # the machine's temp folder: one per session
+    env = env if kill_after is None else killing.hang_at(env, kill_after)
     proc = subprocess.Popen(
         [python, str(script)], cwd=cwd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT
     )

@@ -167,3 +167,17 @@ def test_stop_file_stops_at_its_step_and_stays_behind(tmp_path):
     out = tmp_path / "working" / "run"
     session.prepare(out, RECIPE, resume_from=str(previous))
     assert (out / "metrics.jsonl").is_file() and not (out / "STOP").exists()
+
+
+def test_the_clock_survives_a_kernel_restart_on_kaggle(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.setenv("KAGGLE_KERNEL_RUN_TYPE", "Interactive")
+    first = time.time() - 3600
+    monkeypatch.setenv(session.START_ENV, str(first))
+    assert session.Session.start(tmp_path / "run").started == first
+    monkeypatch.setenv(session.START_ENV, str(time.time()))  # the first cell after a restart
+    clock = session.Session.start(tmp_path / "run")
+    assert clock.started == first and clock.remaining() < 8 * 3600 + 1
+    assert "counting from this session's first start 60 min ago" in capsys.readouterr().out
+    monkeypatch.delenv("KAGGLE_KERNEL_RUN_TYPE")  # locally each run has its own clock
+    assert session.Session.start(tmp_path / "run").started > first

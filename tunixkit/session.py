@@ -69,6 +69,8 @@ class Session:
         env = runtime.detect_environment()
         hours = DEFAULT_HOURS[env] if hours is None else hours
         started = float(os.environ.get(START_ENV) or time.time())
+        if env != "local":  # a kernel restart resets the variable, not the session's clock
+            started = _session_start(started)
         out = pathlib.Path(out_dir)
         stored = out / TIMINGS_FILE
         timings = json.loads(stored.read_text()) if stored.is_file() else {}
@@ -157,6 +159,26 @@ class Session:
             return "session clock: no limit (set SESSION_HOURS to enforce one)"
         return (f"session clock: {self.hours:g} h from the first cell, {self.remaining() / 3600:.2f} h "
                 f"left; training stops in time for the checkpoint, export and evaluation")  # fmt: skip
+
+
+def _session_start(started: float) -> float:
+    """The earliest start this machine's session recorded (a file in the temp folder, which a
+    kernel restart keeps and a new Kaggle/Colab session does not have), recording ``started`` if
+    it is earlier."""
+    import tempfile
+
+    path = pathlib.Path(tempfile.gettempdir()) / "tunixkit-session-start"
+    try:
+        recorded = float(path.read_text())
+    except (OSError, ValueError):
+        recorded = float("inf")
+    if started < recorded:
+        path.write_text(repr(started))
+        return started
+    if recorded < started:
+        print(f"session clock: counting from this session's first start "
+              f"{(started - recorded) / 60:.0f} min ago (a restarted kernel), recorded in {path}")  # fmt: skip
+    return recorded
 
 
 def _subfolders(folder: pathlib.Path) -> list[pathlib.Path]:
