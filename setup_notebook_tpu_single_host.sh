@@ -57,10 +57,23 @@ if [[ -n "$KERNEL_PY" ]]; then
   say "installing tunixkit into $PY (not editable, --no-deps: jax/libtpu stay as they are)"
   "$PY" -m pip install -q --no-deps --force-reinstall "$ROOT"
   # Light dependencies these images may lack; --no-deps so nothing upgrades jax.
-  for pkg in humanize qwix grain safetensors sentencepiece; do
+  for pkg in humanize grain safetensors sentencepiece; do
     "$PY" -c "import ${pkg}" 2>/dev/null || "$PY" -m pip install -q --no-deps "$(pin "$pkg")"
   done
-  "$PY" -c "import tunix" 2>/dev/null || "$PY" -m pip install -q --no-deps "$(pin google-tunix)"
+  # tunix, qwix and flax at the versions tunixkit was tested with, whatever the image has; jax and
+  # libtpu stay (a live kernel cannot swap them): a difference is reported with what it means.
+  version() { "$PY" -c "import importlib.metadata as m; print(m.version('$1'))" 2>/dev/null || echo none; }
+  for pkg in google-tunix qwix flax; do
+    want="$(pin "$pkg" | cut -d= -f3)"; have="$(version "$pkg")"
+    if [[ -n "$want" && "$have" != "$want" ]]; then
+      say "$pkg: the image has $have, tunixkit was tested with $want: installing $want (--no-deps)"
+      "$PY" -m pip install -q --no-deps "$pkg==$want"
+    fi
+  done
+  want="$(pin jax | cut -d= -f3)"; have="$(version jax)"
+  if [[ "$have" != "$want" ]]; then
+    say "jax: the image has $have, tunixkit was tested with $want; kept (no restart, no jax upgrade in a live kernel). The doctor below checks every tunix API tunixkit calls; a failure after it is worth reporting with both versions."
+  fi
   fix="$("$PY" -m tunixkit.doctor --pins "$ROOT/requirements.txt" --missing-deps-line)"
   if [[ -n "$fix" ]]; then say "tunix needs: $fix"; "$PY" -m $fix; fi
   "$PY" -m tunixkit.doctor --pins "$ROOT/requirements.txt" || { echo "[setup] fix the APIs above, then re-run this script" >&2; exit 1; }

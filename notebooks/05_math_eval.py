@@ -40,11 +40,23 @@ import sysconfig
 import time
 
 os.environ.setdefault("TUNIXKIT_SESSION_START", str(time.time()))  # the session clock starts here
+# The tunixkit release this notebook was tested with (written by scripts/release.py): a re-run months
+# later installs the same code. TUNIXKIT_SOURCE: the repository (a URL, or a folder used as it is,
+# e.g. the repository attached as a Kaggle dataset when the Internet is off).
+TUNIXKIT_RELEASE = os.environ.get("TUNIXKIT_RELEASE", "v0.3.0")
 if importlib.util.find_spec("tunixkit") is None:
     src = os.environ.get("TUNIXKIT_SOURCE", "https://github.com/tunixkit/tunixkit")
     if not os.path.isdir(src):
-        subprocess.run(["git", "clone", "-q", "--depth=1", src, "/tmp/tunixkit"], check=True)
-        src = "/tmp/tunixkit"
+        dest = os.path.join(os.environ.get("TMPDIR", "/tmp"), "tunixkit-src")
+        subprocess.run(["rm", "-rf", dest], check=True)
+        subprocess.run(["git", "clone", "-q", src, dest], check=True)
+        if subprocess.run(["git", "-C", dest, "checkout", "-q", TUNIXKIT_RELEASE]).returncode:
+            raise RuntimeError(
+                f"tunixkit release {TUNIXKIT_RELEASE!r} is not in {src}: set TUNIXKIT_RELEASE to a tag "
+                f"or commit it has (git ls-remote --tags {src}), or attach the repository and set "
+                "TUNIXKIT_SOURCE to its folder"
+            )
+        src = dest
     subprocess.run(
         ["bash", f"{src}/setup_notebook_tpu_single_host.sh", "--kernel", sys.executable], check=True
     )

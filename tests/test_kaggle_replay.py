@@ -34,25 +34,10 @@ import pytest
 from tunixkit import models, session, testing
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SITE = next(p for p in sys.path if p.endswith("site-packages") and pathlib.Path(p, "jax").is_dir())
 CASES = {  # notebook: (reduced parameters, model id, steps, killed after checkpoint, stopped at)
     "01_qlora_sft": ({"NUM_STEPS": 60, "EVAL_QUESTIONS": 32}, "tiny-gemma3", 60, 25, 50),
     "02_grpo_gsm8k": ({"NUM_STEPS": 30, "EVAL_QUESTIONS": 32}, "tiny-gemma3-sft", 30, None, 15),
 }
-
-
-def _kernel_python(folder: pathlib.Path) -> str:
-    """A Python with the pinned stack on its path but without tunixkit, like Kaggle's image."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
-    site = next(folder.glob("lib/python*/site-packages"))
-    (site / "kaggle_image.pth").write_text(
-        SITE + "\n"
-    )  # a path line: the editable tunixkit stays out
-    python = str(folder / "bin" / "python")
-    probe = subprocess.run([python, "-c", "import importlib.util as u; print(u.find_spec('tunixkit'))"],
-                           capture_output=True, text=True, cwd=folder)  # fmt: skip
-    assert probe.stdout.strip() == "None", probe.stdout + probe.stderr
-    return python
 
 
 def _env(kaggle: bool) -> dict:
@@ -120,7 +105,7 @@ def test_two_kaggle_sessions(tmp_path, name):
     straight = json.loads((straight_dir / "summary.json").read_text())
     assert (straight["steps"], straight["stopped"]) == (steps, "done")
 
-    kernel = _kernel_python(tmp_path / "kernel1")
+    kernel = testing.kernel_python(tmp_path / "kernel1")
     folder = tmp_path / "session1"
     logs = ""
     if kill_after:  # the session's hard end (or a crash) right after a checkpoint
@@ -147,7 +132,7 @@ def test_two_kaggle_sessions(tmp_path, name):
     # Session 2: a new machine; the last session's output is a read-only input.
     shutil.copytree(first, tmp_path / "input" / "run")
     _read_only(tmp_path / "input")
-    second, log2 = _run(_kernel_python(tmp_path / "kernel2"), name,
+    second, log2 = _run(testing.kernel_python(tmp_path / "kernel2"), name,
                            params | {"RESUME_FROM": str(tmp_path / "input" / "run")}, tmp_path / "session2", kaggle=True)  # fmt: skip
     summary = json.loads((second / "summary.json").read_text())
     assert (summary["resumed_from"], summary["steps"], summary["stopped"]) == (done, steps, "done")

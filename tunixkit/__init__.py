@@ -29,4 +29,4 @@ Modules, one concern each (each opens with a docstring saying more):
   testing      helpers for tunixkit's own tests
 """
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

@@ -7,6 +7,8 @@
   its ``parameters`` cell, as papermill does; the tests run it as a plain process they can SIGKILL;
 - :func:`load_orbax_export`: an Orbax export loaded with tunix's own classes only, as the
   competition's judges load it (notebook 02 shows the same steps in a cell);
+- :func:`kernel_python`: a Python with this one's packages but without tunixkit, like Kaggle's image
+  (the notebooks' install cell then installs tunixkit into it);
 - :func:`write_hf_tokenizer`: a SentencePiece BPE model as a Hugging Face ``tokenizer.json`` folder
   (the other layout Gemma checkpoints ship), for the tests of that path.
 """
@@ -19,7 +21,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["load_orbax_export", "logits", "notebook_script", "randomize_all", "write_hf_tokenizer"]
+__all__ = [
+    "kernel_python", "load_orbax_export", "logits", "notebook_script", "randomize_all",
+    "write_hf_tokenizer",
+]  # fmt: skip
 
 
 def randomize_all(model, seed: int = 1, *, scale: float = 0.1, norm_scale: float | None = None):
@@ -128,3 +133,26 @@ def write_hf_tokenizer(
                                    pad_token=name[spec.pad_id], unk_token=name[spec.unk_id])  # fmt: skip
     fast.save_pretrained(str(folder))
     return pathlib.Path(folder)
+
+
+def kernel_python(folder: str | pathlib.Path) -> str:
+    """A new Python (a venv in ``folder``) that sees this Python's site-packages but not an editable
+    tunixkit, as Kaggle's image has jax, tunix and friends but no tunixkit."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    folder = pathlib.Path(folder)
+    jax = importlib.util.find_spec("jax")
+    if jax is None or jax.origin is None:
+        raise RuntimeError("kernel_python needs jax installed in this Python")
+    site_packages = pathlib.Path(jax.origin).parents[1]
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    site = next(folder.glob("lib/python*/site-packages"))
+    (site / "kaggle_image.pth").write_text(f"{site_packages}\n")  # a path line: no .pth inside runs
+    python = str(folder / "bin" / "python")
+    probe = subprocess.run([python, "-c", "import importlib.util as u; print(u.find_spec('tunixkit'))"],
+                           capture_output=True, text=True, cwd=folder)  # fmt: skip
+    if probe.stdout.strip() != "None":
+        raise RuntimeError(f"{python} imports tunixkit already: {probe.stdout}{probe.stderr}")
+    return python
