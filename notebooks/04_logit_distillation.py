@@ -123,6 +123,8 @@ memplan.check(
     "distill", recipe, mesh
 )  # TPU/GPU: does the recipe fit the chip? (before any weights load)
 teacher = models.load_model(recipe.teacher_id, source=SOURCE, path=TEACHER_PATH, mesh=mesh)
+if note := recipes.competition_note(recipe.student_id, "student"):
+    print(note)  # full: gemma-3-270m-it is smaller than the competition allows
 student = models.load_model(recipe.student_id, source=SOURCE, mesh=mesh)
 clock.record("load", student.load_seconds)  # sizes the export the session clock keeps time for
 distill.check_vocab(teacher, student)

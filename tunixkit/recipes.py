@@ -28,9 +28,32 @@ __all__ = [
     "Pipeline",
     "Quickstart",
     "Start",
+    "COMPETITION_MODELS",
+    "competition_note",
     "gsm8k",
     "start",
 ]
+
+# The models the Kaggle Tunix competition accepts as the judged checkpoint.
+COMPETITION_MODELS = ("gemma-3-1b-it", "gemma-2-2b-it")
+
+
+def competition_note(model_id: str, role: str = "model") -> str | None:
+    """A warning when ``model_id`` cannot be the judged checkpoint of the competition (None when it
+    can, or for the smoke models).
+
+    >>> competition_note("gemma-3-1b-it") is None
+    True
+    >>> print(competition_note("gemma-3-270m-it", "student"))
+    WARNING: the student gemma-3-270m-it is not a model the competition judges (only gemma-3-1b-it, gemma-2-2b-it): use this notebook to learn distillation, or make the student one of those.
+    """
+    if model_id in COMPETITION_MODELS or model_id.startswith("tiny-"):
+        return None
+    return (
+        f"WARNING: the {role} {model_id} is not a model the competition judges (only "
+        f"{', '.join(COMPETITION_MODELS)}): use this notebook to learn distillation, or make the "
+        f"{role} one of those."
+    )
 
 
 class _Presets:
