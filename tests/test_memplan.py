@@ -84,3 +84,21 @@ def test_the_notebooks_check_skips_cpu_and_unknown_chips(capsys):
         memplan.chip_of(k)
         for k in ("TPU v5 lite", "TPU v6 lite", "TPU v3", "NVIDIA H200", "TPU v4")
     ] == ["v5e", "v6e", "v3", "h200", None]
+
+
+def test_a_plan_that_does_not_fit_stops_before_the_weights_load(monkeypatch, capsys):
+    import types
+
+    step = memplan.StepReport("grpo_update", "8 x 1024", argument=20 * memplan.GIB, output=0, temp=0,
+                              alias=0, code=0, resident_other=0, compile_s=1.0)  # fmt: skip
+    found = memplan.Plan("grpo", "gemma-3-1b-it", "v5e", 8, "tpu", {}, [step])
+    monkeypatch.setattr(memplan, "plan", lambda *a, **k: found)
+    device = types.SimpleNamespace(platform="tpu", device_kind="TPU v5 lite")
+    mesh = types.SimpleNamespace(devices=types.SimpleNamespace(flat=[device]))
+    with pytest.raises(
+        memplan.DoesNotFit, match=r"does not fit a v5e chip: 20.0 GiB .*try .*TUNIXKIT_MEMPLAN=warn"
+    ):
+        memplan.check("grpo", None, mesh)
+    monkeypatch.setenv("TUNIXKIT_MEMPLAN", "warn")
+    assert memplan.check("grpo", None, mesh) is found  # asked to go on: prints only
+    assert "does not fit" in capsys.readouterr().out

@@ -37,6 +37,7 @@ from tunixkit import families, models
 __all__ = [
     "CHIPS",
     "KINDS",
+    "DoesNotFit",
     "Plan",
     "StepReport",
     "check",
@@ -84,6 +85,10 @@ class StepReport:
         return (
             self.argument + self.output + self.temp + self.code - self.alias + self.resident_other
         )
+
+
+class DoesNotFit(RuntimeError):
+    """The memory plan says the recipe does not fit the chip: raised before any weights load."""
 
 
 @dataclasses.dataclass
@@ -575,10 +580,15 @@ def chip_of(device_kind: str) -> str | None:
     return next((chip for key, chip in _KINDS_OF_DEVICE if key in kind), None)
 
 
-def check(kind: str, recipe: Any, mesh, *, model_id: str | None = None) -> Plan | None:
+def check(
+    kind: str, recipe: Any, mesh, *, model_id: str | None = None, stop: bool | None = None
+) -> Plan | None:
     """A notebook's model cell, before any weights are read: on a TPU/GPU mesh, plan ``recipe``'s
     steps for the chip found and print the verdict (it compiles each step once, on abstract
-    weights); on CPU (the smoke profile) or an unknown chip, say so and return None."""
+    weights); on CPU (the smoke profile) or an unknown chip, say so and return None.
+
+    A plan that does not fit raises :class:`DoesNotFit` naming the knobs to turn, before the session
+    is spent on loading and evaluating (``stop=False``, or ``$TUNIXKIT_MEMPLAN=warn``, only prints)."""
     device = mesh.devices.flat[0]
     chip = chip_of(getattr(device, "device_kind", ""))
     if device.platform == "cpu" or chip is None:
@@ -591,6 +601,13 @@ def check(kind: str, recipe: Any, mesh, *, model_id: str | None = None) -> Plan 
         print(f"memory plan: {e}")
         return None
     print(found.table())
+    if stop is None:
+        stop = os.environ.get("TUNIXKIT_MEMPLAN", "stop") != "warn"
+    if stop and found.spare < 0:
+        raise DoesNotFit(
+            f"{found.verdict()}. Stopped before loading the weights; to try anyway set "
+            "TUNIXKIT_MEMPLAN=warn (os.environ in the first cell)."
+        )
     return found
 
 
