@@ -209,10 +209,9 @@ print(
 with clock.timed("export"):
     exports = checkpoints.export(model, base, out_dir / "export", lora_rank=recipe.lora_rank,
                                  lora_alpha=recipe.lora_alpha, mesh=mesh)  # fmt: skip
-unrestricted_kaggle_model = str(exports["orbax"])
-if KAGGLE_MODEL:
-    unrestricted_kaggle_model = session.upload_to_kaggle(exports["orbax"], KAGGLE_MODEL,
-                                                         notes=f"SFT, {trained.steps} steps")  # fmt: skip
+unrestricted_kaggle_model = session.publish(
+    exports["orbax"], KAGGLE_MODEL, notes=f"SFT, {trained.steps} steps"
+)
 print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %% [markdown]

@@ -250,10 +250,9 @@ fig = rl.plot_curves(
 with clock.timed("export"):
     exports = checkpoints.export(actor, reference, out_dir / "export", lora_rank=recipe.lora_rank,
                                  lora_alpha=recipe.lora_alpha, mesh=mesh)  # fmt: skip
-unrestricted_kaggle_model = str(exports["orbax"])
-if KAGGLE_MODEL:  # upload the Orbax export as a new version of your Kaggle Model
-    unrestricted_kaggle_model = session.upload_to_kaggle(exports["orbax"], KAGGLE_MODEL,
-                                                         notes=f"GRPO, {trained.steps} steps")  # fmt: skip
+unrestricted_kaggle_model = session.publish(
+    exports["orbax"], KAGGLE_MODEL, notes=f"GRPO, {trained.steps} steps"
+)
 print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %% [markdown]

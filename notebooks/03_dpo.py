@@ -214,10 +214,9 @@ fig = runlog.plot_metrics(metrics, out_dir / "curves.png", names=names,
 with clock.timed("export"):
     exports = checkpoints.export(actor, reference, out_dir / "export", lora_rank=recipe.lora_rank,
                                  lora_alpha=recipe.lora_alpha, mesh=mesh)  # fmt: skip
-unrestricted_kaggle_model = str(exports["orbax"])
-if KAGGLE_MODEL:
-    unrestricted_kaggle_model = session.upload_to_kaggle(exports["orbax"], KAGGLE_MODEL,
-                                                         notes=f"{recipe.algorithm.upper()}, {trained.steps} steps")  # fmt: skip
+unrestricted_kaggle_model = session.publish(
+    exports["orbax"], KAGGLE_MODEL, notes=f"{recipe.algorithm.upper()}, {trained.steps} steps"
+)
 print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %% [markdown]

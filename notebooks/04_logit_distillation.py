@@ -194,10 +194,9 @@ fig = runlog.plot_metrics(metrics, out_dir / "losses.png", names=("loss", "soft"
 # %%
 with clock.timed("export"):
     exports = checkpoints.export(student.model, student, out_dir / "export", mesh=mesh)
-unrestricted_kaggle_model = str(exports["orbax"])
-if KAGGLE_MODEL:
-    unrestricted_kaggle_model = session.upload_to_kaggle(exports["orbax"], KAGGLE_MODEL,
-                                                         notes=f"distilled student, {trained.steps} steps")  # fmt: skip
+unrestricted_kaggle_model = session.publish(
+    exports["orbax"], KAGGLE_MODEL, notes=f"distilled student, {trained.steps} steps"
+)
 print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %% [markdown]

@@ -314,10 +314,8 @@ display(Markdown(domains.side_by_side(out_dir, [evals["start"].name, list(evals)
 # %%
 final = next((n for n in reversed(list(recipe.shares)) if stages.done(n)), None)
 final_export = out_dir / final / "export" if final else None
-unrestricted_kaggle_model = str(final_export / "orbax") if final_export else None
-if KAGGLE_MODEL and final_export:
-    unrestricted_kaggle_model = session.upload_to_kaggle(final_export / "orbax", KAGGLE_MODEL,
-                                                         notes=f"06 pipeline, last stage {final}")  # fmt: skip
+unrestricted_kaggle_model = session.publish(final_export and final_export / "orbax", KAGGLE_MODEL,
+                                            notes=f"06 pipeline, last stage {final}")  # fmt: skip
 print(f"stages: {stages.summary()}\nunrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %%

@@ -234,10 +234,8 @@ fig = agentic.plot_eval(
 
 # %%
 final = next((n for n in reversed(list(recipe.shares)) if stages.done(n)), None)
-unrestricted_kaggle_model = str(out_dir / final / "export" / "orbax") if final else None
-if KAGGLE_MODEL and final:
-    unrestricted_kaggle_model = session.upload_to_kaggle(out_dir / final / "export" / "orbax", KAGGLE_MODEL,
-                                                         notes="07 agentic calculator")  # fmt: skip
+unrestricted_kaggle_model = session.publish(final and out_dir / final / "export" / "orbax", KAGGLE_MODEL,
+                                            notes="07 agentic calculator")  # fmt: skip
 print(f"stages: {stages.summary()}\nunrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %%

@@ -181,3 +181,33 @@ def test_the_clock_survives_a_kernel_restart_on_kaggle(tmp_path, monkeypatch, ca
     assert "counting from this session's first start 60 min ago" in capsys.readouterr().out
     monkeypatch.delenv("KAGGLE_KERNEL_RUN_TYPE")  # locally each run has its own clock
     assert session.Session.start(tmp_path / "run").started > first
+
+
+def test_publish_gives_the_handle_or_none_with_the_reason(tmp_path, monkeypatch, capsys):
+    assert session.publish(tmp_path, None) is None
+    assert (
+        "unrestricted_kaggle_model = None: not uploaded (set KAGGLE_MODEL"
+        in capsys.readouterr().out
+    )
+    assert session.publish(None, "me/m/jax/1b") is None
+    assert "no stage finished" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="KAGGLE_MODEL='me/m'"):  # a wrong handle: said at once
+        session.publish(tmp_path, "me/m")
+
+    def fail(*a, **k):
+        raise ConnectionError("no route to www.kaggle.com")
+
+    monkeypatch.setitem(sys.modules, "kagglehub", types.SimpleNamespace(model_upload=fail))
+    monkeypatch.setenv("KAGGLE_API_TOKEN", "token")
+    assert session.publish(tmp_path, "me/m/jax/1b") is None  # the run does not end red
+    said = capsys.readouterr().out
+    assert "the upload to me/m/jax/1b failed (ConnectionError: no route" in said
+    assert f"Upload {tmp_path} later" in said
+    calls = []
+    monkeypatch.setitem(
+        sys.modules,
+        "kagglehub",
+        types.SimpleNamespace(model_upload=lambda *a, **k: calls.append(k)),
+    )
+    assert session.publish(tmp_path, "me/m/jax/1b") == "me/m/jax/1b"
+    assert "license_name" not in calls[0]  # Gemma's terms, not a licence of our choosing

@@ -29,7 +29,7 @@ from tunixkit import runtime
 
 __all__ = [
     "DEFAULT_HOURS", "RecipeMismatch", "ResumeError", "Session", "latest_checkpoint_step", "prepare",
-    "upload_to_kaggle",
+    "publish", "upload_to_kaggle",
 ]  # fmt: skip
 
 DEFAULT_HOURS = {"kaggle": 9.0, "colab": 12.0, "local": None}  # a session's hard limit, by platform
@@ -327,5 +327,35 @@ def upload_to_kaggle(folder: str | pathlib.Path, handle: str | None, *, notes: s
             )
     import kagglehub
 
-    kagglehub.model_upload(handle, str(folder), license_name="Apache 2.0", version_notes=notes)
+    # No licence name: Gemma's own terms apply to the weights (set them on the model's page; the
+    # Kaggle Model is created private, Settings > Visibility makes it public for the judges).
+    kagglehub.model_upload(handle, str(folder), version_notes=notes)
+    return handle
+
+
+def publish(
+    folder: str | pathlib.Path | None, handle: str | None, *, notes: str = ""
+) -> str | None:
+    """The value of ``unrestricted_kaggle_model``: the Kaggle Model handle ``folder`` (the Orbax
+    export) was uploaded to, or None with the reason printed (no ``KAGGLE_MODEL``, nothing to
+    upload, or a failed upload: the run's output stays on disk either way, nothing is lost)."""
+    if folder is None:
+        print(
+            "unrestricted_kaggle_model = None: no stage finished, so there is no export to upload"
+        )
+        return None
+    if not handle:
+        print(f"unrestricted_kaggle_model = None: not uploaded (set KAGGLE_MODEL = "
+              f"'<user>/<model>/jax/<variation>' to publish {folder})")  # fmt: skip
+        return None
+    try:
+        upload_to_kaggle(folder, handle, notes=notes)
+    except ValueError:
+        raise  # a malformed handle: said before any upload starts
+    except Exception as exc:  # the run's results are on disk; a failed upload must not lose them
+        print(f"unrestricted_kaggle_model = None: the upload to {handle} failed ({type(exc).__name__}: "
+              f"{str(exc)[:300]}). Upload {folder} later: tunixkit.session.upload_to_kaggle(folder, handle)")  # fmt: skip
+        return None
+    print(f"uploaded {folder} to https://www.kaggle.com/models/{'/'.join(handle.split('/')[:2])} "
+          f"(created private: Settings > Visibility > Public; licence: Gemma's terms)")  # fmt: skip
     return handle
