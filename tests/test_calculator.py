@@ -4,7 +4,7 @@ expressions agree with an independent exact (Fraction/int) reference computation
 from __future__ import annotations
 
 import dataclasses
-import time
+import sys
 from fractions import Fraction
 
 import pytest
@@ -14,18 +14,33 @@ from hypothesis import strategies as st
 from tunixkit import calculator
 from tunixkit.calculator import calculate, is_error
 
-# CPU seconds of this thread (wall time on a shared, loaded machine is not the calculator's).
-# Real calls take < 10 ms; a hang or an exponential blow-up would take far longer.
-FAST = 0.25
+# Work, counted, not timed: the Python and C calls one calculation makes, at most linear in the
+# input's length (real inputs make up to ~115 per character; a hang or an exponential blow-up makes
+# far more, and a count does not depend on how busy the machine is). The largest count per
+# character seen is recorded in MOST_CALLS and printed by test_calls_are_bounded.
+CALLS_PER_CHAR, BASE_CALLS = 300, 2_000
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+MOST_CALLS = [0.0, ""]
 
 
 def timed(expression: object) -> str:
-    start = time.thread_time()
-    result = calculate(expression)
-    elapsed = time.thread_time() - start
+    calls = 0
+
+    def count(frame, event, arg):
+        nonlocal calls
+        if event in ("call", "c_call"):
+            calls += 1
+
+    sys.setprofile(count)
+    try:
+        result = calculate(expression)
+    finally:
+        sys.setprofile(None)
     assert isinstance(result, str)
-    assert elapsed < FAST, f"{expression!r} took {elapsed:.3f}s"
+    size = len(str(expression))
+    assert calls < BASE_CALLS + CALLS_PER_CHAR * size, f"{expression!r} made {calls} calls"
+    if calls / (size + 1) > MOST_CALLS[0]:
+        MOST_CALLS[:] = [calls / (size + 1), repr(expression)[:60]]
     return result
 
 
@@ -288,3 +303,10 @@ def test_precedence_without_parentheses(numbers: list[int], ops: list[str]) -> N
 )
 def test_known_values(expression: str, expected: str) -> None:
     assert timed(expression) == expected
+
+
+def test_calls_are_bounded() -> None:
+    """The most work per character one input took (of those run so far), for the record."""
+    timed("-" * 200 + "7")  # the longest unary chain the tests build
+    print(f"most calls per character: {MOST_CALLS[0]:.0f} ({MOST_CALLS[1]})")
+    assert 0 < MOST_CALLS[0] < CALLS_PER_CHAR
