@@ -17,10 +17,12 @@ The model is loaded through tunixkit in every variant; only the GRPO setup diffe
     .venv/bin/python bench/grpo_step.py                   # tiny-gemma3-sft, 14 steps per variant
     .venv/bin/python bench/grpo_step.py --model gemma-3-1b --generation-steps 768  # GPU/TPU, random
 
-Writes ``bench/results/grpo_step.json``. Targets: ``overhead_ratio`` <= 1.05 and no rollout token
-after ``<end_of_turn>``; exits non-zero when one is missed. W&B stays off (``WANDB_MODE=disabled``):
+The variants run ``--repeats`` times (default 5), interleaved and rotated each round
+(``bench/_repeats.py``); the overhead is the median of the per-round ratios with an order-statistic
+interval, and the verdict uses the interval: met (exit 0) when all of it is <= 1.05 and no rollout
+token follows ``<end_of_turn>``, missed (exit 1) when all of it is above, undecided (exit 2) when it
+straddles 1.05. Writes ``bench/results/grpo_step.json``. W&B stays off (``WANDB_MODE=disabled``):
 tunix's default logger would otherwise start it in the plain-script variants and ask for a key.
-The variants run in the order plain, tunixkit, plain-upstream.
 """
 
 from __future__ import annotations
@@ -163,6 +165,7 @@ def main() -> int:
         "--model", default="tiny-gemma3-sft", help="a tunixkit model id, or gemma-3-1b (random)"
     )
     ap.add_argument("--steps", type=int, default=14)
+    ap.add_argument("--repeats", type=int, default=5, help="interleaved rounds of the 3 variants")
     ap.add_argument(
         "--generation-steps", type=int, help="rollout length (default: the smoke profile's)"
     )
@@ -171,44 +174,49 @@ def main() -> int:
     if args.child:
         print(json.dumps(one_variant(args.child, args.model, args.steps, args.generation_steps)))
         return
-    rows = {}
-    for variant in VARIANTS:
-        cmd = [
-            sys.executable,
-            __file__,
-            "--child",
-            variant,
-            "--model",
-            args.model,
-            "--steps",
-            str(args.steps),
-        ]
+    import _repeats
+
+    def run(variant: str, round_: int) -> dict:
+        cmd = [sys.executable, __file__, "--child", variant, "--model", args.model,
+               "--steps", str(args.steps)]  # fmt: skip
         if args.generation_steps:
             cmd += ["--generation-steps", str(args.generation_steps)]
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode:
             raise SystemExit(f"{variant} failed:\n{res.stderr[-3000:]}")
-        r = rows[variant] = json.loads(res.stdout.strip().splitlines()[-1])
-        print(f"{variant:15s} step {r['median_step_s'] * 1e3:8.1f} ms  completion tokens {r['mean_completion_tokens']:6.1f}  "
-              f"tokens after <end_of_turn> {r['tokens_after_end_of_turn']:6d} "
+        r = json.loads(res.stdout.strip().splitlines()[-1])
+        print(f"round {round_} {variant:15s} step {r['median_step_s'] * 1e3:8.1f} ms  completion tokens "
+              f"{r['mean_completion_tokens']:6.1f}  tokens after <end_of_turn> {r['tokens_after_end_of_turn']:6d} "
               f"({r['completions_past_end_of_turn']}/{r['completions']} completions)")  # fmt: skip
-    ours, plain, upstream = rows["tunixkit"], rows["plain"], rows["plain-upstream"]
-    out = {"model": ours["model"], "device": ours["device"], "steps": args.steps,
-           "overhead_ratio": ours["median_step_s"] / plain["median_step_s"],
-           "speedup_vs_upstream_rollout": upstream["median_step_s"] / ours["median_step_s"],
-           "tokens_after_end_of_turn": ours["tokens_after_end_of_turn"],
-           "upstream_tokens_after_end_of_turn": upstream["tokens_after_end_of_turn"],
-           "rows": list(rows.values())}  # fmt: skip
-    print(f"overhead_ratio {out['overhead_ratio']:.3f} (target <= 1.05)   tokens_after_end_of_turn "
-          f"{out['tokens_after_end_of_turn']} (target 0; upstream rollout: {out['upstream_tokens_after_end_of_turn']})   "
-          f"step time vs upstream rollout: {out['speedup_vs_upstream_rollout']:.2f}x faster")  # fmt: skip
-    out["target_met"] = (
-        out["overhead_ratio"] <= MAX_OVERHEAD and out["tokens_after_end_of_turn"] == 0
-    )
+        rows.append(r | {"round": round_})
+        return r["median_step_s"]
+
+    rows: list[dict] = []
+    times = _repeats.interleaved(VARIANTS, args.repeats, run)
+    overhead = _repeats.decide(times["tunixkit"], times["plain"], target=MAX_OVERHEAD)
+    upstream = _repeats.decide(times["plain-upstream"], times["tunixkit"], target=1.0,
+                               lower_is_better=False)  # fmt: skip
+    ours = [r for r in rows if r["variant"] == "tunixkit"]
+    leaked = sum(r["tokens_after_end_of_turn"] for r in ours)
+    out = {"model": ours[0]["model"], "device": ours[0]["device"], "steps": args.steps,
+           "repeats": args.repeats, "order": "interleaved, rotated each round",
+           "overhead": overhead, "overhead_ratio": overhead["median"],
+           "speedup_vs_upstream_rollout": upstream["median"],
+           "tokens_after_end_of_turn": leaked,
+           "upstream_tokens_after_end_of_turn": sum(r["tokens_after_end_of_turn"] for r in rows
+                                                    if r["variant"] == "plain-upstream"),
+           "rows": rows}  # fmt: skip
+    print(_repeats.describe("overhead (tunixkit / plain step time)", overhead))
+    print(f"tokens after <end_of_turn>: {leaked} in tunixkit's rollouts (target 0; upstream rollout: "
+          f"{out['upstream_tokens_after_end_of_turn']}); step time vs upstream rollout: "
+          f"{upstream['median']:.2f}x faster")  # fmt: skip
+    verdict = overhead["verdict"] if leaked == 0 else "missed"
+    out["verdict"] = verdict
+    out["target_met"] = verdict == "met"
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "grpo_step.json").write_text(json.dumps(out, indent=2))
-    print(f"wrote {RESULTS / 'grpo_step.json'}; target {'met' if out['target_met'] else 'MISSED'}")
-    return 0 if out["target_met"] else 1
+    print(f"wrote {RESULTS / 'grpo_step.json'}; target {verdict.upper()}")
+    return _repeats.EXIT[verdict]
 
 
 if __name__ == "__main__":

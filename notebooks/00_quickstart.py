@@ -68,6 +68,9 @@ SOURCE = (
     "auto"  # full profile: "auto" (Kaggle on Kaggle, else Hugging Face), "hf", "kaggle", "local"
 )
 MODEL_PATH = None  # with SOURCE="local": a folder with config.json, *.safetensors, tokenizer.model
+GSM8K_PATH = (
+    None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
+)
 
 # %%
 import json
@@ -94,7 +97,9 @@ print(f"mesh {dict(mesh.shape)}; stop tokens {loaded.eos_ids}; loaded in {load_s
 # ## A few questions
 
 # %%
-questions = recipes.gsm8k(rt, "test", data_dir=out_dir / "data", limit=recipe.num_questions)
+questions = recipes.gsm8k(
+    rt, "test", data_dir=out_dir / "data", path=GSM8K_PATH, limit=recipe.num_questions
+)
 sampler = evaluation.make_sampler(
     loaded, recipe.eval.max_prompt_length + recipe.eval.max_generation_steps
 )
@@ -149,6 +154,6 @@ assert stopped >= len(result.predictions) / 2, f"only {stopped} answers stopped 
 assert len(loaded.eos_ids) == 2, (
     f"expected EOS and <end_of_turn> as stop tokens, got {loaded.eos_ids}"
 )
-if rt.smoke:
-    assert result.format_rate >= 0.75, result.format_rate
-print("quickstart OK")
+checks = evaluation.Checks(enforce=rt.smoke)  # the smoke model was trained on the format
+checks.should(result.format_rate >= 0.75, f"format followed in {result.format_rate:.2f} of answers")
+checks.done("quickstart")

@@ -85,6 +85,9 @@ LORA_RANK = None  # adapter rank; None: the profile's
 QLORA = None  # False: plain LoRA (bf16 backbone); None: the profile's (QLoRA)
 EVAL_QUESTIONS = None  # test questions for the before/after evaluation; None: all
 DATA_SOURCE = "hf"  # full profile GSM8K: "hf", "tfds" or "kaggle"
+GSM8K_PATH = (
+    None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
+)
 DATASET = None  # None: GSM8K in the reasoning format; or a HF dataset id / local file ...
 PROMPT_FIELD, RESPONSE_FIELD = "prompt", "response"  # ... and its two text columns
 KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
@@ -126,7 +129,7 @@ recipe
 # the `<answer>`. Held-out test questions give the eval loss and the before/after evaluation.
 
 # %%
-load = dict(data_dir=out_dir / "data", source=DATA_SOURCE)
+load = dict(data_dir=out_dir / "data", source=DATA_SOURCE, path=GSM8K_PATH)
 train_records = recipes.gsm8k(rt, "train", **load)
 test_records = recipes.gsm8k(rt, "test", limit=recipe.eval_questions, **load)
 family = models.get_spec(recipe.model_id).family  # its chat template writes the prompts
@@ -272,14 +275,18 @@ summary = {
 # the held-out loss at least halved.
 
 # %%
-assert trained.stopped in ("done", "stop requested") or (
-    clock.hours and trained.stopped == "session clock"
-), trained
-assert summary["eval_loss_last"] < summary["eval_loss_first"], summary
-if (
-    rt.smoke and trained.stopped == "done"
-):  # a whole run (a session stopped early is judged at its end)
-    assert before.format_rate <= 0.2, before.format_rate
-    assert after.format_rate >= 0.9, after.format_rate
-    assert summary["eval_loss_last"] <= 0.5 * summary["eval_loss_first"], summary
-print("SFT OK")
+# What must hold is asserted; what learning should show is asserted in smoke and only warned about
+# in full (a noisy figure must not end a long run in an error).
+checks = evaluation.Checks(enforce=rt.smoke)
+checks.must(
+    trained.stopped in ("done", "stop requested")
+    or (clock.hours and trained.stopped == "session clock"),
+    trained,
+)
+losses = summary["eval_loss_first"], summary["eval_loss_last"]
+checks.should(losses[1] < losses[0], f"eval loss {losses[0]:.3f} -> {losses[1]:.3f}")
+if trained.stopped == "done":  # a whole run (a session stopped early is judged at its end)
+    checks.should(before.format_rate <= 0.2, f"format before training {before.format_rate:.2f}")
+    checks.should(after.format_rate >= 0.9, f"format after training {after.format_rate:.2f}")
+    checks.should(losses[1] <= 0.5 * losses[0], f"eval loss {losses[0]:.3f} -> {losses[1]:.3f}")
+checks.done("SFT")

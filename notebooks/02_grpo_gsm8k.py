@@ -89,6 +89,9 @@ LORA_RANK = None  # LoRA rank; None: the profile's
 NUM_GENERATIONS = None  # completions per prompt (G); None: the profile's
 EVAL_QUESTIONS = None  # test questions for the greedy evaluation; None: all (1,319 in full)
 DATA_SOURCE = "hf"  # full profile: "hf", "tfds" or "kaggle" (GSM8K)
+GSM8K_PATH = (
+    None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
+)
 USE_RUBRIC = False  # add the example rubric reward defined below
 KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
 ROLLOUT_ENGINE = (
@@ -134,7 +137,7 @@ recipe
 # silently.
 
 # %%
-load = dict(data_dir=out_dir / "data", source=DATA_SOURCE)
+load = dict(data_dir=out_dir / "data", source=DATA_SOURCE, path=GSM8K_PATH)
 train_records = recipes.gsm8k(rt, "train", **load)
 test_records = recipes.gsm8k(rt, "test", limit=recipe.eval_questions, **load)
 heldout_records = test_records[: recipe.heldout_questions]
@@ -370,22 +373,33 @@ summary = {
 # answers (the quantities GRPO optimises) rise, and greedy accuracy does not fall beyond noise.
 
 # %%
-assert trained.stopped in ("done", "stop requested") or (
-    clock.hours and trained.stopped == "session clock"
-), trained
-assert trained.steps == recipe.grpo.num_steps or trained.stopped != "done", trained
-assert answer.strip(), "the exported checkpoint, loaded by tunix alone, produced no text"
+# What must hold is asserted; what learning should show is asserted in smoke and only warned about
+# in full (a noisy gain must not end a 9-hour run in an error).
+checks = evaluation.Checks(enforce=rt.smoke)
+checks.must(
+    trained.stopped in ("done", "stop requested")
+    or (clock.hours and trained.stopped == "session clock"),
+    trained,
+)
+checks.must(trained.steps == recipe.grpo.num_steps or trained.stopped != "done", trained)
+checks.must(answer.strip(), "the exported checkpoint, loaded by tunix alone, produced no text")
 if trained.steps >= 20:  # enough logged steps to compare windows
-    assert summary["reward_last"] > summary["reward_first"], summary
+    rewards_seen = summary["reward_first"], summary["reward_last"]
+    checks.should(
+        rewards_seen[1] > rewards_seen[0], f"reward {rewards_seen[0]:.3f} -> {rewards_seen[1]:.3f}"
+    )
     if recipe.grpo.beta > 0:  # the KL term is computed (and shown in curves.png): the policy moved
-        assert summary["kl_last"] > 0, summary
+        checks.should(summary["kl_last"] > 0, f"KL to the reference {summary['kl_last']}")
 # The bars are those of the smoke recipe run whole: a session stopped early is judged at its end, and a
 # run with other settings (fewer steps, say) is not held to bars measured for this one.
-if rt.smoke and trained.stopped == "done" and recipe == recipes.GRPO.smoke():
+if trained.stopped == "done" and recipe == recipes.GRPO.smoke():
     gain = heldout_after.reward - heldout_before.reward
-    assert gain >= 0.2, f"held-out reward rose by only {gain:.3f}"
+    checks.should(gain >= 0.2, f"held-out reward rose by {gain:.3f} (bar 0.2)")
     acc_gain = heldout_after.accuracy - heldout_before.accuracy
-    assert acc_gain >= 0.02, f"held-out sampled accuracy rose by only {acc_gain:.3f}"
-    assert after.accuracy >= before.accuracy - 0.05, (before.accuracy, after.accuracy)
-    assert after.format_rate >= 0.9, after.format_rate
-print("GRPO OK")
+    checks.should(acc_gain >= 0.02, f"held-out sampled accuracy rose by {acc_gain:.3f} (bar 0.02)")
+    checks.should(
+        after.accuracy >= before.accuracy - 0.05,
+        f"greedy accuracy {before.accuracy:.3f} -> {after.accuracy:.3f}",
+    )
+    checks.should(after.format_rate >= 0.9, f"format after training {after.format_rate:.2f}")
+checks.done("GRPO")

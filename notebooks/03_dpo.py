@@ -94,6 +94,9 @@ ALGORITHM = None  # "dpo" or "orpo"; None: the profile's default (DPO)
 PAIRS = "on-policy"  # or a preference dataset: HF id or local .jsonl/.json/.csv/.parquet
 FIELDS = ("prompt", "chosen", "rejected")  # the dataset's prompt, chosen and rejected columns
 DATA_SOURCE = "hf"  # full profile GSM8K: "hf", "tfds" or "kaggle"
+GSM8K_PATH = (
+    None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
+)
 KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
 
 # %%
@@ -150,7 +153,7 @@ policy = dataclasses.replace(reference, model=actor)
 # on exactly the same pairs.
 
 # %%
-load = dict(data_dir=out_dir / "data", source=DATA_SOURCE)
+load = dict(data_dir=out_dir / "data", source=DATA_SOURCE, path=GSM8K_PATH)
 test_records = recipes.gsm8k(rt, "test", limit=recipe.eval_questions, **load)
 pair_records = (
     recipes.gsm8k(rt, "train", limit=recipe.pair_questions, **load) if PAIRS == "on-policy" else []
@@ -276,18 +279,23 @@ summary
 # noise: greedy accuracy may fall by at most 0.05, and the format must hold.
 
 # %%
-assert trained.stopped in ("done", "stop requested") or (
-    clock.hours and trained.stopped == "session clock"
-), trained
-assert summary["margin_last"] > summary["margin_first"], summary
-if (
-    rt.smoke and trained.stopped == "done"
-):  # a whole run (a session stopped early is judged at its end)
-    assert scores_after.reward_accuracy >= 0.9, scores_after
-    assert scores_after.reward_accuracy > scores_before.reward_accuracy, (
-        scores_before,
-        scores_after,
+# What must hold is asserted; what learning should show is asserted in smoke and only warned about
+# in full (a noisy figure must not end a long run in an error).
+checks = evaluation.Checks(enforce=rt.smoke)
+checks.must(
+    trained.stopped in ("done", "stop requested")
+    or (clock.hours and trained.stopped == "session clock"),
+    trained,
+)
+margins = summary["margin_first"], summary["margin_last"]
+checks.should(margins[1] > margins[0], f"held-out margin {margins[0]:.3f} -> {margins[1]:.3f}")
+if trained.stopped == "done":  # a whole run (a session stopped early is judged at its end)
+    acc = scores_before.reward_accuracy, scores_after.reward_accuracy
+    checks.should(acc[1] >= 0.9, f"held-out preference accuracy {acc[1]:.2f} (bar 0.9)")
+    checks.should(acc[1] > acc[0], f"held-out preference accuracy {acc[0]:.2f} -> {acc[1]:.2f}")
+    checks.should(
+        after.accuracy >= before.accuracy - 0.05,
+        f"greedy accuracy {before.accuracy:.3f} -> {after.accuracy:.3f}",
     )
-    assert after.accuracy >= before.accuracy - 0.05, (before.accuracy, after.accuracy)
-    assert after.format_rate >= 0.9, after.format_rate
-print(f"{recipe.algorithm.upper()} OK")
+    checks.should(after.format_rate >= 0.9, f"format after training {after.format_rate:.2f}")
+checks.done(recipe.algorithm.upper())

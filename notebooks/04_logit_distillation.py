@@ -84,6 +84,9 @@ NUM_STEPS = None  # optimizer steps; None: the profile's
 LEARNING_RATE = None  # peak learning rate; None: the profile's
 EVAL_QUESTIONS = None  # test questions for the teacher/student evaluation; None: all
 DATA_SOURCE = "hf"  # full profile GSM8K: "hf", "tfds" or "kaggle"
+GSM8K_PATH = (
+    None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
+)
 KAGGLE_MODEL = None  # to upload the student's export: "<user>/<model>/jax/<variation>"
 
 # %%
@@ -140,7 +143,7 @@ display(Markdown("| model | parameters | MiB |\n|---|---|---|\n" + "\n".join(
 # Prompts with their reference solutions in the reasoning format; the losses count the answer tokens.
 
 # %%
-load = dict(data_dir=out_dir / "data", source=DATA_SOURCE)
+load = dict(data_dir=out_dir / "data", source=DATA_SOURCE, path=GSM8K_PATH)
 train_records = recipes.gsm8k(rt, "train", **load)
 test_records = recipes.gsm8k(rt, "test", limit=recipe.eval_questions, **load)
 tok, pad = teacher.tokenizer, teacher.tokenizer.pad_id()
@@ -253,14 +256,21 @@ summary = {
 # held-out answers at least halved, and its eval loss at least half-way closer to the teacher's.
 
 # %%
-assert trained.stopped in ("done", "stop requested") or (
-    clock.hours and trained.stopped == "session clock"
-), trained
-if (
-    rt.smoke and trained.stopped == "done"
-):  # a whole run (a session stopped early is judged at its end)
-    assert summary["student_kl_after"] <= 0.5 * summary["student_kl_before"], summary
+# What must hold is asserted; what learning should show is asserted in smoke and only warned about
+# in full (a noisy figure must not end a long run in an error).
+checks = evaluation.Checks(enforce=rt.smoke)
+checks.must(
+    trained.stopped in ("done", "stop requested")
+    or (clock.hours and trained.stopped == "session clock"),
+    trained,
+)
+if trained.stopped == "done":  # a whole run (a session stopped early is judged at its end)
+    kl = summary["student_kl_before"], summary["student_kl_after"]
+    checks.should(kl[1] <= 0.5 * kl[0], f"student's KL to the teacher {kl[0]:.3f} -> {kl[1]:.3f}")
     gap_before = summary["student_eval_loss_before"] - summary["teacher_eval_loss"]
     gap_after = summary["student_eval_loss_after"] - summary["teacher_eval_loss"]
-    assert gap_after <= 0.5 * gap_before, (gap_before, gap_after)
-print("distillation OK")
+    checks.should(
+        gap_after <= 0.5 * gap_before,
+        f"eval loss gap to the teacher {gap_before:.3f} -> {gap_after:.3f}",
+    )
+checks.done("distillation")

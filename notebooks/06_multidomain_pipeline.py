@@ -94,6 +94,9 @@ RESUME_FROM = None  # a previous session's OUTPUT_DIR (read-only is fine) to con
 START_FRESH = False  # True: move an OUTPUT_DIR made with other settings aside and start again
 MODEL_ID = None  # None: the profile's ("gemma-3-1b-it" in full; "gemma-2-2b-it" also allowed)
 MODEL_PATH = None  # a local HF-layout folder to start from (e.g. 01_qlora_sft's export/hf)
+GSM8K_PATH = (
+    None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
+)
 JUDGE_ID = None  # the judge model; None: the profile's (the rubric grader in smoke)
 TRACES = None  # full: SFT traces, a .jsonl/.json/.csv/.parquet file or a Hugging Face dataset id
 TRACE_FIELDS = (
@@ -112,7 +115,18 @@ import json
 
 from IPython.display import Markdown, display
 
-from tunixkit import data, domains, judging, models, pipeline, recipes, rl, runtime, session
+from tunixkit import (
+    data,
+    domains,
+    evaluation,
+    judging,
+    models,
+    pipeline,
+    recipes,
+    rl,
+    runtime,
+    session,
+)
 
 rt, recipe, out_dir, clock = recipes.start(
     recipes.Pipeline, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
@@ -138,8 +152,12 @@ else:
         raise ValueError("the full profile trains on your traces: set TRACES to a file or a Hugging Face "
                          "dataset id of multi-domain reasoning traces (chat messages or prompt/response)")  # fmt: skip
     traces = domains.load_traces(TRACES, fields=TRACE_FIELDS)[: recipe.train_tasks]
-    gsm = recipes.gsm8k(rt, "train", data_dir=out_dir / "data", limit=recipe.train_tasks // 6)
-    gsm_test = recipes.gsm8k(rt, "test", data_dir=out_dir / "data", limit=recipe.heldout_per_domain)
+    gsm = recipes.gsm8k(
+        rt, "train", data_dir=out_dir / "data", path=GSM8K_PATH, limit=recipe.train_tasks // 6
+    )
+    gsm_test = recipes.gsm8k(
+        rt, "test", data_dir=out_dir / "data", path=GSM8K_PATH, limit=recipe.heldout_per_domain
+    )
     records = traces + domains.math_tasks(gsm + gsm_test)
 heldout, train = domains.split_heldout(records, recipe.heldout_per_domain)
 print(
@@ -342,20 +360,33 @@ summary = {
 # above 0; the pipeline ends above SFT; and math accuracy does not fall beyond noise.
 
 # %%
+# What must hold is asserted; what learning should show is asserted in smoke and only warned about
+# in full (a noisy gain must not end a 9-hour run in an error).
+checks = evaluation.Checks(enforce=rt.smoke)
 scores = summary["scores"]
 if final == "grpo":
-    assert scores["grpo"]["all"]["format"] >= 0.9, scores["grpo"]["all"]
+    checks.should(
+        scores["grpo"]["all"]["format"] >= 0.9,
+        f"format after GRPO {scores['grpo']['all']['format']:.2f}",
+    )
     for step, key in (("start->sft", "judged"), (f"{list(evals)[-2]}->grpo", "sampled")):
         gain, ci, n = changes[step][key]["all"]
-        assert gain - ci > 0, f"{step}: {key} score changed {gain:+.3f} (±{ci:.3f}, {n} prompts)"
-    assert scores["grpo"]["all"]["judged"] > scores["sft"]["all"]["judged"], scores
+        checks.should(
+            gain - ci > 0, f"{step}: {key} score changed {gain:+.3f} (±{ci:.3f}, {n} prompts)"
+        )
+    judged = scores["sft"]["all"]["judged"], scores["grpo"]["all"]["judged"]
+    checks.should(
+        judged[1] > judged[0], f"judged score SFT {judged[0]:.3f} -> GRPO {judged[1]:.3f}"
+    )
     acc = [scores[s]["math"]["accuracy"] for s in ("sft", "grpo")]
     noise = 2 * (0.25 / scores["grpo"]["math"]["n"]) ** 0.5  # two standard errors near 0.5
-    assert acc[1] >= acc[0] - noise, (
-        f"math accuracy fell from {acc[0]:.2f} to {acc[1]:.2f} (noise {noise:.2f})"
+    checks.should(
+        acc[1] >= acc[0] - noise,
+        f"math accuracy fell from {acc[0]:.2f} to {acc[1]:.2f} (noise {noise:.2f})",
     )
 else:
-    assert clock.hours or clock.stop_file.is_file(), (
-        f"the pipeline stopped at {final} without a session limit or a STOP file"
+    checks.must(
+        clock.hours or clock.stop_file.is_file(),
+        f"the pipeline stopped at {final} without a session limit or a STOP file",
     )
-print("pipeline OK")
+checks.done("pipeline")

@@ -86,11 +86,15 @@ RESUME_FROM = None  # a previous session's OUTPUT_DIR (read-only is fine) to con
 START_FRESH = False  # True: move an OUTPUT_DIR made with other settings aside and start again
 MODEL_ID = None  # None: the profile's ("gemma-3-1b-it" in full; "gemma-2-2b-it" also allowed)
 NUM_STEPS = None  # GRPO steps; None: the profile's
+SFT_STEPS = None  # warm-start (SFT) steps before GRPO; None: the profile's
 LEARNING_RATE = None  # GRPO's peak learning rate; None: the profile's
 LORA_RANK = None  # GRPO's LoRA rank; None: the profile's
 NUM_GENERATIONS = None  # episodes per question (G); None: the profile's
 EVAL_QUESTIONS = None  # held-out questions for the evaluations; None: the profile's
 DATA_SOURCE = "hf"  # full profile: "hf", "tfds" or "kaggle" (GSM8K)
+GSM8K_PATH = (
+    None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
+)
 KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
 
 # %%
@@ -101,6 +105,7 @@ from IPython.display import Markdown, display
 from tunixkit import (
     agentic,
     calculator,
+    evaluation,
     models,
     pipeline,
     recipes,
@@ -114,7 +119,7 @@ rt, recipe, out_dir, clock = recipes.start(
     recipes.Agentic, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
     start_fresh=START_FRESH, inputs={"data_source": DATA_SOURCE}, model_id=MODEL_ID, num_steps=NUM_STEPS,
     learning_rate=LEARNING_RATE, lora_rank=LORA_RANK, num_generations=NUM_GENERATIONS,
-    eval_questions=EVAL_QUESTIONS,
+    eval_questions=EVAL_QUESTIONS, sft_steps=SFT_STEPS,
 )  # fmt: skip
 recipe
 
@@ -134,7 +139,12 @@ print(calculator.tool_call("23 * 47"))
 # quoting it), the rest as a direct answer to the same prompt.
 
 # %%
-load = dict(data_dir=out_dir / "data", source=DATA_SOURCE, max_operand=recipe.max_operand or 30)
+load = dict(
+    data_dir=out_dir / "data",
+    source=DATA_SOURCE,
+    path=GSM8K_PATH,
+    max_operand=recipe.max_operand or 30,
+)
 train_records = recipes.gsm8k(rt, "train", **load)
 test_records = recipes.gsm8k(rt, "test", limit=recipe.eval_questions, **load)
 if rt.smoke:  # the smoke set keeps the one-calculation problems throughout
@@ -261,14 +271,21 @@ summary["train"]
 # rises, and so does the share of episodes that make a well-formed call.
 
 # %%
+# What must hold is asserted; what learning should show is asserted in smoke and only warned about
+# in full (a noisy gain must not end a long run in an error).
+checks = evaluation.Checks(enforce=rt.smoke)
 if final == "grpo":
     before, after = evals["before, tool"], evals["after, tool"]
-    assert after["accuracy"] > before["accuracy"], (before, after)
-    formed = [e["tool_call_rate"] * e["well_formed_rate"] for e in (before, after)]
-    assert formed[1] > formed[0], f"well-formed calls {formed[0]:.2f} -> {formed[1]:.2f}"
-    assert after["accuracy"] > evals["after, no tool"]["accuracy"], "the tool does not help"
-else:
-    assert clock.hours or clock.stop_file.is_file(), (
-        f"stopped at {final} without a session limit or a STOP file"
+    checks.should(
+        after["accuracy"] > before["accuracy"],
+        f"accuracy with the tool {before['accuracy']:.3f} -> {after['accuracy']:.3f}",
     )
-print("agentic OK")
+    formed = [e["tool_call_rate"] * e["well_formed_rate"] for e in (before, after)]
+    checks.should(formed[1] > formed[0], f"well-formed calls {formed[0]:.2f} -> {formed[1]:.2f}")
+    checks.should(after["accuracy"] > evals["after, no tool"]["accuracy"], "the tool does not help")
+else:
+    checks.must(
+        clock.hours or clock.stop_file.is_file(),
+        f"stopped at {final} without a session limit or a STOP file",
+    )
+checks.done("agentic")

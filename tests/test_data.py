@@ -123,3 +123,16 @@ def test_a_failed_download_says_what_to_do_instead(monkeypatch):
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")  # as on Kaggle with the Internet off
     with pytest.raises(runtime.DownloadError, match=r"openai/gsm8k .*Internet on.*source='file'"):
         data.load_gsm8k("train", source="hf")
+
+
+def test_a_preference_data_set_smaller_than_the_held_out_part_is_refused(tmp_path):
+    from tunixkit import data, preferences, testing
+
+    pairs = testing.write_preference_rows(tmp_path / "pairs.parquet", 10)
+    with pytest.raises(
+        data.DataError, match=r"pairs.parquet: 10 preference pairs, .* holds out the first 128"
+    ):
+        preferences.training_pairs(tmp_path / "out", str(pairs), heldout=128)
+    got = preferences.training_pairs(tmp_path / "out", str(pairs), heldout=4)
+    assert (len(got["train"]), len(got["heldout"])) == (6, 4)
+    assert got["train"][0]["prompt"].startswith("<start_of_turn>user")

@@ -241,10 +241,14 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | pathlib.Path) -> 
 def load_gsm8k(
     split: str = "train", *, source: str = "hf", path: str | None = None, limit: int | None = None
 ) -> list[Record]:
-    """Load GSM8K ``split`` from ``source``: ``"hf"``, ``"tfds"``, ``"kaggle"`` or ``"file"`` (``path``)."""
+    """Load GSM8K ``split`` from ``source``: ``"hf"``, ``"tfds"``, ``"kaggle"`` or ``"file"``:
+    ``path``, a ``.jsonl``/``.json``/``.csv``/``.parquet`` file or a folder holding a copy of the
+    Hugging Face dataset (``main/train-00000-of-00001.parquet``, ``main/test-...``, as attached to
+    a Kaggle notebook), where the split's file is found by name."""
     if source == "file":
         if path is None:
-            raise ValueError("source='file' needs path=<.jsonl/.json/.csv/.parquet file>")
+            raise ValueError("source='file' needs path=<.jsonl/.json/.csv/.parquet file or folder>")
+        path = gsm8k_file(path, split)
         rows: Iterable[Mapping[str, Any]] = read_rows(path, GSM8K_COLUMNS)
         name = str(path)
     elif source == "hf":
@@ -278,6 +282,26 @@ def load_gsm8k(
         raise ValueError(f"unknown source {source!r}; expected 'hf', 'tfds', 'kaggle' or 'file'")
     records, _ = to_records(rows, name)
     return records[:limit] if limit is not None else records
+
+
+def gsm8k_file(path: str | pathlib.Path, split: str) -> pathlib.Path:
+    """``path`` itself if it is a file, else the one data file for ``split`` under the folder
+    ``path`` (``main/<split>-*.parquet`` in the Hugging Face layout; else any ``*<split>*`` data file)."""
+    path = pathlib.Path(path)
+    if path.is_file():
+        return path
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: no such GSM8K file or folder")
+    suffixes = (".parquet", ".jsonl", ".json", ".csv")
+    found = sorted(p for p in path.rglob(f"{split}-*.parquet") if p.parent.name == "main")
+    found = found or sorted(p for p in path.rglob(f"*{split}*") if p.suffix in suffixes)
+    if len(found) != 1:
+        listed = ", ".join(str(p.relative_to(path)) for p in found) or "none"
+        raise DataError(
+            f"{path}: expected one GSM8K {split!r} file (main/{split}-00000-of-00001.parquet as on "
+            f"the Hugging Face hub, or a .jsonl/.csv/.parquet named after the split); found {listed}"
+        )
+    return found[0]
 
 
 def sft_pair(

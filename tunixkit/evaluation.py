@@ -22,12 +22,55 @@ from tunixkit.data import SYSTEM_PROMPT
 from tunixkit.rewards import has_format
 
 __all__ = [
-    "CATEGORIES", "EvalConfig", "EvalResult", "Generation", "Paired", "categorize",
+    "CATEGORIES", "Checks", "EvalConfig", "EvalResult", "Generation", "Paired", "categorize",
     "comparison_table", "evaluate", "generate", "make_sampler", "paired", "plot_comparison",
     "result_from", "side_by_side", "wilson_interval", "worst_errors",
 ]  # fmt: skip
 
 CATEGORIES = ("correct", "wrong_number", "broken_format", "no_answer", "truncated")
+
+
+class Checks:
+    """A notebook's last cell. :meth:`must` asserts what holds whatever the run (the session ended
+    as it should, the export loads); :meth:`should` is for what a run should show (it learned):
+    asserted where ``enforce`` (a whole smoke run of the preset, whose bars were measured), else
+    printed as a warning with its numbers: a noisy gain must not end a 9-hour run in an error.
+
+    >>> checks = Checks(enforce=False)
+    >>> checks.should(0.1 > 0.2, "reward rose 0.1 -> 0.2")
+    WARNING (not enforced in this run): reward rose 0.1 -> 0.2
+    >>> checks.done("GRPO")
+    GRPO: must-hold checks passed; 1 of 1 learning checks not met (see the warnings above)
+    >>> Checks(enforce=True).should(False, "no gain")
+    Traceback (most recent call last):
+    ...
+    AssertionError: no gain
+    """
+
+    def __init__(self, *, enforce: bool) -> None:
+        self.enforce = enforce
+        self.warnings: list[str] = []
+        self.asked = 0
+
+    def must(self, condition: bool, message: Any) -> None:
+        if not condition:
+            raise AssertionError(message)
+
+    def should(self, condition: bool, message: Any) -> None:
+        self.asked += 1
+        if condition:
+            return
+        if self.enforce:
+            raise AssertionError(message)
+        self.warnings.append(str(message))
+        print(f"WARNING (not enforced in this run): {message}")
+
+    def done(self, label: str) -> None:
+        if self.warnings:
+            print(f"{label}: must-hold checks passed; {len(self.warnings)} of {self.asked} learning "
+                  "checks not met (see the warnings above)")  # fmt: skip
+        else:
+            print(f"{label} OK")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

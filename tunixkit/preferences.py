@@ -136,7 +136,14 @@ def training_pairs(
         everything = dataset_pairs(
             source, fields=fields, family=policy.family if policy is not None else "gemma3"
         )
+        if len(everything) <= heldout:
+            raise data.DataError(
+                f"{source}: {len(everything)} preference pairs, and the recipe holds out the first "
+                f"{heldout} to score the model on pairs it never trained on: none would be left to "
+                f"train on; use a data set with more than {heldout} pairs (or lower heldout_questions)"
+            )
         pairs = {"train": everything[heldout:], "heldout": everything[:heldout]}
+        print(f"{source}: {len(pairs['train'])} training pairs, the first {heldout} held out")
     for k, f in files.items():
         data.write_jsonl(pairs[k], f)
     return pairs

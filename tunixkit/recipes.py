@@ -386,14 +386,18 @@ def gsm8k(
     *,
     data_dir: str | pathlib.Path,
     source: str = "hf",
+    path: str | pathlib.Path | None = None,
     limit: int | None = None,
     max_operand: int = smoke.SMOKE_MAX_OPERAND,
 ) -> list[data.Record]:
-    """GSM8K ``split`` for the profile: the real dataset (full) or synthetic files written to ``data_dir``
-    (smoke, numbers up to ``max_operand``); both go through the same loader."""
+    """GSM8K ``split`` for the profile: the real dataset (full: downloaded from ``source``, or read
+    from ``path``, a local copy, see :func:`tunixkit.data.load_gsm8k`) or synthetic files written to
+    ``data_dir`` (smoke, numbers up to ``max_operand``); both go through the same loader."""
     if rt.smoke:
         paths = smoke.write_synthetic_gsm8k(data_dir, max_operand=max_operand)
         return data.load_gsm8k(split, source="file", path=str(paths[split]), limit=limit)
+    if path is not None:
+        return data.load_gsm8k(split, source="file", path=path, limit=limit)
     return data.load_gsm8k(split, source=source, limit=limit)
 
 

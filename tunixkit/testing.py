@@ -9,6 +9,9 @@
   competition's judges load it (notebook 02 shows the same steps in a cell);
 - :func:`kernel_python`: a Python with this one's packages but without tunixkit, like Kaggle's image
   (the notebooks' install cell then installs tunixkit into it);
+- :func:`write_gsm8k_hub`, :func:`write_trace_rows`, :func:`write_preference_rows`: small files in
+  the real data sets' on-disk layout and schema (GSM8K as the Hugging Face hub lays it out, SFT
+  traces, preference pairs), for the full profile's loaders in CI;
 - :func:`write_hf_tokenizer`: a SentencePiece BPE model as a Hugging Face ``tokenizer.json`` folder
   (the other layout Gemma checkpoints ship), for the tests of that path.
 """
@@ -23,7 +26,7 @@ import numpy as np
 
 __all__ = [
     "kernel_python", "load_orbax_export", "logits", "notebook_script", "randomize_all",
-    "write_hf_tokenizer",
+    "write_gsm8k_hub", "write_hf_tokenizer", "write_preference_rows", "write_trace_rows",
 ]  # fmt: skip
 
 
@@ -156,3 +159,51 @@ def kernel_python(folder: str | pathlib.Path) -> str:
     if probe.stdout.strip() != "None":
         raise RuntimeError(f"{python} imports tunixkit already: {probe.stdout}{probe.stderr}")
     return python
+
+
+def _parquet(rows: list[dict[str, Any]], path: pathlib.Path) -> pathlib.Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+def write_gsm8k_hub(
+    folder: str | pathlib.Path, *, n_train: int = 64, n_test: int = 16
+) -> pathlib.Path:
+    """``folder`` as a copy of ``openai/gsm8k`` on the Hugging Face hub (what a Kaggle notebook gets
+    when the data set is attached): ``main/{train,test}-00000-of-00001.parquet`` with the columns
+    ``question`` and ``answer`` (worked solution, then ``#### <number>``), synthetic rows."""
+    from tunixkit import smoke
+
+    folder = pathlib.Path(folder)
+    for split, n in (("train", n_train), ("test", n_test)):
+        rows = smoke.synthetic_gsm8k(n, seed=smoke.SPLIT_SEEDS[split])
+        _parquet(rows, folder / "main" / f"{split}-00000-of-00001.parquet")
+    return folder
+
+
+def write_trace_rows(path: str | pathlib.Path, n: int = 32, *, seed: int = 0) -> pathlib.Path:
+    """SFT traces as a ``.jsonl`` of ``prompt``/``response`` rows, the response in the reasoning
+    format (as a distilled-trace data set holds them)."""
+    from tunixkit import data, smoke
+
+    records, _ = data.to_records(smoke.synthetic_gsm8k(n, seed=seed), "traces", verbose=False)
+    rows = [{"prompt": r["question"], "response": f"<reasoning>{r['solution']}</reasoning>"
+             f"<answer>{r['answer']}</answer>"} for r in records]  # fmt: skip
+    return data.write_jsonl(rows, pathlib.Path(path))
+
+
+def write_preference_rows(path: str | pathlib.Path, n: int = 32, *, seed: int = 0) -> pathlib.Path:
+    """Preference pairs as a ``.parquet`` of ``prompt``/``chosen``/``rejected`` strings (the schema
+    of the common DPO data sets): chosen has the right answer, rejected a wrong one."""
+    from tunixkit import data, smoke
+
+    records, _ = data.to_records(smoke.synthetic_gsm8k(n, seed=seed), "pairs", verbose=False)
+    rows = [{"prompt": r["question"],
+             "chosen": f"<reasoning>{r['solution']}</reasoning><answer>{r['answer']}</answer>",
+             "rejected": f"<reasoning>{r['solution']}</reasoning><answer>{int(r['answer']) + 1}</answer>"}
+            for r in records]  # fmt: skip
+    return _parquet(rows, pathlib.Path(path))
