@@ -174,16 +174,20 @@ def test_a_judge_model_writes_replies_that_always_parse(monkeypatch):
     )
     questions = ["Give three ideas for a picnic.", "What does a plant need to grow?"]
     answers = [
-        "<reasoning>r</reasoning>\n<answer>1. pack fruit.</answer>",
+        "<reasoning>a basket, shade</reasoning>\n<answer>1. pack fruit.</answer><end_of_turn>",
         "<answer>light</answer>",
     ]
     replies = judging.llm_grader(judge_model, config=config)(questions, answers)
     rubric = judging.JudgeRubric()
-    assert asked == [
-        judge_model.chat.prompt(rubric(q, judging.answer_text(c)))
-        for q, c in zip(questions, answers, strict=True)
+    whole = ["<reasoning>a basket, shade</reasoning>\n<answer>1. pack fruit.</answer>", answers[1]]
+    assert asked == [  # the whole response, tags included, as the competition's judges read it
+        judge_model.chat.prompt(rubric(q, c)) for q, c in zip(questions, whole, strict=True)
     ]
-    assert asked[0].startswith("<start_of_turn>user\n") and "1. pack fruit." in asked[0]
+    assert (
+        asked[0].startswith("<start_of_turn>user\n")
+        and "<reasoning>a basket, shade</reasoning>" in asked[0]
+    )
+    assert asked[0].count("<end_of_turn>") == 1  # only the judge's own turn ends
     assert len(replies) == 2 and all(isinstance(r, str) for r in replies)
     assert all(math.isfinite(judging.parse_score(r)) for r in replies)
 

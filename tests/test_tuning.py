@@ -143,3 +143,20 @@ def test_packed_rows_give_each_example_its_unpacked_loss():
     a = float(peft_trainer._default_loss_fn(lm.model, **fn(unpacked)))
     b = float(peft_trainer._default_loss_fn(lm.model, **fn(packed)))
     assert abs(a - b) < 1e-5, (a, b)
+
+
+def test_a_long_prompt_is_cut_in_its_middle_keeping_its_start_and_end():
+    from tunixkit import evaluation, smoke
+
+    tok = smoke.load_tokenizer()
+
+    def encode(text):
+        return [tok.bos_id(), *tok.encode(text)]
+
+    system, end = "Answer in the format. ", " How many are left?"
+    prompt = system + "There are 3 apples. " * 60 + end
+    cut = evaluation._clip(prompt, encode, tok, 64)
+    assert len(encode(cut)) <= 64 < len(encode(prompt))
+    assert cut.startswith("Answer in the format.") and cut.endswith("How many are left?")
+    assert evaluation.CUT_MARK in cut
+    assert evaluation._clip("Short.", encode, tok, 64) == "Short."

@@ -142,7 +142,8 @@ def generate(
     if too_long:
         print(
             f"generate: {too_long}/{len(prompts)} prompts exceed max_prompt_length="
-            f"{config.max_prompt_length} tokens and are left-truncated"
+            f"{config.max_prompt_length} tokens: each is cut in its middle (its start, with the "
+            f"system prompt, and its end are kept; {CUT_MARK.strip()!r} marks the cut)"
         )
     order = sorted(range(len(prompts)), key=lambda i: lengths[i])
     results: dict[int, Generation] = {}
@@ -178,11 +179,21 @@ def _next_pow2(n: int) -> int:
     return 1 << (n - 1).bit_length()
 
 
+CUT_MARK = " [...] "
+
+
 def _clip(prompt: str, encode, tokenizer, max_len: int) -> str:
+    """``prompt`` cut to ``max_len`` tokens in its middle: its start (the system prompt and the
+    instruction) and its end (the question's last words and the model's turn) are kept, and
+    :data:`CUT_MARK` shows where text was left out."""
     ids = list(encode(prompt))
     if len(ids) <= max_len:
         return prompt
-    return tokenizer.decode(ids[-(max_len - 1) :])
+    bos = 1 if tokenizer.bos_id() and ids[0] == tokenizer.bos_id() else 0
+    room = max_len - bos - 8  # the mark's tokens, and a margin for tokens merging at the joins
+    head = room // 3
+    return (tokenizer.decode(ids[bos : bos + head]) + CUT_MARK
+            + tokenizer.decode(ids[len(ids) - (room - head) :]))  # fmt: skip
 
 
 def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:

@@ -181,21 +181,30 @@ def llm_grader(
     judge_model, *, rubric: JudgeRubric | None = None, config=None
 ) -> Callable[[list[str], list[str]], list[str]]:
     """A grader that asks ``judge_model`` (a :class:`tunixkit.models.LoadedModel`: the same loader,
-    on the policy's mesh or one of its own) to score each answer against ``rubric``, greedily."""
+    on the policy's mesh or one of its own) to score each whole response (reasoning and answer, tags
+    included, as the competition's judges read it) against ``rubric``, greedily."""
     from tunixkit import evaluation
 
     rubric = rubric or JudgeRubric()
-    config = config or evaluation.EvalConfig(max_prompt_length=1024, max_generation_steps=16, batch_size=16,
+    # 2,048 prompt tokens: the rubric, the question and a whole answer of up to 1K tokens
+    config = config or evaluation.EvalConfig(max_prompt_length=2048, max_generation_steps=16, batch_size=16,
                                              system_prompt=None)  # fmt: skip
 
     def grade(questions: list[str], completions: list[str]) -> list[str]:
         prompts = [
-            judge_model.chat.prompt(rubric(q, answer_text(c)))
+            judge_model.chat.prompt(rubric(q, _response(c, judge_model)))
             for q, c in zip(questions, completions, strict=True)
         ]
         return [g.text for g in evaluation.generate(judge_model, prompts, config, progress=False)]
 
     return grade
+
+
+def _response(completion: str, judge_model) -> str:
+    """What the judges read: the whole response, its ``<reasoning>`` and ``<answer>`` with their
+    tags, without the policy's end-of-turn marker."""
+    end = getattr(getattr(judge_model, "chat", None), "end_of_turn", "") or "<end_of_turn>"
+    return completion.replace(end.strip(), "").strip()
 
 
 class Judge:
