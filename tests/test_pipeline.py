@@ -180,12 +180,48 @@ def test_a_judge_model_writes_replies_that_always_parse(monkeypatch):
     replies = judging.llm_grader(judge_model, config=config)(questions, answers)
     rubric = judging.JudgeRubric()
     assert asked == [
-        judge_model.chat.prompt(rubric(q, judging.answer_text(c)))
-        for q, c in zip(questions, answers, strict=True)
+        judge_model.chat.prompt(rubric(q, c)) for q, c in zip(questions, answers, strict=True)
     ]
     assert asked[0].startswith("<start_of_turn>user\n") and "1. pack fruit." in asked[0]
     assert len(replies) == 2 and all(isinstance(r, str) for r in replies)
     assert all(math.isfinite(judging.parse_score(r)) for r in replies)
+
+
+def test_the_judge_reads_a_whole_response_at_the_generation_limit(monkeypatch, capsys):
+    """A response of 768 tokens (the full profile's generation limit) reaches the judge whole, tags
+    and reasoning included, with llm_grader's default lengths; a question too long to fit beside it
+    loses its middle (counted and printed), never the response's end."""
+    from tunixkit import evaluation, models, recipes
+
+    judge_model = models.load_model("tiny-gemma3-sft", verbose=False)
+    asked = []
+
+    def fake_generate(m, prompts, config, **k):
+        asked.extend((p, config.max_prompt_length) for p in prompts)
+        return [evaluation.Generation("Score: 7", 3, False) for _ in prompts]
+
+    monkeypatch.setattr(evaluation, "generate", fake_generate)
+    tokens = lambda s: len(judge_model.tokenizer.encode(s))  # noqa: E731
+    limit = recipes.Pipeline.full().grpo.max_generation_steps
+    body = " ".join(f"point {i} holds." for i in range(2000))
+    words = body.split()
+    while tokens(" ".join(words)) > limit - 30:
+        words = words[: int(len(words) * 0.99)]
+    response = f"<reasoning>{' '.join(words)}</reasoning>\n<answer>THE END OF THE ANSWER</answer>"
+    assert limit - 60 <= tokens(response) <= limit
+    short_q = "Summarize the text above."
+    long_q = "BEGIN " + " ".join(f"line {i} of the document." for i in range(800)) + " END"
+    grade = judging.llm_grader(judge_model)
+    assert [judging.parse_score(r) for r in grade([short_q], [response])] == [0.7]
+    prompt, length = asked[-1]
+    assert response in prompt and short_q in prompt and grade.cut == 0
+    assert tokens(prompt) + 1 <= length
+    grade([long_q], [response])
+    prompt, length = asked[-1]
+    assert response in prompt and "BEGIN" in prompt and "END\n" in prompt and "[...]" in prompt
+    assert tokens(prompt) + 1 <= length and grade.cut == 1 and grade.judged == 2
+    assert "1 of 1 prompts over" in capsys.readouterr().out
+    assert judging.Judge(grade).prompts_cut == 1
 
 
 def test_held_out_prompts_are_distinct_and_never_trained_on():

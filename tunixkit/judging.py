@@ -25,8 +25,8 @@ from typing import Any
 from tunixkit.rewards import RewardFn, has_format, reward
 
 __all__ = [
-    "BOILERPLATE", "Judge", "JudgeRubric", "answer_text", "length_limit", "llm_grader", "no_boilerplate",
-    "parse_score", "relevance", "repetition", "structure", "weighted",
+    "BOILERPLATE", "JUDGE_PROMPT_LENGTH", "Judge", "JudgeRubric", "answer_text", "fit_prompt", "length_limit",
+    "llm_grader", "no_boilerplate", "parse_score", "relevance", "repetition", "structure", "weighted",
 ]  # fmt: skip
 
 BOILERPLATE = ("as an ai language model", "as an ai", "i'm sorry, but", "i cannot help", "i am unable to",
@@ -177,24 +177,92 @@ class JudgeRubric:
         return self.template.format(question=question, answer=answer)
 
 
+# Judge prompt tokens: the rubric (~100) and the question (a summarization prompt holds its document)
+# around a whole answer at the generation limit (768 tokens; the judges read up to 1K), in the chat
+# template. A longer prompt loses the middle of its question, never the answer (fit_prompt).
+JUDGE_PROMPT_LENGTH = 2048
+
+
+def _cut_middle(text: str, keep: int) -> str:
+    """``text`` with its middle replaced by `` [...] `` so that ``keep`` of its characters remain.
+
+    >>> _cut_middle("abcdefghij", 4), _cut_middle("abc", 5), _cut_middle("abc", 0)
+    ('ab [...] ij', 'abc', '[...]')
+    """
+    if keep >= len(text):
+        return text
+    if keep <= 0:
+        return "[...]"
+    return text[: keep - keep // 2] + " [...] " + text[len(text) - keep // 2 :]
+
+
+def fit_prompt(
+    rubric: Callable[[str, str], str],
+    question: str,
+    answer: str,
+    count: Callable[[str], int],
+    limit: int,
+) -> tuple[str, bool]:
+    """``rubric(question, answer)`` within ``limit`` tokens (``count``: tokens of a text), and whether
+    it was cut. The answer is what is judged, so it is kept whole: the middle of the question goes
+    first, and only a question already cut to nothing lets the answer lose its middle.
+
+    >>> words = lambda s: len(s.split())
+    >>> rubric = lambda q, a: f"Q: {q} A: {a}"
+    >>> fit_prompt(rubric, "one two three four five six", "the answer stays whole", words, 10)
+    ('Q: one [...] ix A: the answer stays whole', True)
+    >>> fit_prompt(rubric, "short", "ok", words, 10)
+    ('Q: short A: ok', False)
+    """
+    prompt = rubric(question, answer)
+    if count(prompt) <= limit:
+        return prompt, False
+    parts = {"question": question, "answer": answer}
+    for part in parts:
+        while (over := count(prompt) - limit) > 0 and parts[part] != "[...]":
+            text = parts[part]
+            per_token = len(text) / max(1, count(text))
+            keep = min(len(text) - 8, len(text) - int((over + 3) * per_token))
+            parts[part] = _cut_middle(text, keep)
+            prompt = rubric(parts["question"], parts["answer"])
+    return prompt, True
+
+
 def llm_grader(
     judge_model, *, rubric: JudgeRubric | None = None, config=None
 ) -> Callable[[list[str], list[str]], list[str]]:
     """A grader that asks ``judge_model`` (a :class:`tunixkit.models.LoadedModel`: the same loader,
-    on the policy's mesh or one of its own) to score each answer against ``rubric``, greedily."""
+    on the policy's mesh or one of its own) to score each whole response (reasoning, answer and
+    tags, as the judges read it) against ``rubric``, greedily. A rubric prompt over the config's
+    ``max_prompt_length`` loses the middle of its question (:func:`fit_prompt`), never the answer;
+    such prompts are printed and counted in the grader's ``cut`` (and ``judged``: all prompts)."""
     from tunixkit import evaluation
 
     rubric = rubric or JudgeRubric()
-    config = config or evaluation.EvalConfig(max_prompt_length=1024, max_generation_steps=16, batch_size=16,
-                                             system_prompt=None)  # fmt: skip
+    config = config or evaluation.EvalConfig(max_prompt_length=JUDGE_PROMPT_LENGTH, max_generation_steps=16,
+                                             batch_size=16, system_prompt=None)  # fmt: skip
+
+    def count(text: str) -> int:  # the template's tokens and the sampler's BOS included
+        return len(judge_model.tokenizer.encode(judge_model.chat.prompt(text))) + 1
 
     def grade(questions: list[str], completions: list[str]) -> list[str]:
-        prompts = [
-            judge_model.chat.prompt(rubric(q, answer_text(c)))
+        limit = config.max_prompt_length
+        fitted = [
+            fit_prompt(rubric, q, c or "", count, limit)
             for q, c in zip(questions, completions, strict=True)
         ]
+        cut = sum(was_cut for _, was_cut in fitted)
+        grade.cut += cut
+        grade.judged += len(fitted)
+        if cut:
+            print(
+                f"judge: {cut} of {len(fitted)} prompts over {limit} tokens: the middle of the "
+                f"question was cut, the answer kept whole ({grade.cut} so far)"
+            )
+        prompts = [judge_model.chat.prompt(text) for text, _ in fitted]
         return [g.text for g in evaluation.generate(judge_model, prompts, config, progress=False)]
 
+    grade.cut, grade.judged = 0, 0
     return grade
 
 
@@ -214,6 +282,11 @@ class Judge:
         self.cache: dict[tuple[str, str], float] = {}
         self.seconds: list[float] = []
         self.calls = 0
+
+    @property
+    def prompts_cut(self) -> int:
+        """Judge prompts whose question lost its middle to fit (:func:`llm_grader`; 0 for others)."""
+        return getattr(self.grade, "cut", 0)
 
     def scores(self, questions: Sequence[str], completions: Sequence[str]) -> list[float]:
         t0 = time.perf_counter()
