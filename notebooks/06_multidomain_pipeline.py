@@ -100,7 +100,18 @@ import json
 
 from IPython.display import Markdown, display
 
-from tunixkit import data, domains, judging, models, pipeline, recipes, rl, runtime, session
+from tunixkit import (
+    data,
+    domains,
+    evaluation,
+    judging,
+    models,
+    pipeline,
+    recipes,
+    rl,
+    runtime,
+    session,
+)
 
 rt, recipe, out_dir, clock = recipes.start(
     recipes.Pipeline, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
@@ -225,18 +236,23 @@ if stages.done("improve"):
 
 # %% [markdown]
 # ## Stage 3: preference tuning on judged pairs
-# For `pair_prompts` prompts the model samples `samples` answers; the judge's best becomes *chosen*
-# and its worst *rejected* when they are far enough apart. SimPO (reference-free, length-normalised,
+# For `pair_prompts` training prompts, balanced by domain (`domains.balanced`: the traces come first
+# and GSM8K math after them, so the last prompts alone would be math only), the model samples
+# `samples` answers; the judge's best becomes *chosen* and its worst *rejected* when they are far
+# enough apart. SimPO (reference-free, length-normalised,
 # written as a loss for tunix's `DPOTrainer`) by default; `ALGORITHM = "dpo"` or `"orpo"` for those.
 
 
 # %%
+pair_tasks = domains.balanced(train, recipe.pair_prompts)
+data_by_domain = {"pair_prompts": domains.by_domain(pair_tasks)}
+print("pair prompts by domain:", data_by_domain["pair_prompts"])
+
+
 def judged_pairs():
     policy = models.load_model(recipe.model_id, path=stages.start_path("preference", MODEL_PATH), mesh=mesh,
                                verbose=False)  # fmt: skip
-    return pipeline.judged_pairs(
-        policy, train[-recipe.pair_prompts :], judge, sampling, samples=recipe.samples
-    )
+    return pipeline.judged_pairs(policy, pair_tasks, judge, sampling, samples=recipe.samples)
 
 
 if stages.ready("preference") and not stages.done("preference"):
@@ -249,8 +265,9 @@ if stages.done("preference"):
 # %% [markdown]
 # ## Stage 4: GRPO with weighted rewards
 # LoRA on the shared reference with a KL term, on the training prompts where the judge told the
-# preference stage's samples apart: where every sample scores alike, each advantage is 0 and a GRPO
-# step teaches nothing. The rewards and their weights (`reward_weights`): the
+# preference stage's samples apart (so of every domain, as the pair prompts were): where every
+# sample scores alike, each advantage is 0 and a GRPO step teaches nothing. Math prompts carry their
+# answer for the checker (`answer_match`); the other domains are rewarded by the judge and rubric. The rewards and their weights (`reward_weights`): the
 # judge, the rubric checks, TF-IDF relevance between prompt and answer (the cheap signal for when no
 # judge fits), and the numeric answer on math prompts. Each is logged as its own curve.
 
@@ -259,7 +276,8 @@ reward_fns = pipeline.weighted_rewards(recipe.reward_weights, judge)
 contested = pipeline.contested(
     train, stages.dir("preference") / "pairs.jsonl", recipe.eval.system_prompt, family=family
 )
-grpo_records = [{"question": r["prompt"], "answer": r.get("answer", "")} for r in contested]
+grpo_records = pipeline.grpo_records(contested)
+data_by_domain["grpo"] = domains.by_domain(grpo_records)
 grpo_export = pipeline.grpo_stage(stages, "grpo", grpo_records, reward_fns, recipe,
                                   system_prompt=recipe.eval.system_prompt, mesh=mesh)  # fmt: skip
 if grpo_export:
@@ -318,11 +336,17 @@ summary = {
     "self_improvement": improve_report or None,
     "judge_seconds_per_call": sum(judge.seconds) / max(1, len(judge.seconds)),
     "judged_completions": judge.calls,
+    # judge prompts whose question lost its middle to fit the whole answer
+    "judge_prompts_cut": judge.prompts_cut,
+    # prompts left-truncated by where (generate: evaluations and passes; grpo), <where>_seen: all
+    "prompts_cut": dict(evaluation.PROMPTS_CUT),
+    "data_by_domain": data_by_domain,
     "scores": {name: e.rows for name, e in evals.items()},
     "changes": changes,  # "<before>-><after>" -> judged/sampled -> domain -> (change, 95% CI, prompts)
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
 }
 (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+print("prompts cut:", summary["prompts_cut"], "judge prompts cut:", summary["judge_prompts_cut"])
 {name: round(e.rows["all"]["judged"], 3) for name, e in evals.items()}
 
 # %% [markdown]

@@ -284,3 +284,52 @@ def test_evaluations_judge_greedy_and_sampled_answers_and_stages_compare_paired(
     assert "no stage to compare" in domains.changes_table(
         domains.stage_changes(tmp_path, ["before"])
     )
+
+
+def test_a_full_preset_grpo_stage_trains_on_every_domain(tmp_path, capsys):
+    """The full profile's data order (traces of five domains, then GSM8K math after them): the pair
+    prompts are balanced by domain, so the prompts GRPO keeps, and its batches, hold every domain,
+    math with its answer for the checker and the others with none (the judge rewards them)."""
+    from tunixkit import recipes
+
+    recipe = recipes.Pipeline.full()
+    traces = [
+        {"domain": d, "prompt": f"{d} prompt {i}", "response": "r"}
+        for i in range(400)
+        for d in ("creative", "ideation", "summarization", "science", "code")
+    ]
+    gsm = [{"question": f"math {i}?", "solution": "s", "answer": str(i)} for i in range(3000)]
+    _, train = domains.split_heldout(traces + domains.math_tasks(gsm), recipe.heldout_per_domain)
+    pair_tasks = domains.balanced(train, recipe.pair_prompts)
+    counts = domains.by_domain(pair_tasks)
+    assert len(counts) == 6 and max(counts.values()) - min(counts.values()) <= 1, counts
+    pairs = tmp_path / "pairs.jsonl"  # the judge told apart the samples of every other prompt
+    told_apart = [
+        {"prompt": data.format_prompt(t["prompt"], "sys"), "chosen": "a", "rejected": "b"}
+        for t in pair_tasks[::2]
+    ]
+    data.write_jsonl(told_apart, pairs)
+    rows = pipeline.grpo_records(pipeline.contested(train, pairs, "sys"))
+    assert "GRPO prompts by domain" in capsys.readouterr().out
+    assert set(domains.by_domain(rows)) == set(domains.DOMAINS)
+    assert all(bool(r["answer"]) == (r["domain"] == "math") for r in rows)
+    batches = data.grpo_dataset(
+        rows, batch_size=recipe.grpo.batch_size, num_batches=100, system_prompt="sys"
+    )
+    seen = {q for b in batches for q in b["question"]}
+    by_question = {r["question"]: r["domain"] for r in rows}
+    assert {by_question[q] for q in seen} == set(domains.DOMAINS)
+
+
+def test_full_prompts_fit_the_data_and_cut_prompts_are_counted(capsys):
+    """The full profile's prompt lengths hold a summarization prompt with its document (1,024
+    tokens, the system prompt included) in the evaluations, the passes and GRPO; a prompt still
+    longer is counted by where it was cut, for summary.json, and printed."""
+    from tunixkit import evaluation, recipes
+
+    recipe = recipes.Pipeline.full()
+    assert recipe.eval.max_prompt_length >= 1024 and recipe.grpo.max_prompt_length >= 1024
+    before = evaluation.PROMPTS_CUT["grpo"]
+    assert evaluation.count_cut("grpo", [100, 2000, 1024, 1025], recipe.grpo.max_prompt_length) == 2
+    assert evaluation.PROMPTS_CUT["grpo"] == before + 2
+    assert "grpo: 2/4 prompts exceed max_prompt_length=1024" in capsys.readouterr().out
