@@ -148,7 +148,8 @@ display(Markdown(domains.examples(train)))
 
 # %% [markdown]
 # ## The judge
-# A judge scores each answer against a rubric (`judging.JudgeRubric`); any reply, garbage included,
+# A judge scores each whole response (reasoning and answer, tags included) against a rubric with
+# its domain's criteria (`judging.JudgeRubric`); any reply, garbage included,
 # becomes a number in [0, 1] and never an exception. Repeated answers are not judged again, and the
 # judge's time per call is kept. In full the judge is a model loaded with the same loader, on the
 # policy's mesh; in smoke a deterministic rubric plays the judge.
@@ -159,7 +160,9 @@ if recipe.judge_id is None:
     judge = judging.Judge(domains.rubric_grader(task_list), name="judge")
 else:
     judge_model = models.load_model(recipe.judge_id, mesh=mesh)
-    judge = judging.Judge(judging.llm_grader(judge_model), name="judge")
+    # each question is graded with its domain's criteria (judging.JudgeRubric.CRITERIA)
+    rubric = judging.JudgeRubric(domain_of={r["prompt"]: r["domain"] for r in records})
+    judge = judging.Judge(judging.llm_grader(judge_model, rubric=rubric), name="judge")
 reference = [r["response"] for r in heldout]
 print("held-out reference answers judged:", round(sum(judge.scores([r["prompt"] for r in heldout], reference))
                                                    / len(heldout), 3))  # fmt: skip

@@ -333,3 +333,14 @@ def test_full_prompts_fit_the_data_and_cut_prompts_are_counted(capsys):
     assert evaluation.count_cut("grpo", [100, 2000, 1024, 1025], recipe.grpo.max_prompt_length) == 2
     assert evaluation.PROMPTS_CUT["grpo"] == before + 2
     assert "grpo: 2/4 prompts exceed max_prompt_length=1024" in capsys.readouterr().out
+
+
+def test_the_judge_grades_each_domain_by_its_own_criteria():
+    rubric = judging.JudgeRubric(domain_of={"Summarize this.": "summarization", "Add 2+2.": "math"})
+    summary, sums, other = (
+        rubric(q, "<answer>x</answer>") for q in ("Summarize this.", "Add 2+2.", "Hi?")
+    )
+    assert "summarization task" in summary and "nothing invented" in summary
+    assert "math task" in sums and "final answer is correct" in sums
+    assert "general task" in other and "<answer>x</answer>" in other
+    assert len({summary, sums, other}) == 3

@@ -161,20 +161,48 @@ def parse_score(reply: Any, scale: float = 10.0) -> float:
 
 
 class JudgeRubric:
-    """The prompt a judge model sees for one (question, answer) pair."""
+    """The prompt a judge model sees for one (question, response) pair, with the criteria of the
+    question's domain (``domain_of``: question -> domain; :data:`CRITERIA`, else the general ones).
 
+    >>> rubric = JudgeRubric(domain_of={"Summarize: the text.": "summarization"})
+    >>> "nothing invented" in rubric("Summarize: the text.", "r"), "nothing invented" in rubric("Hi?", "r")
+    (True, False)
+    """
+
+    CRITERIA = {
+        "general": "it answers what was asked, and it is correct and helpful",
+        "creative": "it follows the requested form, tone and length, and it is original, vivid and coherent",
+        "ideation": "it gives several distinct, specific and feasible ideas that fit the request",
+        "summarization": "it is faithful to the source (nothing invented), covers its main points and "
+        "is concise",
+        "science": "it is scientifically accurate, explains why with correct terms, and has no misconception",
+        "math": "its final answer is correct, reached by valid step-by-step reasoning",
+        "code": "its code is correct and runnable and does what was asked, with a short explanation",
+    }
     TEMPLATE = (
-        "You are grading an answer to a question. Criteria: it answers what was asked, it is correct, "
-        "clear and well organised, and it puts its reasoning in <reasoning> and its answer in <answer>.\n"
-        "Question: {question}\nAnswer: {answer}\n"
+        "You are grading a response to a {domain} task. Criteria: {criteria}; it is clear and well "
+        "organised, and it puts its reasoning in <reasoning> and its final answer in <answer>.\n"
+        "Question: {question}\nResponse: {answer}\n"
         "Reply with one line: Score: N, where N is from 0 (useless) to 10 (excellent)."
     )
 
-    def __init__(self, template: str | None = None) -> None:
+    def __init__(
+        self,
+        template: str | None = None,
+        *,
+        domain_of: dict[str, str] | None = None,
+        criteria: dict[str, str] | None = None,
+    ) -> None:
         self.template = template or self.TEMPLATE
+        self.domain_of = dict(domain_of or {})
+        self.criteria = {**self.CRITERIA, **(criteria or {})}
 
     def __call__(self, question: str, answer: str) -> str:
-        return self.template.format(question=question, answer=answer)
+        domain = self.domain_of.get(question, "general")
+        criteria = self.criteria.get(domain, self.criteria["general"])
+        return self.template.format(
+            question=question, answer=answer, domain=domain, criteria=criteria
+        )
 
 
 # Judge prompt tokens: the rubric (~100) and the question (a summarization prompt holds its document)
