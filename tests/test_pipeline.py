@@ -344,3 +344,21 @@ def test_the_judge_grades_each_domain_by_its_own_criteria():
     assert "math task" in sums and "final answer is correct" in sums
     assert "general task" in other and "<answer>x</answer>" in other
     assert len({summary, sums, other}) == 3
+
+
+def test_full_grpo_penalizes_answers_that_hit_the_generation_limit():
+    """The full profile's GRPO rewards shape the length: a response left open at the 768-token limit
+    (~3,200 characters) scores -1, a long closed one less than a short one, which costs nothing."""
+    from tunixkit import recipes
+
+    recipe = recipes.Pipeline.full()
+    fns = {f.__name__: f for f in pipeline.weighted_rewards(recipe.reward_weights, judge=None)}
+    shaping = fns["length_target"]
+    short = "<reasoning>r</reasoning>\n<answer>a short answer</answer>"
+    long_closed = "<reasoning>" + "word " * 580 + "</reasoning>\n<answer>a</answer>"
+    cut_off = "<reasoning>" + "word " * 600 + "</reasoning>\n<answer>and then"
+    assert shaping(["q"] * 3, [short, long_closed, cut_off]) == [
+        0.0,
+        pytest.approx(-0.66, abs=0.05),
+        -1.0,
+    ]

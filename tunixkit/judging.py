@@ -26,7 +26,7 @@ from tunixkit.rewards import RewardFn, has_format, reward
 
 __all__ = [
     "BOILERPLATE", "JUDGE_PROMPT_LENGTH", "Judge", "JudgeRubric", "answer_text", "fit_prompt", "length_limit",
-    "llm_grader", "no_boilerplate", "parse_score", "relevance", "repetition", "structure", "weighted",
+    "length_target", "llm_grader", "no_boilerplate", "parse_score", "relevance", "repetition", "structure", "weighted",
 ]  # fmt: skip
 
 BOILERPLATE = ("as an ai language model", "as an ai", "i'm sorry, but", "i cannot help", "i am unable to",
@@ -55,6 +55,34 @@ def length_limit(prompts: Sequence[str], completions: Sequence[str], *, max_char
     [0.0, -0.5]
     """
     return [0.0 - min(1.0, max(0, len(c or "") - max_chars) / max_chars) for c in completions]
+
+
+@reward(-1.0, 0.0)
+def length_target(
+    prompts: Sequence[str],
+    completions: Sequence[str],
+    *,
+    target_chars: int = 2400,
+    cap_chars: int = 3200,
+    **kwargs: Any,
+) -> list[float]:
+    """Length shaping under a 768-token generation limit (~3,200 characters): 0 up to ``target_chars``
+    (~600 tokens), then falling linearly to -1 at ``cap_chars``; an answer left open (an ``<answer>``
+    with no ``</answer>`` after it, or none at all past the target: what hitting the limit leaves)
+    gets -1 whatever its length.
+
+    >>> length_target(["q"] * 4, ["<answer>a</answer>", "<answer>" + "x" * 2983 + "</answer>",
+    ...                           "<reasoning>r</reasoning><answer>cut off", "x" * 2500])
+    [0.0, -0.75, -1.0, -1.0]
+    """
+    out = []
+    for c in completions:
+        c = c or ""
+        last = c.rfind("<answer>")
+        unclosed = "</answer>" not in c[last:] if last >= 0 else len(c) > target_chars
+        over = max(0, len(c) - target_chars) / max(1, cap_chars - target_chars)
+        out.append(-1.0 if unclosed else 0.0 - min(1.0, over))
+    return out
 
 
 @reward(0.0, 1.0)

@@ -489,7 +489,8 @@ class Pipeline(_Presets):
                    beta=2.0, preference_steps=600, preference_learning_rate=5e-6, pair_prompts=1024, samples=4,
                    max_response_length=768, grpo=grpo, grpo_lora_modules=None,
                    reward_weights={"judge": 4.0, "structure": 1.0, "length_limit": 1.0, "repetition": 1.0,
-                                   "no_boilerplate": 1.0, "relevance": 0.5, "answer_match": 1.0},
+                                   "no_boilerplate": 1.0, "relevance": 0.5, "answer_match": 1.0,
+                                   "length_target": 1.0},  # answers under ~600 tokens, none left open
                    shares={"sft": 0.3, "improve": 0.1, "preference": 0.2, "grpo": 0.4},
                    eval=dataclasses.replace(evaluation.EvalConfig.full(), system_prompt=domains.SYSTEM_PROMPT,
                                             max_prompt_length=prompt_tokens))  # fmt: skip
