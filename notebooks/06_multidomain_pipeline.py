@@ -15,10 +15,11 @@
 #
 # > **What the smoke run shows** (CI runs it): on 120 held-out prompts never trained on, each stage's
 # > own change, paired prompt by prompt (greedy answers / mean of 4 sampled answers, 95% CI): SFT
-# > +0.19 (±0.07) / +0.23 (±0.05); GRPO +0.02 (±0.06) / +0.14 (±0.04). With the tasks drawn from
-# > another seed: SFT +0.19 / +0.20, GRPO +0.15 (±0.06) / +0.14 (±0.04). GRPO raises the score of
-# > sampled answers (what it optimises) in both; greedy answers follow in one of the two. Math
-# > accuracy 0.40 after SFT, 0.25 at the end, on 20 problems (within the check's noise, 0.22). The
+# > +0.19 (±0.07) / +0.23 (±0.05); GRPO +0.05 (±0.06) / +0.12 (±0.04), with pairs and GRPO prompts
+# > from every domain (before, the last training prompts: GRPO +0.02 / +0.14; with the tasks drawn
+# > from another seed: SFT +0.19 / +0.20, GRPO +0.15 (±0.06) / +0.14 (±0.04)). GRPO raises the score
+# > of sampled answers (what it optimises); greedy answers follow less surely. Math accuracy 0.40
+# > after SFT, 0.20 at the end, on 20 problems (within the check's noise, 0.22). The
 # > last cell asserts the format, SFT's greedy and GRPO's sampled change (each interval above 0),
 # > GRPO above SFT, and math within noise.
 #
