@@ -174,22 +174,54 @@ def test_a_judge_model_writes_replies_that_always_parse(monkeypatch):
     )
     questions = ["Give three ideas for a picnic.", "What does a plant need to grow?"]
     answers = [
-        "<reasoning>a basket, shade</reasoning>\n<answer>1. pack fruit.</answer><end_of_turn>",
+        "<reasoning>r</reasoning>\n<answer>1. pack fruit.</answer>",
         "<answer>light</answer>",
     ]
     replies = judging.llm_grader(judge_model, config=config)(questions, answers)
     rubric = judging.JudgeRubric()
-    whole = ["<reasoning>a basket, shade</reasoning>\n<answer>1. pack fruit.</answer>", answers[1]]
-    assert asked == [  # the whole response, tags included, as the competition's judges read it
-        judge_model.chat.prompt(rubric(q, c)) for q, c in zip(questions, whole, strict=True)
+    assert asked == [
+        judge_model.chat.prompt(rubric(q, c)) for q, c in zip(questions, answers, strict=True)
     ]
-    assert (
-        asked[0].startswith("<start_of_turn>user\n")
-        and "<reasoning>a basket, shade</reasoning>" in asked[0]
-    )
-    assert asked[0].count("<end_of_turn>") == 1  # only the judge's own turn ends
+    assert asked[0].startswith("<start_of_turn>user\n") and "1. pack fruit." in asked[0]
     assert len(replies) == 2 and all(isinstance(r, str) for r in replies)
     assert all(math.isfinite(judging.parse_score(r)) for r in replies)
+
+
+def test_the_judge_reads_a_whole_response_at_the_generation_limit(monkeypatch, capsys):
+    """A response of 768 tokens (the full profile's generation limit) reaches the judge whole, tags
+    and reasoning included, with llm_grader's default lengths; a question too long to fit beside it
+    loses its middle (counted and printed), never the response's end."""
+    from tunixkit import evaluation, models, recipes
+
+    judge_model = models.load_model("tiny-gemma3-sft", verbose=False)
+    asked = []
+
+    def fake_generate(m, prompts, config, **k):
+        asked.extend((p, config.max_prompt_length) for p in prompts)
+        return [evaluation.Generation("Score: 7", 3, False) for _ in prompts]
+
+    monkeypatch.setattr(evaluation, "generate", fake_generate)
+    tokens = lambda s: len(judge_model.tokenizer.encode(s))  # noqa: E731
+    limit = recipes.Pipeline.full().grpo.max_generation_steps
+    body = " ".join(f"point {i} holds." for i in range(2000))
+    words = body.split()
+    while tokens(" ".join(words)) > limit - 30:
+        words = words[: int(len(words) * 0.99)]
+    response = f"<reasoning>{' '.join(words)}</reasoning>\n<answer>THE END OF THE ANSWER</answer>"
+    assert limit - 60 <= tokens(response) <= limit
+    short_q = "Summarize the text above."
+    long_q = "BEGIN " + " ".join(f"line {i} of the document." for i in range(800)) + " END"
+    grade = judging.llm_grader(judge_model)
+    assert [judging.parse_score(r) for r in grade([short_q], [response])] == [0.7]
+    prompt, length = asked[-1]
+    assert response in prompt and short_q in prompt and grade.cut == 0
+    assert tokens(prompt) + 1 <= length
+    grade([long_q], [response])
+    prompt, length = asked[-1]
+    assert response in prompt and "BEGIN" in prompt and "END\n" in prompt and "[...]" in prompt
+    assert tokens(prompt) + 1 <= length and grade.cut == 1 and grade.judged == 2
+    assert "1 of 1 prompts over" in capsys.readouterr().out
+    assert judging.Judge(grade).prompts_cut == 1
 
 
 def test_held_out_prompts_are_distinct_and_never_trained_on():
@@ -252,3 +284,81 @@ def test_evaluations_judge_greedy_and_sampled_answers_and_stages_compare_paired(
     assert "no stage to compare" in domains.changes_table(
         domains.stage_changes(tmp_path, ["before"])
     )
+
+
+def test_a_full_preset_grpo_stage_trains_on_every_domain(tmp_path, capsys):
+    """The full profile's data order (traces of five domains, then GSM8K math after them): the pair
+    prompts are balanced by domain, so the prompts GRPO keeps, and its batches, hold every domain,
+    math with its answer for the checker and the others with none (the judge rewards them)."""
+    from tunixkit import recipes
+
+    recipe = recipes.Pipeline.full()
+    traces = [
+        {"domain": d, "prompt": f"{d} prompt {i}", "response": "r"}
+        for i in range(400)
+        for d in ("creative", "ideation", "summarization", "science", "code")
+    ]
+    gsm = [{"question": f"math {i}?", "solution": "s", "answer": str(i)} for i in range(3000)]
+    _, train = domains.split_heldout(traces + domains.math_tasks(gsm), recipe.heldout_per_domain)
+    pair_tasks = domains.balanced(train, recipe.pair_prompts)
+    counts = domains.by_domain(pair_tasks)
+    assert len(counts) == 6 and max(counts.values()) - min(counts.values()) <= 1, counts
+    pairs = tmp_path / "pairs.jsonl"  # the judge told apart the samples of every other prompt
+    told_apart = [
+        {"prompt": data.format_prompt(t["prompt"], "sys"), "chosen": "a", "rejected": "b"}
+        for t in pair_tasks[::2]
+    ]
+    data.write_jsonl(told_apart, pairs)
+    rows = pipeline.grpo_records(pipeline.contested(train, pairs, "sys"))
+    assert "GRPO prompts by domain" in capsys.readouterr().out
+    assert set(domains.by_domain(rows)) == set(domains.DOMAINS)
+    assert all(bool(r["answer"]) == (r["domain"] == "math") for r in rows)
+    batches = data.grpo_dataset(
+        rows, batch_size=recipe.grpo.batch_size, num_batches=100, system_prompt="sys"
+    )
+    seen = {q for b in batches for q in b["question"]}
+    by_question = {r["question"]: r["domain"] for r in rows}
+    assert {by_question[q] for q in seen} == set(domains.DOMAINS)
+
+
+def test_full_prompts_fit_the_data_and_cut_prompts_are_counted(capsys):
+    """The full profile's prompt lengths hold a summarization prompt with its document (1,024
+    tokens, the system prompt included) in the evaluations, the passes and GRPO; a prompt still
+    longer is counted by where it was cut, for summary.json, and printed."""
+    from tunixkit import evaluation, recipes
+
+    recipe = recipes.Pipeline.full()
+    assert recipe.eval.max_prompt_length >= 1024 and recipe.grpo.max_prompt_length >= 1024
+    before = evaluation.PROMPTS_CUT["grpo"]
+    assert evaluation.count_cut("grpo", [100, 2000, 1024, 1025], recipe.grpo.max_prompt_length) == 2
+    assert evaluation.PROMPTS_CUT["grpo"] == before + 2
+    assert "grpo: 2/4 prompts exceed max_prompt_length=1024" in capsys.readouterr().out
+
+
+def test_the_judge_grades_each_domain_by_its_own_criteria():
+    rubric = judging.JudgeRubric(domain_of={"Summarize this.": "summarization", "Add 2+2.": "math"})
+    summary, sums, other = (
+        rubric(q, "<answer>x</answer>") for q in ("Summarize this.", "Add 2+2.", "Hi?")
+    )
+    assert "summarization task" in summary and "nothing invented" in summary
+    assert "math task" in sums and "final answer is correct" in sums
+    assert "general task" in other and "<answer>x</answer>" in other
+    assert len({summary, sums, other}) == 3
+
+
+def test_full_grpo_penalizes_answers_that_hit_the_generation_limit():
+    """The full profile's GRPO rewards shape the length: a response left open at the 768-token limit
+    (~3,200 characters) scores -1, a long closed one less than a short one, which costs nothing."""
+    from tunixkit import recipes
+
+    recipe = recipes.Pipeline.full()
+    fns = {f.__name__: f for f in pipeline.weighted_rewards(recipe.reward_weights, judge=None)}
+    shaping = fns["length_target"]
+    short = "<reasoning>r</reasoning>\n<answer>a short answer</answer>"
+    long_closed = "<reasoning>" + "word " * 580 + "</reasoning>\n<answer>a</answer>"
+    cut_off = "<reasoning>" + "word " * 600 + "</reasoning>\n<answer>and then"
+    assert shaping(["q"] * 3, [short, long_closed, cut_off]) == [
+        0.0,
+        pytest.approx(-0.66, abs=0.05),
+        -1.0,
+    ]

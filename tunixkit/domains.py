@@ -37,7 +37,7 @@ from tunixkit.rewards import has_format
 __all__ = [
     "DOMAINS", "DomainScores", "Task", "evaluate", "examples", "load_traces", "math_tasks", "plot", "rubric_grader",
     "judged_interval", "paired_change", "side_by_side", "stage_changes", "changes_table", "split_heldout",
-    "synthetic_tasks", "table", "uneven", "WEAK",
+    "synthetic_tasks", "table", "uneven", "WEAK", "balanced", "by_domain",
 ]  # fmt: skip
 
 DOMAINS = ("creative", "ideation", "summarization", "science", "math", "code")
@@ -246,6 +246,48 @@ WEAK = {
     "science": data.format_completion("It needs things.", "It needs some care."),
     "code": data.format_completion("Write a function.", "It takes two numbers."),
 }
+
+
+def by_domain(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Rows per domain, in the order the domains first appear.
+
+    >>> by_domain([{"domain": "math"}, {"domain": "code"}, {"domain": "math"}])
+    {'math': 2, 'code': 1}
+    """
+    return dict(collections.Counter(r.get("domain", "general") for r in records))
+
+
+def balanced(records: Sequence[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """``n`` of ``records`` (all when fewer) with the domains as even as their sizes allow: each
+    domain gets an equal share, and a domain with fewer rows leaves the rest to the others. The
+    last rows of each domain are taken, in their order in ``records``. A stage's prompts drawn this
+    way see every domain, whatever order the data came in (traces first, then GSM8K math).
+
+    >>> rows = [{"domain": "creative", "i": i} for i in range(6)]
+    >>> rows += [{"domain": "math", "i": i} for i in range(20)]
+    >>> by_domain(balanced(rows, 10)), by_domain(balanced(rows, 20)), [r["i"] for r in balanced(rows, 4)][:2]
+    ({'creative': 5, 'math': 5}, {'creative': 6, 'math': 14}, [4, 5])
+    """
+    sizes = collections.Counter(r.get("domain", "general") for r in records)
+    quota: collections.Counter = collections.Counter()
+    left = min(n, len(records))
+    while left:
+        open_ = [d for d in sizes if quota[d] < sizes[d]]
+        share = max(1, left // len(open_))
+        for d in open_:
+            take = min(share, sizes[d] - quota[d], left)
+            quota[d] += take
+            left -= take
+            if not left:
+                break
+    seen: collections.Counter = collections.Counter()
+    keep = []
+    for i in reversed(range(len(records))):
+        d = records[i].get("domain", "general")
+        if seen[d] < quota[d]:
+            seen[d] += 1
+            keep.append(i)
+    return [records[i] for i in sorted(keep)]
 
 
 def uneven(records: Sequence[dict[str, str]], good_share: float) -> list[dict[str, str]]:

@@ -27,6 +27,30 @@ __all__ = [
     "result_from", "side_by_side", "wilson_interval", "worst_errors",
 ]  # fmt: skip
 
+# Prompts longer than their limit, by where they were cut ("generate": evaluations, judged passes;
+# "grpo": a GRPO stage's prompts), and the prompts seen there: notebook 06 writes it to summary.json.
+PROMPTS_CUT: collections.Counter = collections.Counter()
+
+
+def count_cut(
+    where: str, lengths: Sequence[int], limit: int, *, how: str = "are left-truncated"
+) -> int:
+    """Count (in :data:`PROMPTS_CUT`) and print the prompts of ``lengths`` tokens over ``limit``.
+
+    >>> count_cut("doctest", [10, 300, 12], 256), PROMPTS_CUT["doctest"], PROMPTS_CUT["doctest_seen"]
+    doctest: 1/3 prompts exceed max_prompt_length=256 tokens and are left-truncated
+    (1, 1, 3)
+    """
+    cut = sum(n > limit for n in lengths)
+    PROMPTS_CUT[where] += cut
+    PROMPTS_CUT[f"{where}_seen"] += len(lengths)
+    if cut:
+        print(
+            f"{where}: {cut}/{len(lengths)} prompts exceed max_prompt_length={limit} tokens and {how}"
+        )
+    return cut
+
+
 CATEGORIES = ("correct", "wrong_number", "broken_format", "no_answer", "truncated")
 
 
@@ -138,13 +162,10 @@ def generate(
     sampler = sampler or make_sampler(loaded, cache_size)
     encode = sampler.tokenize
     lengths = [len(encode(p)) for p in prompts]
-    too_long = sum(n > config.max_prompt_length for n in lengths)
-    if too_long:
-        print(
-            f"generate: {too_long}/{len(prompts)} prompts exceed max_prompt_length="
-            f"{config.max_prompt_length} tokens: each is cut in its middle (its start, with the "
-            f"system prompt, and its end are kept; {CUT_MARK.strip()!r} marks the cut)"
-        )
+    count_cut(
+        "generate", lengths, config.max_prompt_length,
+        how=f"are cut in their middle (start and end kept, {CUT_MARK.strip()!r} marks the cut)",
+    )  # fmt: skip
     order = sorted(range(len(prompts)), key=lambda i: lengths[i])
     results: dict[int, Generation] = {}
     bs = min(config.batch_size, len(prompts)) or 1

@@ -25,8 +25,8 @@ from typing import Any
 from tunixkit.rewards import RewardFn, has_format, reward
 
 __all__ = [
-    "BOILERPLATE", "Judge", "JudgeRubric", "answer_text", "length_limit", "llm_grader", "no_boilerplate",
-    "parse_score", "relevance", "repetition", "structure", "weighted",
+    "BOILERPLATE", "JUDGE_PROMPT_LENGTH", "Judge", "JudgeRubric", "answer_text", "fit_prompt", "length_limit",
+    "length_target", "llm_grader", "no_boilerplate", "parse_score", "relevance", "repetition", "structure", "weighted",
 ]  # fmt: skip
 
 BOILERPLATE = ("as an ai language model", "as an ai", "i'm sorry, but", "i cannot help", "i am unable to",
@@ -55,6 +55,34 @@ def length_limit(prompts: Sequence[str], completions: Sequence[str], *, max_char
     [0.0, -0.5]
     """
     return [0.0 - min(1.0, max(0, len(c or "") - max_chars) / max_chars) for c in completions]
+
+
+@reward(-1.0, 0.0)
+def length_target(
+    prompts: Sequence[str],
+    completions: Sequence[str],
+    *,
+    target_chars: int = 2400,
+    cap_chars: int = 3200,
+    **kwargs: Any,
+) -> list[float]:
+    """Length shaping under a 768-token generation limit (~3,200 characters): 0 up to ``target_chars``
+    (~600 tokens), then falling linearly to -1 at ``cap_chars``; an answer left open (an ``<answer>``
+    with no ``</answer>`` after it, or none at all past the target: what hitting the limit leaves)
+    gets -1 whatever its length.
+
+    >>> length_target(["q"] * 4, ["<answer>a</answer>", "<answer>" + "x" * 2983 + "</answer>",
+    ...                           "<reasoning>r</reasoning><answer>cut off", "x" * 2500])
+    [0.0, -0.75, -1.0, -1.0]
+    """
+    out = []
+    for c in completions:
+        c = c or ""
+        last = c.rfind("<answer>")
+        unclosed = "</answer>" not in c[last:] if last >= 0 else len(c) > target_chars
+        over = max(0, len(c) - target_chars) / max(1, cap_chars - target_chars)
+        out.append(-1.0 if unclosed else 0.0 - min(1.0, over))
+    return out
 
 
 @reward(0.0, 1.0)
@@ -161,50 +189,137 @@ def parse_score(reply: Any, scale: float = 10.0) -> float:
 
 
 class JudgeRubric:
-    """The prompt a judge model sees for one (question, answer) pair."""
+    """The prompt a judge model sees for one (question, response) pair, with the criteria of the
+    question's domain (``domain_of``: question -> domain; :data:`CRITERIA`, else the general ones).
 
+    >>> rubric = JudgeRubric(domain_of={"Summarize: the text.": "summarization"})
+    >>> "nothing invented" in rubric("Summarize: the text.", "r"), "nothing invented" in rubric("Hi?", "r")
+    (True, False)
+    """
+
+    CRITERIA = {
+        "general": "it answers what was asked, and it is correct and helpful",
+        "creative": "it follows the requested form, tone and length, and it is original, vivid and coherent",
+        "ideation": "it gives several distinct, specific and feasible ideas that fit the request",
+        "summarization": "it is faithful to the source (nothing invented), covers its main points and "
+        "is concise",
+        "science": "it is scientifically accurate, explains why with correct terms, and has no misconception",
+        "math": "its final answer is correct, reached by valid step-by-step reasoning",
+        "code": "its code is correct and runnable and does what was asked, with a short explanation",
+    }
     TEMPLATE = (
-        "You are grading an answer to a question. Criteria: it answers what was asked, it is correct, "
-        "clear and well organised, and it puts its reasoning in <reasoning> and its answer in <answer>.\n"
-        "Question: {question}\nAnswer: {answer}\n"
+        "You are grading a response to a {domain} task. Criteria: {criteria}; it is clear and well "
+        "organised, and it puts its reasoning in <reasoning> and its final answer in <answer>.\n"
+        "Question: {question}\nResponse: {answer}\n"
         "Reply with one line: Score: N, where N is from 0 (useless) to 10 (excellent)."
     )
 
-    def __init__(self, template: str | None = None) -> None:
+    def __init__(
+        self,
+        template: str | None = None,
+        *,
+        domain_of: dict[str, str] | None = None,
+        criteria: dict[str, str] | None = None,
+    ) -> None:
         self.template = template or self.TEMPLATE
+        self.domain_of = dict(domain_of or {})
+        self.criteria = {**self.CRITERIA, **(criteria or {})}
 
     def __call__(self, question: str, answer: str) -> str:
-        return self.template.format(question=question, answer=answer)
+        domain = self.domain_of.get(question, "general")
+        criteria = self.criteria.get(domain, self.criteria["general"])
+        return self.template.format(
+            question=question, answer=answer, domain=domain, criteria=criteria
+        )
+
+
+# Judge prompt tokens: the rubric (~100) and the question (a summarization prompt holds its document)
+# around a whole answer at the generation limit (768 tokens; the judges read up to 1K), in the chat
+# template. A longer prompt loses the middle of its question, never the answer (fit_prompt).
+JUDGE_PROMPT_LENGTH = 2048
+
+
+def _cut_middle(text: str, keep: int) -> str:
+    """``text`` with its middle replaced by `` [...] `` so that ``keep`` of its characters remain.
+
+    >>> _cut_middle("abcdefghij", 4), _cut_middle("abc", 5), _cut_middle("abc", 0)
+    ('ab [...] ij', 'abc', '[...]')
+    """
+    if keep >= len(text):
+        return text
+    if keep <= 0:
+        return "[...]"
+    return text[: keep - keep // 2] + " [...] " + text[len(text) - keep // 2 :]
+
+
+def fit_prompt(
+    rubric: Callable[[str, str], str],
+    question: str,
+    answer: str,
+    count: Callable[[str], int],
+    limit: int,
+) -> tuple[str, bool]:
+    """``rubric(question, answer)`` within ``limit`` tokens (``count``: tokens of a text), and whether
+    it was cut. The answer is what is judged, so it is kept whole: the middle of the question goes
+    first, and only a question already cut to nothing lets the answer lose its middle.
+
+    >>> words = lambda s: len(s.split())
+    >>> rubric = lambda q, a: f"Q: {q} A: {a}"
+    >>> fit_prompt(rubric, "one two three four five six", "the answer stays whole", words, 10)
+    ('Q: one [...] ix A: the answer stays whole', True)
+    >>> fit_prompt(rubric, "short", "ok", words, 10)
+    ('Q: short A: ok', False)
+    """
+    prompt = rubric(question, answer)
+    if count(prompt) <= limit:
+        return prompt, False
+    parts = {"question": question, "answer": answer}
+    for part in parts:
+        while (over := count(prompt) - limit) > 0 and parts[part] != "[...]":
+            text = parts[part]
+            per_token = len(text) / max(1, count(text))
+            keep = min(len(text) - 8, len(text) - int((over + 3) * per_token))
+            parts[part] = _cut_middle(text, keep)
+            prompt = rubric(parts["question"], parts["answer"])
+    return prompt, True
 
 
 def llm_grader(
     judge_model, *, rubric: JudgeRubric | None = None, config=None
 ) -> Callable[[list[str], list[str]], list[str]]:
     """A grader that asks ``judge_model`` (a :class:`tunixkit.models.LoadedModel`: the same loader,
-    on the policy's mesh or one of its own) to score each whole response (reasoning and answer, tags
-    included, as the competition's judges read it) against ``rubric``, greedily."""
+    on the policy's mesh or one of its own) to score each whole response (reasoning, answer and
+    tags, as the judges read it) against ``rubric``, greedily. A rubric prompt over the config's
+    ``max_prompt_length`` loses the middle of its question (:func:`fit_prompt`), never the answer;
+    such prompts are printed and counted in the grader's ``cut`` (and ``judged``: all prompts)."""
     from tunixkit import evaluation
 
     rubric = rubric or JudgeRubric()
-    # 2,048 prompt tokens: the rubric, the question and a whole answer of up to 1K tokens
-    config = config or evaluation.EvalConfig(max_prompt_length=2048, max_generation_steps=16, batch_size=16,
-                                             system_prompt=None)  # fmt: skip
+    config = config or evaluation.EvalConfig(max_prompt_length=JUDGE_PROMPT_LENGTH, max_generation_steps=16,
+                                             batch_size=16, system_prompt=None)  # fmt: skip
+
+    def count(text: str) -> int:  # the template's tokens and the sampler's BOS included
+        return len(judge_model.tokenizer.encode(judge_model.chat.prompt(text))) + 1
 
     def grade(questions: list[str], completions: list[str]) -> list[str]:
-        prompts = [
-            judge_model.chat.prompt(rubric(q, _response(c, judge_model)))
+        limit = config.max_prompt_length
+        fitted = [
+            fit_prompt(rubric, q, c or "", count, limit)
             for q, c in zip(questions, completions, strict=True)
         ]
+        cut = sum(was_cut for _, was_cut in fitted)
+        grade.cut += cut
+        grade.judged += len(fitted)
+        if cut:
+            print(
+                f"judge: {cut} of {len(fitted)} prompts over {limit} tokens: the middle of the "
+                f"question was cut, the answer kept whole ({grade.cut} so far)"
+            )
+        prompts = [judge_model.chat.prompt(text) for text, _ in fitted]
         return [g.text for g in evaluation.generate(judge_model, prompts, config, progress=False)]
 
+    grade.cut, grade.judged = 0, 0
     return grade
-
-
-def _response(completion: str, judge_model) -> str:
-    """What the judges read: the whole response, its ``<reasoning>`` and ``<answer>`` with their
-    tags, without the policy's end-of-turn marker."""
-    end = getattr(getattr(judge_model, "chat", None), "end_of_turn", "") or "<end_of_turn>"
-    return completion.replace(end.strip(), "").strip()
 
 
 class Judge:
@@ -223,6 +338,11 @@ class Judge:
         self.cache: dict[tuple[str, str], float] = {}
         self.seconds: list[float] = []
         self.calls = 0
+
+    @property
+    def prompts_cut(self) -> int:
+        """Judge prompts whose question lost its middle to fit (:func:`llm_grader`; 0 for others)."""
+        return getattr(self.grade, "cut", 0)
 
     def scores(self, questions: Sequence[str], completions: Sequence[str]) -> list[float]:
         t0 = time.perf_counter()

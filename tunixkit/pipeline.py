@@ -25,7 +25,7 @@ from tunixkit import data, evaluation, judging
 
 __all__ = [
     "StageClock", "Stages", "finish_stage", "grpo_stage", "judged_pairs", "preference_stage", "preference_trainer",
-    "contested", "self_improve", "sft_stage", "simpo_loss_fn", "start_stage", "weighted_rewards",
+    "contested", "grpo_records", "self_improve", "sft_stage", "simpo_loss_fn", "start_stage", "weighted_rewards",
 ]  # fmt: skip
 
 
@@ -390,6 +390,32 @@ def contested(records: Sequence[dict[str, str]], pairs_file: str | pathlib.Path,
     return kept
 
 
+def grpo_records(records: Sequence[dict[str, str]]) -> list[dict[str, str]]:
+    """GRPO's rows for ``records``: ``question``, ``answer`` (a math answer for the checker; "" for
+    the other domains, which the judge and the rubric reward) and ``domain``; the rows per domain
+    are printed.
+
+    >>> rows = grpo_records(
+    ...     [{"domain": "math", "prompt": "1+1?", "answer": "2"}, {"domain": "code", "prompt": "p"}]
+    ... )
+    GRPO prompts by domain: {'math': 1, 'code': 1}
+    >>> rows[1]
+    {'question': 'p', 'answer': '', 'domain': 'code'}
+    """
+    from tunixkit import domains
+
+    rows = [
+        {
+            "question": r["prompt"],
+            "answer": r.get("answer", ""),
+            "domain": r.get("domain", "general"),
+        }
+        for r in records
+    ]
+    print(f"GRPO prompts by domain: {domains.by_domain(rows)}")
+    return rows
+
+
 def grpo_stage(stages: Stages, name: str, records: Sequence[dict[str, str]], reward_fns, recipe, *, system_prompt: str,
                base_path=None, mesh=None) -> str | None:  # fmt: skip
     """A GRPO stage (LoRA on the shared reference, KL) with ``reward_fns``; returns its export."""
@@ -406,6 +432,11 @@ def grpo_stage(stages: Stages, name: str, records: Sequence[dict[str, str]], rew
                                family=base.family)  # fmt: skip
     batches = data.grpo_dataset(records, batch_size=recipe.grpo.batch_size, num_batches=recipe.grpo.num_steps,
                                 seed=0, system_prompt=system_prompt, family=base.family)  # fmt: skip
+    prompts = {
+        data.format_prompt(r["question"], system_prompt, family=base.family) for r in records
+    }
+    lengths = [len(base.tokenizer.encode(p)) + 1 for p in prompts]  # + BOS
+    evaluation.count_cut(name, lengths, recipe.grpo.max_prompt_length)
     result = training.run(learner, batches, mesh=mesh, metrics_file=stages.dir(name) / "metrics.jsonl",
                           session=stages.clock(name), label=name)  # fmt: skip
     return finish_stage(stages, name, lora, base, recipe, mesh, result)

@@ -502,17 +502,25 @@ class Pipeline(_Presets):
     def full(cls) -> Pipeline:
         from tunixkit import domains
 
-        grpo = rl.GRPOSettings(max_prompt_length=512, max_generation_steps=768, batch_size=4, micro_batch_size=2,
-                               num_steps=1500, checkpoint_every=50)  # fmt: skip
+        # Prompt lengths fit the data: a summarization prompt carries its document, so 1,024 tokens
+        # hold the system prompt (~60) and a document of ~700 words (news articles, abstracts); 256
+        # (EvalConfig.full) dropped the system prompt and the text, 512 a long article's start. Prompts
+        # still longer are left-truncated, counted (evaluation.PROMPTS_CUT) and written to
+        # summary.json's prompts_cut by notebook 06. The preference stage uses the same prompt length.
+        prompt_tokens = 1024
+        grpo = rl.GRPOSettings(max_prompt_length=prompt_tokens, max_generation_steps=768, batch_size=4,
+                               micro_batch_size=2, num_steps=1500, checkpoint_every=50)  # fmt: skip
         return cls(model_id="gemma-3-1b-it", judge_id="gemma-3-1b-it", lora_rank=64, lora_alpha=64.0, sft_lora_rank=64,
                    train_tasks=20000, good_share=1.0, heldout_per_domain=50, eval_samples=2, sft_steps=1200, sft_learning_rate=1e-4, batch_size=16,
                    max_len=1024, improve_prompts=512, improve_threshold=0.8, improve_steps=200, improve_learning_rate=3e-5, algorithm="simpo",
                    beta=2.0, preference_steps=600, preference_learning_rate=5e-6, pair_prompts=1024, samples=4,
                    max_response_length=768, grpo=grpo, grpo_lora_modules=None,
                    reward_weights={"judge": 4.0, "structure": 1.0, "length_limit": 1.0, "repetition": 1.0,
-                                   "no_boilerplate": 1.0, "relevance": 0.5, "answer_match": 1.0},
+                                   "no_boilerplate": 1.0, "relevance": 0.5, "answer_match": 1.0,
+                                   "length_target": 1.0},  # answers under ~600 tokens, none left open
                    shares={"sft": 0.3, "improve": 0.1, "preference": 0.2, "grpo": 0.4},
-                   eval=dataclasses.replace(evaluation.EvalConfig.full(), system_prompt=domains.SYSTEM_PROMPT))  # fmt: skip
+                   eval=dataclasses.replace(evaluation.EvalConfig.full(), system_prompt=domains.SYSTEM_PROMPT,
+                                            max_prompt_length=prompt_tokens))  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
