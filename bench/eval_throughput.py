@@ -50,8 +50,15 @@ def baseline(
     for i in range(0, len(prompts), 4):
         batch = prompts[i : i + 4]
         batch += [batch[-1]] * (4 - len(batch))
-        out = sampler(batch, max_generation_steps=STEPS, max_prompt_length=max_prompt_length,
-                      temperature=0.0, seed=42, echo=False, eos_tokens=eos)  # fmt: skip
+        out = sampler(
+            batch,
+            max_generation_steps=STEPS,
+            max_prompt_length=max_prompt_length,
+            temperature=0.0,
+            seed=42,
+            echo=False,
+            eos_tokens=eos,
+        )
         texts += out.text[: len(prompts) - i]
     return texts
 
@@ -61,8 +68,9 @@ def baseline_eos(loaded, prompts: list[str], max_prompt_length: int, sampler) ->
 
 
 def ours(loaded, prompts: list[str], max_prompt_length: int, sampler) -> list[str]:
-    config = evaluation.EvalConfig(max_prompt_length=max_prompt_length, max_generation_steps=STEPS,
-                                   batch_size=32)  # fmt: skip
+    config = evaluation.EvalConfig(
+        max_prompt_length=max_prompt_length, max_generation_steps=STEPS, batch_size=32
+    )
     return [
         g.text
         for g in evaluation.generate(loaded, prompts, config, progress=False, sampler=sampler)
@@ -85,25 +93,37 @@ def measure(name: str, loaded, prompts: list[str], max_prompt_length: int) -> di
         timings[label] = time.perf_counter() - t0
     ref = _texts(outputs["baseline"])
     found = sum(answers.extract_answer(t, strict=True).value is not None for t in ref)
-    row = {"model": name, "questions": len(prompts),
-           "baseline_qps": len(prompts) / timings["baseline"], "tunixkit_qps": len(prompts) / timings["tunixkit"],
-           "speedup": timings["baseline"] / timings["tunixkit"],
-           "texts_identical": ref == _texts(outputs["tunixkit"]), "answers_found": found,
-           "speedup_vs_eos_stop": timings["baseline_eos"] / timings["tunixkit"],
-           **{f"{k}_seconds": v for k, v in timings.items()}}  # fmt: skip
-    print(f"{name:28s} n={len(prompts):3d}  baseline {row['baseline_qps']:7.2f} q/s  tunixkit "
-          f"{row['tunixkit_qps']:7.2f} q/s  speedup {row['speedup']:5.2f}x  texts identical {row['texts_identical']} "
-          f"({found} with an <answer>)  | baseline stopping at EOS: {row['speedup_vs_eos_stop']:5.2f}x")  # fmt: skip
+    row = {
+        "model": name,
+        "questions": len(prompts),
+        "baseline_qps": len(prompts) / timings["baseline"],
+        "tunixkit_qps": len(prompts) / timings["tunixkit"],
+        "speedup": timings["baseline"] / timings["tunixkit"],
+        "texts_identical": ref == _texts(outputs["tunixkit"]),
+        "answers_found": found,
+        "speedup_vs_eos_stop": timings["baseline_eos"] / timings["tunixkit"],
+        **{f"{k}_seconds": v for k, v in timings.items()},
+    }
+    print(
+        f"{name:28s} n={len(prompts):3d}  baseline {row['baseline_qps']:7.2f} q/s  tunixkit "
+        f"{row['tunixkit_qps']:7.2f} q/s  speedup {row['speedup']:5.2f}x  texts identical {row['texts_identical']} "
+        f"({found} with an <answer>)  | baseline stopping at EOS: {row['speedup_vs_eos_stop']:5.2f}x"
+    )
     return row
 
 
 def larger_random(tiny):
     """A random Gemma3 of 4 blocks, width 512, on the tiny tokenizer (no <end_of_turn> ever)."""
-    shape = dataclasses.replace(smoke.TINY_GEMMA3, num_layers=4, embed_dim=512, hidden_dim=2048,
-                                num_heads=8, head_dim=64)  # fmt: skip
+    shape = dataclasses.replace(
+        smoke.TINY_GEMMA3, num_layers=4, embed_dim=512, hidden_dim=2048, num_heads=8, head_dim=64
+    )
     cfg = smoke.gemma3_config(tiny.config.num_embed, shape)
-    return dataclasses.replace(tiny, model=smoke.random_model(cfg, 0, embedding_std=0.1), config=cfg,
-                               model_id="random-4x512")  # fmt: skip
+    return dataclasses.replace(
+        tiny,
+        model=smoke.random_model(cfg, 0, embedding_std=0.1),
+        config=cfg,
+        model_id="random-4x512",
+    )
 
 
 def main() -> int:
@@ -111,18 +131,29 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="fewer questions")
     args = ap.parse_args()
     tiny = models.load_model("tiny-gemma3-sft", verbose=False)
-    questions = [r["question"] for r in data.to_records(smoke.synthetic_gsm8k(64, seed=1, max_operand=9),
-                                                        "synthetic", verbose=False)[0]]  # fmt: skip
+    questions = [
+        r["question"]
+        for r in data.to_records(
+            smoke.synthetic_gsm8k(64, seed=1, max_operand=9), "synthetic", verbose=False
+        )[0]
+    ]
     prompts = [data.format_prompt(q) for q in questions]
     n_tiny, n_large = (16, 8) if args.quick else (64, 32)
-    rows = [measure("tiny-gemma3-sft", tiny, prompts[:n_tiny], 96),
-            measure("random 4x512 (never stops)", larger_random(tiny), prompts[:n_large], 96)]  # fmt: skip
+    rows = [
+        measure("tiny-gemma3-sft", tiny, prompts[:n_tiny], 96),
+        measure("random 4x512 (never stops)", larger_random(tiny), prompts[:n_large], 96),
+    ]
     tiny = rows[0]
     met = tiny["speedup"] >= TARGET and tiny["texts_identical"] and tiny["answers_found"] > 0
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = {"device": f"{jax.devices()[0].device_kind} x{jax.device_count()}", "host": platform.node(),
-           "generation_steps": STEPS, "target": f"speedup >= {TARGET}x on the tiny model, identical texts",
-           "target_met": met, "rows": rows}  # fmt: skip
+    out = {
+        "device": f"{jax.devices()[0].device_kind} x{jax.device_count()}",
+        "host": platform.node(),
+        "generation_steps": STEPS,
+        "target": f"speedup >= {TARGET}x on the tiny model, identical texts",
+        "target_met": met,
+        "rows": rows,
+    }
     (RESULTS / "eval_throughput.json").write_text(json.dumps(out, indent=2))
     print(f"wrote {RESULTS / 'eval_throughput.json'}; target {'met' if met else 'MISSED'}")
     return 0 if met else 1

@@ -52,8 +52,12 @@ def _model(name: str, mesh):
 
     tiny = models.load_model("tiny-gemma3", mesh=mesh, verbose=False)
     cfg = dataclasses.replace(g3.ModelConfig.gemma3_1b_it(), num_embed=tiny.config.num_embed)
-    return dataclasses.replace(tiny, model=smoke.random_model(cfg, 0, embedding_std=0.1),
-                               config=cfg, model_id="random gemma-3-1b shape")  # fmt: skip
+    return dataclasses.replace(
+        tiny,
+        model=smoke.random_model(cfg, 0, embedding_std=0.1),
+        config=cfg,
+        model_id="random gemma-3-1b shape",
+    )
 
 
 def plain_learner(actor, reference, tokenizer, mesh, s, reward_fns, out: pathlib.Path, eos_tokens):
@@ -66,36 +70,62 @@ def plain_learner(actor, reference, tokenizer, mesh, s, reward_fns, out: pathlib
     from tunix.sft import metrics_logger
 
     schedule = optax.schedules.warmup_cosine_decay_schedule(
-        init_value=0.0, peak_value=s.learning_rate, warmup_steps=max(1, int(s.warmup_ratio * s.num_steps)),
-        decay_steps=s.num_steps, end_value=0.1 * s.learning_rate,
-    )  # fmt: skip
+        init_value=0.0,
+        peak_value=s.learning_rate,
+        warmup_steps=max(1, int(s.warmup_ratio * s.num_steps)),
+        decay_steps=s.num_steps,
+        end_value=0.1 * s.learning_rate,
+    )
     optimizer = optax.chain(
         optax.clip_by_global_norm(max_norm=s.clip_norm),
         optax.adamw(learning_rate=schedule, b1=0.9, b2=0.99, weight_decay=s.weight_decay),
     )
-    rollout = dict(max_tokens_to_generate=s.max_generation_steps, max_prompt_length=s.max_prompt_length,
-                   kv_cache_size=s.max_prompt_length + s.max_generation_steps + 16,
-                   temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed)  # fmt: skip
+    rollout = dict(
+        max_tokens_to_generate=s.max_generation_steps,
+        max_prompt_length=s.max_prompt_length,
+        kv_cache_size=s.max_prompt_length + s.max_generation_steps + 16,
+        temperature=s.temperature,
+        top_p=s.top_p,
+        top_k=s.top_k,
+        seed=s.seed,
+    )
     if eos_tokens is not None:
         rollout["eos_tokens"] = list(eos_tokens)
     config = rl_cluster_lib.ClusterConfig(
-        role_to_mesh={rl_cluster_lib.Role.ACTOR: mesh, rl_cluster_lib.Role.REFERENCE: mesh,
-                      rl_cluster_lib.Role.ROLLOUT: mesh},
-        rollout_engine="vanilla", offload_to_cpu=False,
+        role_to_mesh={
+            rl_cluster_lib.Role.ACTOR: mesh,
+            rl_cluster_lib.Role.REFERENCE: mesh,
+            rl_cluster_lib.Role.ROLLOUT: mesh,
+        },
+        rollout_engine="vanilla",
+        offload_to_cpu=False,
         training_config=rl_cluster_lib.RLTrainingConfig(
-            actor_optimizer=optimizer, eval_every_n_steps=10**9, max_steps=s.num_steps,
-            mini_batch_size=s.batch_size, train_micro_batch_size=s.batch_size,
-            rollout_micro_batch_size=s.batch_size, compute_logps_micro_batch_size=s.batch_size,
-            metrics_logging_options=metrics_logger.MetricsLoggerOptions(log_dir=str(out / "tb"), flush_every_n_steps=10),
+            actor_optimizer=optimizer,
+            eval_every_n_steps=10**9,
+            max_steps=s.num_steps,
+            mini_batch_size=s.batch_size,
+            train_micro_batch_size=s.batch_size,
+            rollout_micro_batch_size=s.batch_size,
+            compute_logps_micro_batch_size=s.batch_size,
+            metrics_logging_options=metrics_logger.MetricsLoggerOptions(
+                log_dir=str(out / "tb"), flush_every_n_steps=10
+            ),
             checkpoint_root_directory=str(out / "ckpt"),
-            checkpointing_options=ocp.CheckpointManagerOptions(save_interval_steps=s.checkpoint_every, max_to_keep=2),
+            checkpointing_options=ocp.CheckpointManagerOptions(
+                save_interval_steps=s.checkpoint_every, max_to_keep=2
+            ),
         ),
         rollout_config=base_rollout.RolloutConfig(**rollout),
-    )  # fmt: skip
-    cluster = rl_cluster_lib.RLCluster(actor=actor, reference=reference, tokenizer=tokenizer,
-                                       cluster_config=config)  # fmt: skip
-    algo = GRPOConfig(num_generations=s.num_generations, num_iterations=s.num_iterations, beta=s.beta,
-                      epsilon=s.epsilon)  # fmt: skip
+    )
+    cluster = rl_cluster_lib.RLCluster(
+        actor=actor, reference=reference, tokenizer=tokenizer, cluster_config=config
+    )
+    algo = GRPOConfig(
+        num_generations=s.num_generations,
+        num_iterations=s.num_iterations,
+        beta=s.beta,
+        epsilon=s.epsilon,
+    )
     return GRPOLearner(rl_cluster=cluster, algo_config=algo, reward_fns=list(reward_fns)), cluster
 
 
@@ -107,30 +137,58 @@ def one_variant(variant: str, model_name: str, steps: int, generation_steps: int
     from tunixkit import data, recipes, rewards, rl, runtime, smoke
 
     settings = recipes.GRPO.smoke().grpo
-    settings = dataclasses.replace(settings, num_steps=steps, checkpoint_every=10**6,
-                                   max_generation_steps=generation_steps or settings.max_generation_steps)  # fmt: skip
+    settings = dataclasses.replace(
+        settings,
+        num_steps=steps,
+        checkpoint_every=10**6,
+        max_generation_steps=generation_steps or settings.max_generation_steps,
+    )
     mesh = runtime.make_mesh()
     reference = _model(model_name, mesh)
     actor = _model(model_name, mesh).model
     tok = reference.tokenizer
     eot = tok.token_id(data.END_OF_TURN)
-    records = data.to_records(smoke.synthetic_gsm8k(steps * settings.batch_size, seed=3, max_operand=9),
-                              "synthetic", verbose=False)[0]  # fmt: skip
-    items = [{"prompts": data.format_prompt(r["question"]), "question": r["question"], "answer": r["answer"]}
-             for r in records]  # fmt: skip
+    records = data.to_records(
+        smoke.synthetic_gsm8k(steps * settings.batch_size, seed=3, max_operand=9),
+        "synthetic",
+        verbose=False,
+    )[0]
+    items = [
+        {
+            "prompts": data.format_prompt(r["question"]),
+            "question": r["question"],
+            "answer": r["answer"],
+        }
+        for r in records
+    ]
     batches = grain.MapDataset.source(items).batch(settings.batch_size, drop_remainder=True)
     out = pathlib.Path(tempfile.mkdtemp(prefix=f"grpo_step_{variant}_"))
     if variant == "tunixkit":
-        learner, cluster = rl.build_grpo(actor, reference.model, reference.tokenizer, mesh=mesh, settings=settings,
-                                         reward_fns=rewards.DEFAULT_REWARDS, output_dir=out,
-                                         eos_ids=reference.eos_ids, vocab_size=reference.config.num_embed)  # fmt: skip
+        learner, cluster = rl.build_grpo(
+            actor,
+            reference.model,
+            reference.tokenizer,
+            mesh=mesh,
+            settings=settings,
+            reward_fns=rewards.DEFAULT_REWARDS,
+            output_dir=out,
+            eos_ids=reference.eos_ids,
+            vocab_size=reference.config.num_embed,
+        )
     else:
         settings = dataclasses.replace(
             settings, top_k=min(settings.top_k, reference.config.num_embed)
         )
-        learner, cluster = plain_learner(actor, reference.model, reference.tokenizer, mesh, settings,
-                                         rewards.DEFAULT_REWARDS, out,
-                                         reference.eos_ids if variant == "plain" else None)  # fmt: skip
+        learner, cluster = plain_learner(
+            actor,
+            reference.model,
+            reference.tokenizer,
+            mesh,
+            settings,
+            rewards.DEFAULT_REWARDS,
+            out,
+            reference.eos_ids if variant == "plain" else None,
+        )
     stamps: list[float] = []
     lengths: list[int] = []
     after_eot: list[int] = []
@@ -149,14 +207,23 @@ def one_variant(variant: str, model_name: str, steps: int, generation_steps: int
     learner.train(batches)
     stamps.append(time.perf_counter())
     step_times = np.diff(stamps)[2:]
-    return {"variant": variant, "model": reference.model_id, "steps": len(stamps) - 1,
-            "median_step_s": float(np.median(step_times)), "mean_step_s": float(np.mean(step_times)),
-            "completions": len(lengths), "mean_completion_tokens": float(np.mean(lengths)),
-            "tokens_after_end_of_turn": int(np.sum(after_eot)),
-            "completions_past_end_of_turn": int(np.sum(np.asarray(after_eot) > 0)),
-            "settings": {k: v for k, v in dataclasses.asdict(settings).items()
-                         if k in ("batch_size", "num_generations", "max_generation_steps", "beta")},
-            "device": f"{jax.devices()[0].device_kind} x{jax.device_count()}"}  # fmt: skip
+    return {
+        "variant": variant,
+        "model": reference.model_id,
+        "steps": len(stamps) - 1,
+        "median_step_s": float(np.median(step_times)),
+        "mean_step_s": float(np.mean(step_times)),
+        "completions": len(lengths),
+        "mean_completion_tokens": float(np.mean(lengths)),
+        "tokens_after_end_of_turn": int(np.sum(after_eot)),
+        "completions_past_end_of_turn": int(np.sum(np.asarray(after_eot) > 0)),
+        "settings": {
+            k: v
+            for k, v in dataclasses.asdict(settings).items()
+            if k in ("batch_size", "num_generations", "max_generation_steps", "beta")
+        },
+        "device": f"{jax.devices()[0].device_kind} x{jax.device_count()}",
+    }
 
 
 def main() -> int:
@@ -177,39 +244,59 @@ def main() -> int:
     import _repeats
 
     def run(variant: str, round_: int) -> dict:
-        cmd = [sys.executable, __file__, "--child", variant, "--model", args.model,
-               "--steps", str(args.steps)]  # fmt: skip
+        cmd = [
+            sys.executable,
+            __file__,
+            "--child",
+            variant,
+            "--model",
+            args.model,
+            "--steps",
+            str(args.steps),
+        ]
         if args.generation_steps:
             cmd += ["--generation-steps", str(args.generation_steps)]
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode:
             raise SystemExit(f"{variant} failed:\n{res.stderr[-3000:]}")
         r = json.loads(res.stdout.strip().splitlines()[-1])
-        print(f"round {round_} {variant:15s} step {r['median_step_s'] * 1e3:8.1f} ms  completion tokens "
-              f"{r['mean_completion_tokens']:6.1f}  tokens after <end_of_turn> {r['tokens_after_end_of_turn']:6d} "
-              f"({r['completions_past_end_of_turn']}/{r['completions']} completions)")  # fmt: skip
+        print(
+            f"round {round_} {variant:15s} step {r['median_step_s'] * 1e3:8.1f} ms  completion tokens "
+            f"{r['mean_completion_tokens']:6.1f}  tokens after <end_of_turn> {r['tokens_after_end_of_turn']:6d} "
+            f"({r['completions_past_end_of_turn']}/{r['completions']} completions)"
+        )
         rows.append(r | {"round": round_})
         return r["median_step_s"]
 
     rows: list[dict] = []
     times = _repeats.interleaved(VARIANTS, args.repeats, run)
     overhead = _repeats.decide(times["tunixkit"], times["plain"], target=MAX_OVERHEAD)
-    upstream = _repeats.decide(times["plain-upstream"], times["tunixkit"], target=1.0,
-                               lower_is_better=False)  # fmt: skip
+    upstream = _repeats.decide(
+        times["plain-upstream"], times["tunixkit"], target=1.0, lower_is_better=False
+    )
     ours = [r for r in rows if r["variant"] == "tunixkit"]
     leaked = sum(r["tokens_after_end_of_turn"] for r in ours)
-    out = {"model": ours[0]["model"], "device": ours[0]["device"], "steps": args.steps,
-           "repeats": args.repeats, "order": "interleaved, rotated each round",
-           "overhead": overhead, "overhead_ratio": overhead["median"],
-           "speedup_vs_upstream_rollout": upstream["median"],
-           "tokens_after_end_of_turn": leaked,
-           "upstream_tokens_after_end_of_turn": sum(r["tokens_after_end_of_turn"] for r in rows
-                                                    if r["variant"] == "plain-upstream"),
-           "rows": rows}  # fmt: skip
+    out = {
+        "model": ours[0]["model"],
+        "device": ours[0]["device"],
+        "steps": args.steps,
+        "repeats": args.repeats,
+        "order": "interleaved, rotated each round",
+        "overhead": overhead,
+        "overhead_ratio": overhead["median"],
+        "speedup_vs_upstream_rollout": upstream["median"],
+        "tokens_after_end_of_turn": leaked,
+        "upstream_tokens_after_end_of_turn": sum(
+            r["tokens_after_end_of_turn"] for r in rows if r["variant"] == "plain-upstream"
+        ),
+        "rows": rows,
+    }
     print(_repeats.describe("overhead (tunixkit / plain step time)", overhead))
-    print(f"tokens after <end_of_turn>: {leaked} in tunixkit's rollouts (target 0; upstream rollout: "
-          f"{out['upstream_tokens_after_end_of_turn']}); step time vs upstream rollout: "
-          f"{upstream['median']:.2f}x faster")  # fmt: skip
+    print(
+        f"tokens after <end_of_turn>: {leaked} in tunixkit's rollouts (target 0; upstream rollout: "
+        f"{out['upstream_tokens_after_end_of_turn']}); step time vs upstream rollout: "
+        f"{upstream['median']:.2f}x faster"
+    )
     verdict = overhead["verdict"] if leaked == 0 else "missed"
     out["verdict"] = verdict
     out["target_met"] = verdict == "met"

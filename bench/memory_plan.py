@@ -51,8 +51,10 @@ PLANS = [  # (recipe kind, model id, devices, preset, why)
 ]
 # The same SFT and DPO programs compiled ahead of time for a TPU v5e 2x4 (libtpu's compile-only
 # client, no TPU attached) by the prototype of tunixkit.memplan: the CPU figures are ~2.4x these.
-TPU_REFERENCE = {"sft LoRA r64 16x512": {"cpu_gib": 13.01, "tpu_v5e_gib": 5.39},
-                 "dpo update 16x(256+512)": {"cpu_gib": 15.14, "tpu_v5e_gib": 6.38}}  # fmt: skip
+TPU_REFERENCE = {
+    "sft LoRA r64 16x512": {"cpu_gib": 13.01, "tpu_v5e_gib": 5.39},
+    "dpo update 16x(256+512)": {"cpu_gib": 15.14, "tpu_v5e_gib": 6.38},
+}
 
 
 def main() -> int:
@@ -63,12 +65,27 @@ def main() -> int:
     for kind, model, devices, preset, why in PLANS:
         if args.only and kind != args.only:
             continue
-        env = dict(os.environ, JAX_PLATFORMS="cpu",
-                   XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")  # fmt: skip
+        env = dict(
+            os.environ,
+            JAX_PLATFORMS="cpu",
+            XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+        )
         with tempfile.TemporaryDirectory() as tmp:
             out = pathlib.Path(tmp) / "plan.jsonl"
-            cmd = [sys.executable, "-m", "tunixkit.memplan", kind, "--model", model, "--devices", str(devices),
-                   "--preset", preset, "--json", str(out)]  # fmt: skip
+            cmd = [
+                sys.executable,
+                "-m",
+                "tunixkit.memplan",
+                kind,
+                "--model",
+                model,
+                "--devices",
+                str(devices),
+                "--preset",
+                preset,
+                "--json",
+                str(out),
+            ]
             res = subprocess.run(cmd, env=env, capture_output=True, text=True)
             if not out.exists():
                 failed.append(f"{kind} {model} x{devices} {preset}: {res.stderr[-2000:]}")
@@ -76,12 +93,19 @@ def main() -> int:
                 continue
             row = json.loads(out.read_text()) | {"recipe": why, "preset": preset}
         rows.append(row)
-        print(f"{row['verdict']}  ({why}; {row['seconds']:.0f}s, host {row['host_peak_rss'] / 2**30:.1f} GiB)",
-              flush=True)  # fmt: skip
+        print(
+            f"{row['verdict']}  ({why}; {row['seconds']:.0f}s, host {row['host_peak_rss'] / 2**30:.1f} GiB)",
+            flush=True,
+        )
     RESULTS.mkdir(exist_ok=True)
-    summary = {"device": "emulated CPU devices (upper bounds for TPU, see tpu_reference)", "chip": "v5e",
-               "command": "python bench/memory_plan.py" + (f" --only {args.only}" if args.only else ""),
-               "plans": rows, "tpu_reference": TPU_REFERENCE, "failed": failed}  # fmt: skip
+    summary = {
+        "device": "emulated CPU devices (upper bounds for TPU, see tpu_reference)",
+        "chip": "v5e",
+        "command": "python bench/memory_plan.py" + (f" --only {args.only}" if args.only else ""),
+        "plans": rows,
+        "tpu_reference": TPU_REFERENCE,
+        "failed": failed,
+    }
     (RESULTS / ("memplan.json" if not args.only else f"memplan_{args.only}.json")).write_text(
         json.dumps(summary, indent=1)
     )

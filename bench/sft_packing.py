@@ -47,8 +47,17 @@ def main() -> int:
         0
     ]
     pairs = [data.sft_pair(r, system_prompt=None) for r in records]
-    sets = {packed: training.sft_dataset(pairs, tok, max_len=MAX_LEN, batch_size=16 if not packed else 8,
-                                         packing=packed, verbose=False) for packed in (False, True)}  # fmt: skip
+    sets = {
+        packed: training.sft_dataset(
+            pairs,
+            tok,
+            max_len=MAX_LEN,
+            batch_size=16 if not packed else 8,
+            packing=packed,
+            verbose=False,
+        )
+        for packed in (False, True)
+    }
     real_tokens = sum(int(np.count_nonzero(b.input_tokens != tok.pad_id())) for b in sets[False])
     fill = {p: real_tokens / sum(b.input_tokens.size for b in sets[p]) for p in sets}
 
@@ -92,15 +101,24 @@ def main() -> int:
             tokens = sum(int(np.count_nonzero(b.input_tokens != tok.pad_id())) for b in timed)
             tps[packed].append(tokens / (clock.stamps[-1] - clock.stamps[1]))
     speedup = float(np.median([a / b for a, b in zip(tps[True], tps[False], strict=True)]))
-    out = {"device": f"{jax.devices()[0].device_kind} x{jax.device_count()}", "host": platform.node(),
-           "examples": EXAMPLES, "max_len": MAX_LEN, "row_fill": {"unpacked": fill[False], "packed": fill[True]},
-           "tokens_per_s": {"unpacked": tps[False], "packed": tps[True]}, "speedup": speedup,
-           "loss_unpacked": start_loss[False], "loss_packed": start_loss[True],
-           "loss_difference": abs(start_loss[True] - start_loss[False])}  # fmt: skip
+    out = {
+        "device": f"{jax.devices()[0].device_kind} x{jax.device_count()}",
+        "host": platform.node(),
+        "examples": EXAMPLES,
+        "max_len": MAX_LEN,
+        "row_fill": {"unpacked": fill[False], "packed": fill[True]},
+        "tokens_per_s": {"unpacked": tps[False], "packed": tps[True]},
+        "speedup": speedup,
+        "loss_unpacked": start_loss[False],
+        "loss_packed": start_loss[True],
+        "loss_difference": abs(start_loss[True] - start_loss[False]),
+    }
     out["target_met"] = speedup >= MIN_SPEEDUP and out["loss_difference"] < MAX_LOSS_DIFF
-    print(f"rows filled {fill[False]:.0%} -> {fill[True]:.0%}; tokens/s {np.median(tps[False]):.0f} -> "
-          f"{np.median(tps[True]):.0f} (speedup {speedup:.2f}x); loss {start_loss[False]:.6f} vs "
-          f"{start_loss[True]:.6f}; target {'met' if out['target_met'] else 'MISSED'}")  # fmt: skip
+    print(
+        f"rows filled {fill[False]:.0%} -> {fill[True]:.0%}; tokens/s {np.median(tps[False]):.0f} -> "
+        f"{np.median(tps[True]):.0f} (speedup {speedup:.2f}x); loss {start_loss[False]:.6f} vs "
+        f"{start_loss[True]:.6f}; target {'met' if out['target_met'] else 'MISSED'}"
+    )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "sft_packing.json").write_text(json.dumps(out, indent=2))
     return 0 if out["target_met"] else 1

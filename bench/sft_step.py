@@ -38,8 +38,17 @@ def _config(shape: str):
     if shape == "tiny":
         return smoke.gemma3_config(vocab)
     if shape == "medium":
-        return smoke.gemma3_config(vocab, dataclasses.replace(smoke.TINY_GEMMA3, num_layers=4, embed_dim=512,
-                                                                hidden_dim=2048, num_heads=8, head_dim=64))  # fmt: skip
+        return smoke.gemma3_config(
+            vocab,
+            dataclasses.replace(
+                smoke.TINY_GEMMA3,
+                num_layers=4,
+                embed_dim=512,
+                hidden_dim=2048,
+                num_heads=8,
+                head_dim=64,
+            ),
+        )
     if shape == "gemma-3-1b":
         return g3.ModelConfig.gemma3_1b_it()
     raise SystemExit(f"unknown --shape {shape!r}: tiny, medium or gemma-3-1b")
@@ -55,15 +64,25 @@ def one_mode(mode: str, shape: str, steps: int, batch: int, seq: int, rank: int)
     cfg = _config(shape)
     model = smoke.random_model(cfg, 0, embedding_std=0.1)
     if mode != "full":
-        model = models.apply_lora(model, rank=rank, alpha=float(rank), qlora=mode == "qlora",
-                                  verbose=False)  # fmt: skip
+        model = models.apply_lora(
+            model, rank=rank, alpha=float(rank), qlora=mode == "qlora", verbose=False
+        )
     size = models.footprint(model)
     rng = np.random.default_rng(0)
-    items = [{"input_tokens": rng.integers(3, cfg.num_embed, seq).astype(np.int32),
-              "input_mask": np.ones(seq, np.int32)} for _ in range(batch * steps)]  # fmt: skip
-    batches = [peft_trainer.TrainingInput(input_tokens=np.stack([x["input_tokens"] for x in items[i:i + batch]]),
-                                          input_mask=np.stack([x["input_mask"] for x in items[i:i + batch]]))
-               for i in range(0, len(items), batch)]  # fmt: skip
+    items = [
+        {
+            "input_tokens": rng.integers(3, cfg.num_embed, seq).astype(np.int32),
+            "input_mask": np.ones(seq, np.int32),
+        }
+        for _ in range(batch * steps)
+    ]
+    batches = [
+        peft_trainer.TrainingInput(
+            input_tokens=np.stack([x["input_tokens"] for x in items[i : i + batch]]),
+            input_mask=np.stack([x["input_mask"] for x in items[i : i + batch]]),
+        )
+        for i in range(0, len(items), batch)
+    ]
     times: list[float] = []
 
     class Clock(runlog.MetricsFile):  # step boundaries from tunix's own hook
@@ -71,19 +90,30 @@ def one_mode(mode: str, shape: str, steps: int, batch: int, seq: int, rank: int)
             jax.block_until_ready(train_loss)
             times.append(time.perf_counter())
 
-    trainer = peft_trainer.PeftTrainer(model, training.optimizer(1e-4, steps),
-                                       peft_trainer.TrainingConfig(eval_every_n_steps=10**9, max_steps=steps,
-                                                                   pbar_description=None))  # fmt: skip
+    trainer = peft_trainer.PeftTrainer(
+        model,
+        training.optimizer(1e-4, steps),
+        peft_trainer.TrainingConfig(
+            eval_every_n_steps=10**9, max_steps=steps, pbar_description=None
+        ),
+    )
     trainer.with_gen_model_input_fn(training.model_inputs_fn(0)).with_training_hooks(
         Clock("/dev/null")
     )
     trainer.train(batches)
     step_times = np.diff(times)[2:]  # the first steps compile
     peak, what = runtime.peak_memory()
-    return {"mode": mode, "shape": shape, "median_step_s": float(np.median(step_times)),
-            "peak_bytes": peak, "peak_measures": what, "params": size["params"],
-            "trainable": size["trainable"] or size["params"], "param_bytes": size["bytes"],
-            "device": f"{jax.devices()[0].device_kind} x{jax.device_count()}"}  # fmt: skip
+    return {
+        "mode": mode,
+        "shape": shape,
+        "median_step_s": float(np.median(step_times)),
+        "peak_bytes": peak,
+        "peak_measures": what,
+        "params": size["params"],
+        "trainable": size["trainable"] or size["params"],
+        "param_bytes": size["bytes"],
+        "device": f"{jax.devices()[0].device_kind} x{jax.device_count()}",
+    }
 
 
 def main() -> int:
@@ -102,8 +132,20 @@ def main() -> int:
     rows = []
     for shape in args.shape or ["tiny", "medium"]:
         for mode in MODES:
-            cmd = [sys.executable, __file__, "--child", f"{mode}:{shape}", "--steps", str(args.steps),
-                   "--batch", str(args.batch), "--seq", str(args.seq), "--rank", str(args.rank)]  # fmt: skip
+            cmd = [
+                sys.executable,
+                __file__,
+                "--child",
+                f"{mode}:{shape}",
+                "--steps",
+                str(args.steps),
+                "--batch",
+                str(args.batch),
+                "--seq",
+                str(args.seq),
+                "--rank",
+                str(args.rank),
+            ]
             res = subprocess.run(cmd, capture_output=True, text=True)
             if res.returncode:
                 raise SystemExit(f"{mode} on {shape} failed:\n{res.stderr[-3000:]}")
@@ -112,9 +154,11 @@ def main() -> int:
         for r in (r for r in rows if r["shape"] == shape):
             r["step_vs_lora"] = r["median_step_s"] / base["median_step_s"]
             r["peak_vs_lora"] = r["peak_bytes"] / base["peak_bytes"]
-            print(f"{shape:10s} {r['mode']:6s} step {r['median_step_s'] * 1e3:8.1f} ms ({r['step_vs_lora']:.2f}x)  "
-                  f"peak {r['peak_bytes'] / 2**20:8.0f} MiB ({r['peak_vs_lora']:.2f}x)  params {r['param_bytes'] / 2**20:7.1f} MiB  "
-                  f"trainable {r['trainable']:,}")  # fmt: skip
+            print(
+                f"{shape:10s} {r['mode']:6s} step {r['median_step_s'] * 1e3:8.1f} ms ({r['step_vs_lora']:.2f}x)  "
+                f"peak {r['peak_bytes'] / 2**20:8.0f} MiB ({r['peak_vs_lora']:.2f}x)  params {r['param_bytes'] / 2**20:7.1f} MiB  "
+                f"trainable {r['trainable']:,}"
+            )
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = {
         "steps": args.steps,
@@ -124,8 +168,10 @@ def main() -> int:
         "rows": rows,
     }
     largest = [r for r in rows if r["shape"] == (args.shape or ["tiny", "medium"])[-1]]
-    share = next(r for r in largest if r["mode"] == "qlora")["param_bytes"] / next(
-        r for r in largest if r["mode"] == "lora")["param_bytes"]  # fmt: skip
+    share = (
+        next(r for r in largest if r["mode"] == "qlora")["param_bytes"]
+        / next(r for r in largest if r["mode"] == "lora")["param_bytes"]
+    )
     out |= {"qlora_param_share": share, "target_met": share <= MAX_QLORA_PARAM_SHARE}
     (RESULTS / "sft_step.json").write_text(json.dumps(out, indent=2))
     print(

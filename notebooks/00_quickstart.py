@@ -78,8 +78,9 @@ import time
 
 from tunixkit import evaluation, models, recipes, runtime
 
-rt, recipe, out_dir, clock = recipes.start(recipes.Quickstart, PROFILE, OUTPUT_DIR,
-                                           inputs={"model_path": MODEL_PATH})  # fmt: skip
+rt, recipe, out_dir, clock = recipes.start(
+    recipes.Quickstart, PROFILE, OUTPUT_DIR, inputs={"model_path": MODEL_PATH}
+)
 recipe
 
 # %% [markdown]

@@ -114,12 +114,24 @@ from tunixkit import (
 )
 
 rt, recipe, out_dir, clock = recipes.start(
-    recipes.SFT, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
-    start_fresh=START_FRESH, inputs={"data_source": DATA_SOURCE, "dataset": DATASET,
-                                     "fields": [PROMPT_FIELD, RESPONSE_FIELD]},
-    model_id=MODEL_ID, steps=NUM_STEPS, learning_rate=LEARNING_RATE, lora_rank=LORA_RANK, qlora=QLORA,
+    recipes.SFT,
+    PROFILE,
+    OUTPUT_DIR,
+    session_hours=SESSION_HOURS,
+    resume_from=RESUME_FROM,
+    start_fresh=START_FRESH,
+    inputs={
+        "data_source": DATA_SOURCE,
+        "dataset": DATASET,
+        "fields": [PROMPT_FIELD, RESPONSE_FIELD],
+    },
+    model_id=MODEL_ID,
+    steps=NUM_STEPS,
+    learning_rate=LEARNING_RATE,
+    lora_rank=LORA_RANK,
+    qlora=QLORA,
     eval_questions=EVAL_QUESTIONS,
-)  # fmt: skip
+)
 recipe
 
 # %% [markdown]
@@ -138,8 +150,10 @@ if DATASET is None:
 else:  # any instruction dataset: its prompt column goes into the chat template as is
     rows = data.load_rows(DATASET, "train")
     end = families.get(family).end_of_turn
-    train_pairs = [(data.format_prompt(p, system_prompt=None, family=family), r + end)
-                   for p, r in data.columns(rows, [PROMPT_FIELD, RESPONSE_FIELD], source=DATASET)]  # fmt: skip
+    train_pairs = [
+        (data.format_prompt(p, system_prompt=None, family=family), r + end)
+        for p, r in data.columns(rows, [PROMPT_FIELD, RESPONSE_FIELD], source=DATASET)
+    ]
 eval_pairs = [data.sft_pair(r, family=family) for r in test_records[: recipe.eval_examples]]
 print(train_pairs[0][0] + train_pairs[0][1])
 
@@ -155,8 +169,14 @@ memplan.check(
 )  # TPU/GPU: does the recipe fit the chip? (before any weights load)
 base = models.load_model(recipe.model_id, source=SOURCE, mesh=mesh)
 clock.record("load", base.load_seconds)  # sizes the export the session clock keeps time for
-model = models.apply_lora(base.model, family=base.family, rank=recipe.lora_rank,
-                          alpha=recipe.lora_alpha, qlora=recipe.qlora, mesh=mesh)  # fmt: skip
+model = models.apply_lora(
+    base.model,
+    family=base.family,
+    rank=recipe.lora_rank,
+    alpha=recipe.lora_alpha,
+    qlora=recipe.qlora,
+    mesh=mesh,
+)
 tuned = dataclasses.replace(base, model=model)
 size = models.footprint(model)
 size
@@ -168,8 +188,9 @@ size
 
 # %%
 with clock.timed("evaluation", items=len(test_records)):
-    before = evaluation.evaluate(tuned, test_records, name="before", config=recipe.eval,
-                                 output_dir=out_dir, reuse=True)  # fmt: skip
+    before = evaluation.evaluate(
+        tuned, test_records, name="before", config=recipe.eval, output_dir=out_dir, reuse=True
+    )
 print(before.summary())
 
 # %% [markdown]
@@ -184,13 +205,25 @@ print(before.summary())
 rows = dict(max_len=recipe.max_len, batch_size=recipe.batch_size, packing=recipe.packing)
 batches = training.sft_dataset(train_pairs, base.tokenizer, num_batches=recipe.steps, **rows)
 eval_batches = training.sft_dataset(eval_pairs, base.tokenizer, **rows)
-config = training.trainer_config(out_dir, max_steps=recipe.steps, eval_every=recipe.eval_every,
-                                 checkpoint_every=recipe.checkpoint_every, description="SFT")  # fmt: skip
+config = training.trainer_config(
+    out_dir,
+    max_steps=recipe.steps,
+    eval_every=recipe.eval_every,
+    checkpoint_every=recipe.checkpoint_every,
+    description="SFT",
+)
 trainer = peft_trainer.PeftTrainer(
     model, training.optimizer(recipe.learning_rate, recipe.steps), config
 ).with_gen_model_input_fn(training.model_inputs_fn(base.tokenizer.pad_id()))
-trained = training.run(trainer, batches, eval_batches, mesh=mesh, metrics_file=out_dir / "metrics.jsonl",
-                       session=clock, label="SFT")  # fmt: skip
+trained = training.run(
+    trainer,
+    batches,
+    eval_batches,
+    mesh=mesh,
+    metrics_file=out_dir / "metrics.jsonl",
+    session=clock,
+    label="SFT",
+)
 peak_bytes, peak_what = runtime.peak_memory()
 
 # %%
@@ -210,8 +243,14 @@ print(
 
 # %%
 with clock.timed("export"):
-    exports = checkpoints.export(model, base, out_dir / "export", lora_rank=recipe.lora_rank,
-                                 lora_alpha=recipe.lora_alpha, mesh=mesh)  # fmt: skip
+    exports = checkpoints.export(
+        model,
+        base,
+        out_dir / "export",
+        lora_rank=recipe.lora_rank,
+        lora_alpha=recipe.lora_alpha,
+        mesh=mesh,
+    )
 unrestricted_kaggle_model = session.publish(
     exports["orbax"], KAGGLE_MODEL, notes=f"SFT, {trained.steps} steps"
 )
@@ -238,9 +277,14 @@ fig = evaluation.plot_comparison(
 # process's resident memory). `bench/sft_step.py` compares LoRA, QLoRA and full fine-tuning.
 
 # %%
-memory = {"mode": "QLoRA (nf4)" if recipe.qlora else "LoRA", "params": size["params"],
-          "trainable": size["trainable"], "param_MiB": size["bytes"] / 2**20,
-          "peak_MiB": peak_bytes / 2**20, "peak_measures": peak_what}  # fmt: skip
+memory = {
+    "mode": "QLoRA (nf4)" if recipe.qlora else "LoRA",
+    "params": size["params"],
+    "trainable": size["trainable"],
+    "param_MiB": size["bytes"] / 2**20,
+    "peak_MiB": peak_bytes / 2**20,
+    "peak_measures": peak_what,
+}
 memory
 
 # %%

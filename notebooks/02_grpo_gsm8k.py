@@ -120,11 +120,21 @@ from tunixkit import (
 )
 
 rt, recipe, out_dir, clock = recipes.start(
-    recipes.GRPO, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
-    start_fresh=START_FRESH, inputs={"model_path": MODEL_PATH, "data_source": DATA_SOURCE, "use_rubric": USE_RUBRIC},
-    model_id=MODEL_ID, num_steps=NUM_STEPS, learning_rate=LEARNING_RATE, lora_rank=LORA_RANK,
-    num_generations=NUM_GENERATIONS, eval_questions=EVAL_QUESTIONS, rollout_engine=ROLLOUT_ENGINE,
-)  # fmt: skip
+    recipes.GRPO,
+    PROFILE,
+    OUTPUT_DIR,
+    session_hours=SESSION_HOURS,
+    resume_from=RESUME_FROM,
+    start_fresh=START_FRESH,
+    inputs={"model_path": MODEL_PATH, "data_source": DATA_SOURCE, "use_rubric": USE_RUBRIC},
+    model_id=MODEL_ID,
+    num_steps=NUM_STEPS,
+    learning_rate=LEARNING_RATE,
+    lora_rank=LORA_RANK,
+    num_generations=NUM_GENERATIONS,
+    eval_questions=EVAL_QUESTIONS,
+    rollout_engine=ROLLOUT_ENGINE,
+)
 rl.check_rollout_engine(
     recipe.grpo.rollout_engine, models.get_spec(recipe.model_id).family
 )  # before any loading
@@ -157,9 +167,15 @@ memplan.check(
 reference = models.load_model(recipe.model_id, source=SOURCE, path=MODEL_PATH, mesh=mesh)
 clock.record("load", reference.load_seconds)  # sizes the export the session clock keeps time for
 if recipe.lora_rank:
-    actor = models.apply_lora(reference.model, family=reference.family, rank=recipe.lora_rank,
-                              alpha=recipe.lora_alpha, modules=recipe.lora_modules, qlora=recipe.qlora,
-                              mesh=mesh)  # fmt: skip
+    actor = models.apply_lora(
+        reference.model,
+        family=reference.family,
+        rank=recipe.lora_rank,
+        alpha=recipe.lora_alpha,
+        modules=recipe.lora_modules,
+        qlora=recipe.qlora,
+        mesh=mesh,
+    )
 else:
     actor = models.load_model(recipe.model_id, source=SOURCE, path=MODEL_PATH, mesh=mesh).model
 policy = dataclasses.replace(reference, model=actor)  # the policy with the reference's tokenizer
@@ -199,13 +215,26 @@ example = ["<reasoning>3 + 4 = 7 apples.</reasoning>\n<answer>7</answer>", "7"]
 # reward functions that GRPO optimises. A resumed run reads both back from `OUTPUT_DIR`.
 
 # %%
-sampled = dataclasses.replace(recipe.eval, temperature=recipe.grpo.temperature,
-                              top_k=recipe.grpo.top_k, top_p=recipe.grpo.top_p)  # fmt: skip
+sampled = dataclasses.replace(
+    recipe.eval,
+    temperature=recipe.grpo.temperature,
+    top_k=recipe.grpo.top_k,
+    top_p=recipe.grpo.top_p,
+)
 with clock.timed("evaluation", items=len(test_records)):
-    before = evaluation.evaluate(policy, test_records, name="before", config=recipe.eval,
-                                 output_dir=out_dir, reuse=True)  # fmt: skip
-    heldout_before = rl.heldout_reward(policy, heldout_records, reward_fns, sampled, name="heldout_before",
-                                       samples=recipe.heldout_samples, output_dir=out_dir, reuse=True)  # fmt: skip
+    before = evaluation.evaluate(
+        policy, test_records, name="before", config=recipe.eval, output_dir=out_dir, reuse=True
+    )
+    heldout_before = rl.heldout_reward(
+        policy,
+        heldout_records,
+        reward_fns,
+        sampled,
+        name="heldout_before",
+        samples=recipe.heldout_samples,
+        output_dir=out_dir,
+        reuse=True,
+    )
 print(before.summary())
 heldout_before
 
@@ -225,14 +254,27 @@ heldout_before
 
 # %%
 learner, cluster = rl.build_grpo(
-    actor, reference.model, reference.tokenizer, mesh=mesh, settings=recipe.grpo,
-    reward_fns=reward_fns, output_dir=out_dir, eos_ids=reference.eos_ids,
-    vocab_size=reference.config.num_embed, family=reference.family,
-)  # fmt: skip
-batches = data.grpo_dataset(train_records, batch_size=recipe.grpo.batch_size,
-                            num_batches=recipe.grpo.num_steps, seed=0, family=reference.family)  # fmt: skip
-trained = training.run(learner, batches, mesh=mesh, metrics_file=out_dir / "metrics.jsonl",
-                       session=clock, label="GRPO")  # fmt: skip
+    actor,
+    reference.model,
+    reference.tokenizer,
+    mesh=mesh,
+    settings=recipe.grpo,
+    reward_fns=reward_fns,
+    output_dir=out_dir,
+    eos_ids=reference.eos_ids,
+    vocab_size=reference.config.num_embed,
+    family=reference.family,
+)
+batches = data.grpo_dataset(
+    train_records,
+    batch_size=recipe.grpo.batch_size,
+    num_batches=recipe.grpo.num_steps,
+    seed=0,
+    family=reference.family,
+)
+trained = training.run(
+    learner, batches, mesh=mesh, metrics_file=out_dir / "metrics.jsonl", session=clock, label="GRPO"
+)
 
 # %%
 series = rl.curves(out_dir / "metrics.jsonl")
@@ -251,8 +293,14 @@ fig = rl.plot_curves(
 
 # %%
 with clock.timed("export"):
-    exports = checkpoints.export(actor, reference, out_dir / "export", lora_rank=recipe.lora_rank,
-                                 lora_alpha=recipe.lora_alpha, mesh=mesh)  # fmt: skip
+    exports = checkpoints.export(
+        actor,
+        reference,
+        out_dir / "export",
+        lora_rank=recipe.lora_rank,
+        lora_alpha=recipe.lora_alpha,
+        mesh=mesh,
+    )
 unrestricted_kaggle_model = session.publish(
     exports["orbax"], KAGGLE_MODEL, notes=f"GRPO, {trained.steps} steps"
 )
@@ -301,8 +349,12 @@ else:  # a Hugging Face tokenizer.json
 
     tok = AutoTokenizer.from_pretrained(folder)
     stop = [tok.eos_token_id, tok.convert_tokens_to_ids("<end_of_turn>")]
-cache = sampler_lib.CacheConfig(cache_size=512, num_layers=config.num_layers,
-                                num_kv_heads=config.num_kv_heads, head_dim=config.head_dim)  # fmt: skip
+cache = sampler_lib.CacheConfig(
+    cache_size=512,
+    num_layers=config.num_layers,
+    num_kv_heads=config.num_kv_heads,
+    head_dim=config.head_dim,
+)
 question = (
     f"<start_of_turn>user\n{test_records[0]['question']}<end_of_turn>\n<start_of_turn>model\n"
 )
@@ -322,9 +374,15 @@ share = n / len(test_records)
 after = evaluation.evaluate(
     policy, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir
 )
-heldout_after = rl.heldout_reward(policy, heldout_records[: max(1, int(share * len(heldout_records)))],
-                                  reward_fns, sampled, name="heldout_after", samples=recipe.heldout_samples,
-                                  output_dir=out_dir)  # fmt: skip
+heldout_after = rl.heldout_reward(
+    policy,
+    heldout_records[: max(1, int(share * len(heldout_records)))],
+    reward_fns,
+    sampled,
+    name="heldout_after",
+    samples=recipe.heldout_samples,
+    output_dir=out_dir,
+)
 display(Markdown(evaluation.comparison_table([before.first(n), after])))
 fig = evaluation.plot_comparison(
     [before.first(n), after], out_dir / "eval.png", title="GSM8K before/after GRPO"

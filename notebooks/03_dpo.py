@@ -120,12 +120,25 @@ from tunixkit import (
 )
 
 rt, recipe, out_dir, clock = recipes.start(
-    recipes.DPO, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
-    start_fresh=START_FRESH, inputs={"model_path": MODEL_PATH, "pairs": PAIRS, "fields": list(FIELDS),
-                                     "data_source": DATA_SOURCE},
-    model_id=MODEL_ID, steps=NUM_STEPS, learning_rate=LEARNING_RATE, lora_rank=LORA_RANK,
-    eval_questions=EVAL_QUESTIONS, algorithm=ALGORITHM,
-)  # fmt: skip
+    recipes.DPO,
+    PROFILE,
+    OUTPUT_DIR,
+    session_hours=SESSION_HOURS,
+    resume_from=RESUME_FROM,
+    start_fresh=START_FRESH,
+    inputs={
+        "model_path": MODEL_PATH,
+        "pairs": PAIRS,
+        "fields": list(FIELDS),
+        "data_source": DATA_SOURCE,
+    },
+    model_id=MODEL_ID,
+    steps=NUM_STEPS,
+    learning_rate=LEARNING_RATE,
+    lora_rank=LORA_RANK,
+    eval_questions=EVAL_QUESTIONS,
+    algorithm=ALGORITHM,
+)
 recipe
 
 # %% [markdown]
@@ -141,8 +154,13 @@ memplan.check(
 reference = models.load_model(recipe.model_id, source=SOURCE, path=MODEL_PATH, mesh=mesh)
 clock.record("load", reference.load_seconds)  # sizes the export the session clock keeps time for
 if recipe.lora_rank:
-    actor = models.apply_lora(reference.model, family=reference.family, rank=recipe.lora_rank,
-                              alpha=recipe.lora_alpha, mesh=mesh)  # fmt: skip
+    actor = models.apply_lora(
+        reference.model,
+        family=reference.family,
+        rank=recipe.lora_rank,
+        alpha=recipe.lora_alpha,
+        mesh=mesh,
+    )
 else:
     actor = models.load_model(recipe.model_id, source=SOURCE, path=MODEL_PATH, mesh=mesh).model
 policy = dataclasses.replace(reference, model=actor)
@@ -159,10 +177,16 @@ pair_records = (
     recipes.gsm8k(rt, "train", limit=recipe.pair_questions, **load) if PAIRS == "on-policy" else []
 )
 pairs = preferences.training_pairs(
-    out_dir, PAIRS, heldout=recipe.heldout_questions, policy=reference, train_records=pair_records,
-    heldout_records=test_records, config=dataclasses.replace(recipe.eval, temperature=recipe.pair_temperature),
-    samples=recipe.pair_samples, fields=FIELDS,
-)  # fmt: skip
+    out_dir,
+    PAIRS,
+    heldout=recipe.heldout_questions,
+    policy=reference,
+    train_records=pair_records,
+    heldout_records=test_records,
+    config=dataclasses.replace(recipe.eval, temperature=recipe.pair_temperature),
+    samples=recipe.pair_samples,
+    fields=FIELDS,
+)
 pairs["train"][0]
 
 # %% [markdown]
@@ -173,11 +197,13 @@ pairs["train"][0]
 lengths = dict(
     max_prompt_length=recipe.max_prompt_length, max_response_length=recipe.max_response_length
 )
-heldout = preferences.preference_dataset(pairs["heldout"], reference.tokenizer, batch_size=recipe.batch_size,
-                                         **lengths)  # fmt: skip
+heldout = preferences.preference_dataset(
+    pairs["heldout"], reference.tokenizer, batch_size=recipe.batch_size, **lengths
+)
 with clock.timed("evaluation", items=len(test_records)):
-    before = evaluation.evaluate(policy, test_records, name="before", config=recipe.eval,
-                                 output_dir=out_dir, reuse=True)  # fmt: skip
+    before = evaluation.evaluate(
+        policy, test_records, name="before", config=recipe.eval, output_dir=out_dir, reuse=True
+    )
 scores_before = preferences.score(actor, reference.model, heldout, beta=recipe.beta)
 print(before.summary())
 scores_before
@@ -189,25 +215,50 @@ scores_before
 # a rerun resumes.
 
 # %%
-batches = preferences.preference_dataset(pairs["train"], reference.tokenizer, batch_size=recipe.batch_size,
-                                         num_batches=recipe.steps, **lengths)  # fmt: skip
+batches = preferences.preference_dataset(
+    pairs["train"],
+    reference.tokenizer,
+    batch_size=recipe.batch_size,
+    num_batches=recipe.steps,
+    **lengths,
+)
 config = training.trainer_config(
-    out_dir, max_steps=recipe.steps, eval_every=recipe.eval_every, checkpoint_every=recipe.checkpoint_every,
-    description=recipe.algorithm.upper(), config_cls=dpo_trainer.DPOTrainingConfig,
-    algorithm=recipe.algorithm, beta=recipe.beta, lambda_orpo=recipe.lambda_orpo,
-)  # fmt: skip
+    out_dir,
+    max_steps=recipe.steps,
+    eval_every=recipe.eval_every,
+    checkpoint_every=recipe.checkpoint_every,
+    description=recipe.algorithm.upper(),
+    config_cls=dpo_trainer.DPOTrainingConfig,
+    algorithm=recipe.algorithm,
+    beta=recipe.beta,
+    lambda_orpo=recipe.lambda_orpo,
+)
 trainer = dpo_trainer.DPOTrainer(
-    actor, reference.model if recipe.algorithm == "dpo" else None,
-    training.optimizer(recipe.learning_rate, recipe.steps, clip_norm=recipe.clip_norm), config,
-)  # fmt: skip
+    actor,
+    reference.model if recipe.algorithm == "dpo" else None,
+    training.optimizer(recipe.learning_rate, recipe.steps, clip_norm=recipe.clip_norm),
+    config,
+)
 names = ("loss", "rewards/margin", "rewards/accuracy")
-trained = training.run(trainer, batches, heldout, mesh=mesh, metrics_file=out_dir / "metrics.jsonl",
-                       metric_names=names, session=clock, label=recipe.algorithm.upper())  # fmt: skip
+trained = training.run(
+    trainer,
+    batches,
+    heldout,
+    mesh=mesh,
+    metrics_file=out_dir / "metrics.jsonl",
+    metric_names=names,
+    session=clock,
+    label=recipe.algorithm.upper(),
+)
 
 # %%
 metrics = runlog.read_metrics(out_dir / "metrics.jsonl")
-fig = runlog.plot_metrics(metrics, out_dir / "curves.png", names=names,
-                          title=f"{recipe.algorithm.upper()}, {recipe.model_id}")  # fmt: skip
+fig = runlog.plot_metrics(
+    metrics,
+    out_dir / "curves.png",
+    names=names,
+    title=f"{recipe.algorithm.upper()}, {recipe.model_id}",
+)
 
 # %% [markdown]
 # ## Export
@@ -215,8 +266,14 @@ fig = runlog.plot_metrics(metrics, out_dir / "curves.png", names=names,
 
 # %%
 with clock.timed("export"):
-    exports = checkpoints.export(actor, reference, out_dir / "export", lora_rank=recipe.lora_rank,
-                                 lora_alpha=recipe.lora_alpha, mesh=mesh)  # fmt: skip
+    exports = checkpoints.export(
+        actor,
+        reference,
+        out_dir / "export",
+        lora_rank=recipe.lora_rank,
+        lora_alpha=recipe.lora_alpha,
+        mesh=mesh,
+    )
 unrestricted_kaggle_model = session.publish(
     exports["orbax"], KAGGLE_MODEL, notes=f"{recipe.algorithm.upper()}, {trained.steps} steps"
 )
@@ -233,13 +290,20 @@ n = clock.fit(len(test_records))
 after = evaluation.evaluate(
     policy, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir
 )
-display(Markdown(f"| held-out pairs (n={scores_after.n}) | before | after |\n|---|---|---|\n"
-                 f"| preference accuracy (implicit reward) | {scores_before.reward_accuracy:.3f} | {scores_after.reward_accuracy:.3f} |\n"
-                 f"| policy log p(chosen) > log p(rejected) | {scores_before.likelihood_ranking:.3f} | {scores_after.likelihood_ranking:.3f} |\n"
-                 f"| mean reward margin | {scores_before.margin:.3f} | {scores_after.margin:.3f} |"))  # fmt: skip
+display(
+    Markdown(
+        f"| held-out pairs (n={scores_after.n}) | before | after |\n|---|---|---|\n"
+        f"| preference accuracy (implicit reward) | {scores_before.reward_accuracy:.3f} | {scores_after.reward_accuracy:.3f} |\n"
+        f"| policy log p(chosen) > log p(rejected) | {scores_before.likelihood_ranking:.3f} | {scores_after.likelihood_ranking:.3f} |\n"
+        f"| mean reward margin | {scores_before.margin:.3f} | {scores_after.margin:.3f} |"
+    )
+)
 display(Markdown(evaluation.comparison_table([before.first(n), after])))
-fig = evaluation.plot_comparison([before.first(n), after], out_dir / "eval.png",
-                                 title=f"GSM8K before/after {recipe.algorithm.upper()}")  # fmt: skip
+fig = evaluation.plot_comparison(
+    [before.first(n), after],
+    out_dir / "eval.png",
+    title=f"GSM8K before/after {recipe.algorithm.upper()}",
+)
 
 # %%
 margins = metrics["train"]["rewards/margin"][1]

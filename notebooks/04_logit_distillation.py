@@ -110,11 +110,19 @@ from tunixkit import (
 )
 
 rt, recipe, out_dir, clock = recipes.start(
-    recipes.Distill, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
-    start_fresh=START_FRESH, inputs={"teacher_path": TEACHER_PATH, "data_source": DATA_SOURCE},
-    teacher_id=TEACHER_ID, student_id=MODEL_ID, steps=NUM_STEPS, learning_rate=LEARNING_RATE,
+    recipes.Distill,
+    PROFILE,
+    OUTPUT_DIR,
+    session_hours=SESSION_HOURS,
+    resume_from=RESUME_FROM,
+    start_fresh=START_FRESH,
+    inputs={"teacher_path": TEACHER_PATH, "data_source": DATA_SOURCE},
+    teacher_id=TEACHER_ID,
+    student_id=MODEL_ID,
+    steps=NUM_STEPS,
+    learning_rate=LEARNING_RATE,
     eval_questions=EVAL_QUESTIONS,
-)  # fmt: skip
+)
 recipe
 
 # %% [markdown]
@@ -134,9 +142,15 @@ distill.check_vocab(teacher, student)
 sizes = {
     name: models.footprint(m.model) for name, m in (("teacher", teacher), ("student", student))
 }
-display(Markdown("| model | parameters | MiB |\n|---|---|---|\n" + "\n".join(
-    f"| {name} | {s['params']:,} | {s['bytes'] / 2**20:.1f} |" for name, s in sizes.items())
-    + f"\n\nThe student has {sizes['student']['params'] / sizes['teacher']['params']:.0%} of the teacher's parameters."))  # fmt: skip
+display(
+    Markdown(
+        "| model | parameters | MiB |\n|---|---|---|\n"
+        + "\n".join(
+            f"| {name} | {s['params']:,} | {s['bytes'] / 2**20:.1f} |" for name, s in sizes.items()
+        )
+        + f"\n\nThe student has {sizes['student']['params'] / sizes['teacher']['params']:.0%} of the teacher's parameters."
+    )
+)
 
 # %% [markdown]
 # ## Data
@@ -147,15 +161,25 @@ load = dict(data_dir=out_dir / "data", source=DATA_SOURCE, path=GSM8K_PATH)
 train_records = recipes.gsm8k(rt, "train", **load)
 test_records = recipes.gsm8k(rt, "test", limit=recipe.eval_questions, **load)
 tok, pad = teacher.tokenizer, teacher.tokenizer.pad_id()
-batches = training.sft_dataset([data.sft_pair(r, family=teacher.family) for r in train_records], tok, max_len=recipe.max_len,
-                               batch_size=recipe.batch_size, num_batches=recipe.steps)  # fmt: skip
-heldout = training.sft_dataset([data.sft_pair(r, family=teacher.family) for r in test_records[: recipe.eval_examples]], tok,
-                               max_len=recipe.max_len, batch_size=recipe.batch_size)  # fmt: skip
+batches = training.sft_dataset(
+    [data.sft_pair(r, family=teacher.family) for r in train_records],
+    tok,
+    max_len=recipe.max_len,
+    batch_size=recipe.batch_size,
+    num_batches=recipe.steps,
+)
+heldout = training.sft_dataset(
+    [data.sft_pair(r, family=teacher.family) for r in test_records[: recipe.eval_examples]],
+    tok,
+    max_len=recipe.max_len,
+    batch_size=recipe.batch_size,
+)
 
 
 def heldout_losses():
-    return distill.heldout_losses(student.model, teacher.model, heldout, pad_id=pad,
-                                  temperature=recipe.temperature)  # fmt: skip
+    return distill.heldout_losses(
+        student.model, teacher.model, heldout, pad_id=pad, temperature=recipe.temperature
+    )
 
 
 # %% [markdown]
@@ -164,31 +188,57 @@ def heldout_losses():
 # %%
 losses_before = heldout_losses()
 with clock.timed("evaluation", items=len(test_records)):
-    before = evaluation.evaluate(student, test_records, name="student_before", config=recipe.eval,
-                                 output_dir=out_dir, reuse=True)  # fmt: skip
-teacher_eval = evaluation.evaluate(teacher, test_records, name="teacher", config=recipe.eval,
-                                   output_dir=out_dir, reuse=True)  # fmt: skip
+    before = evaluation.evaluate(
+        student,
+        test_records,
+        name="student_before",
+        config=recipe.eval,
+        output_dir=out_dir,
+        reuse=True,
+    )
+teacher_eval = evaluation.evaluate(
+    teacher, test_records, name="teacher", config=recipe.eval, output_dir=out_dir, reuse=True
+)
 losses_before
 
 # %% [markdown]
 # ## Train
 
 # %%
-config = training.trainer_config(out_dir, max_steps=recipe.steps, eval_every=recipe.eval_every,
-                                 checkpoint_every=recipe.checkpoint_every, description="distillation",
-                                 config_cls=distillation_trainer.TrainingConfig)  # fmt: skip
+config = training.trainer_config(
+    out_dir,
+    max_steps=recipe.steps,
+    eval_every=recipe.eval_every,
+    checkpoint_every=recipe.checkpoint_every,
+    description="distillation",
+    config_cls=distillation_trainer.TrainingConfig,
+)
 trainer = distillation_trainer.DistillationTrainer(
-    student.model, teacher.model,
+    student.model,
+    teacher.model,
     distill.strategy(student.config.num_embed, temperature=recipe.temperature, alpha=recipe.alpha),
-    training.optimizer(recipe.learning_rate, recipe.steps), config,
-).with_gen_model_input_fn(training.model_inputs_fn(pad))  # fmt: skip
-trained = training.run(trainer, batches, heldout, mesh=mesh, metrics_file=out_dir / "metrics.jsonl",
-                       on_eval=heldout_losses, session=clock, label="distillation")  # fmt: skip
+    training.optimizer(recipe.learning_rate, recipe.steps),
+    config,
+).with_gen_model_input_fn(training.model_inputs_fn(pad))
+trained = training.run(
+    trainer,
+    batches,
+    heldout,
+    mesh=mesh,
+    metrics_file=out_dir / "metrics.jsonl",
+    on_eval=heldout_losses,
+    session=clock,
+    label="distillation",
+)
 
 # %%
 metrics = runlog.read_metrics(out_dir / "metrics.jsonl")
-fig = runlog.plot_metrics(metrics, out_dir / "losses.png", names=("loss", "soft", "student_loss", "kl"),
-                            title=f"{recipe.teacher_id} -> {recipe.student_id}  (held-out: soft, hard = student_loss, KL)")  # fmt: skip
+fig = runlog.plot_metrics(
+    metrics,
+    out_dir / "losses.png",
+    names=("loss", "soft", "student_loss", "kl"),
+    title=f"{recipe.teacher_id} -> {recipe.student_id}  (held-out: soft, hard = student_loss, KL)",
+)
 
 # %% [markdown]
 # ## Export (the student)
@@ -208,19 +258,29 @@ print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 # %%
 losses_after = heldout_losses()
 n = clock.fit(len(test_records))
-after = evaluation.evaluate(student, test_records[:n], name="student_after", config=recipe.eval,
-                            output_dir=out_dir)  # fmt: skip
+after = evaluation.evaluate(
+    student, test_records[:n], name="student_after", config=recipe.eval, output_dir=out_dir
+)
 rows = [
     ("KL(teacher ‖ student)", "kl"),
     ("soft loss (T²·KL at T)", "soft"),
     ("hard loss, student", "student_loss"),
 ]
-display(Markdown("| held-out, per answer token | before | after |\n|---|---|---|\n" + "\n".join(
-    f"| {label} | {losses_before[k]:.3f} | {losses_after[k]:.3f} |" for label, k in rows)
-    + f"\n| hard loss, teacher | {losses_before['teacher_loss']:.3f} | {losses_after['teacher_loss']:.3f} |"))  # fmt: skip
+display(
+    Markdown(
+        "| held-out, per answer token | before | after |\n|---|---|---|\n"
+        + "\n".join(
+            f"| {label} | {losses_before[k]:.3f} | {losses_after[k]:.3f} |" for label, k in rows
+        )
+        + f"\n| hard loss, teacher | {losses_before['teacher_loss']:.3f} | {losses_after['teacher_loss']:.3f} |"
+    )
+)
 display(Markdown(evaluation.comparison_table([teacher_eval.first(n), before.first(n), after])))
-fig = evaluation.plot_comparison([teacher_eval.first(n), before.first(n), after], out_dir / "eval.png",
-                                 title="GSM8K: teacher and student")  # fmt: skip
+fig = evaluation.plot_comparison(
+    [teacher_eval.first(n), before.first(n), after],
+    out_dir / "eval.png",
+    title="GSM8K: teacher and student",
+)
 
 # %%
 summary = {
@@ -239,14 +299,20 @@ summary = {
     "teacher_eval_loss": losses_after["teacher_loss"],
     "student_eval_loss_before": losses_before["student_loss"],
     "student_eval_loss_after": losses_after["student_loss"],
-    "accuracy": {"teacher": teacher_eval.first(n).accuracy, "student_before": before.first(n).accuracy,
-                 "student_after": after.accuracy},
-    "format_rate": {"teacher": teacher_eval.first(n).format_rate, "student_before": before.first(n).format_rate,
-                    "student_after": after.format_rate},
+    "accuracy": {
+        "teacher": teacher_eval.first(n).accuracy,
+        "student_before": before.first(n).accuracy,
+        "student_after": after.accuracy,
+    },
+    "format_rate": {
+        "teacher": teacher_eval.first(n).format_rate,
+        "student_before": before.first(n).format_rate,
+        "student_after": after.format_rate,
+    },
     "sizes": sizes,
     "exports": {k: str(v) for k, v in exports.items()},
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
-}  # fmt: skip
+}
 (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
 {k: v for k, v in summary.items() if not isinstance(v, dict)}
 

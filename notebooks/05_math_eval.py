@@ -85,15 +85,21 @@ from IPython.display import Markdown, display
 
 from tunixkit import evaluation, models, recipes, runtime
 
-rt, recipe, out_dir, clock = recipes.start(recipes.MathEval, PROFILE, OUTPUT_DIR,
-                                           inputs={"models": MODELS, "limit": LIMIT})  # fmt: skip
+rt, recipe, out_dir, clock = recipes.start(
+    recipes.MathEval, PROFILE, OUTPUT_DIR, inputs={"models": MODELS, "limit": LIMIT}
+)
 # A folder that does not exist here (another notebook's output, not attached to this session) is
 # skipped and named; model ids are downloaded.
-to_evaluate = {n: ref for n, ref in (MODELS or recipe.models).items()
-               if ref in models.MODELS or pathlib.Path(ref).is_dir()}  # fmt: skip
+to_evaluate = {
+    n: ref
+    for n, ref in (MODELS or recipe.models).items()
+    if ref in models.MODELS or pathlib.Path(ref).is_dir()
+}
 for name in (MODELS or recipe.models).keys() - to_evaluate.keys():
-    print(f"skipped {name}: {(MODELS or recipe.models)[name]} is neither a model id nor a folder here "
-          "(attach that notebook's output and point MODELS at its export/hf)")  # fmt: skip
+    print(
+        f"skipped {name}: {(MODELS or recipe.models)[name]} is neither a model id nor a folder here "
+        "(attach that notebook's output and point MODELS at its export/hf)"
+    )
 recipe
 
 # %%
@@ -134,9 +140,18 @@ fig = evaluation.plot_comparison(results, out_dir / "comparison.png", title="GSM
 
 # %%
 pairs = [evaluation.paired(results[0], r) for r in results[1:]]
-display(Markdown("| vs " + results[0].name + " | accuracy difference | only the first right | only this one right | p |\n"
-                 "|---|---|---|---|---|\n" + "\n".join(
-                     f"| {c.b} | {c.difference:+.3f} | {c.only_a} | {c.only_b} | {c.p_value:.3g} |" for c in pairs)))  # fmt: skip
+display(
+    Markdown(
+        "| vs "
+        + results[0].name
+        + " | accuracy difference | only the first right | only this one right | p |\n"
+        "|---|---|---|---|---|\n"
+        + "\n".join(
+            f"| {c.b} | {c.difference:+.3f} | {c.only_a} | {c.only_b} | {c.p_value:.3g} |"
+            for c in pairs
+        )
+    )
+)
 
 # %% [markdown]
 # ## Worst errors of the last model, one per category

@@ -130,11 +130,20 @@ from tunixkit import (
 )
 
 rt, recipe, out_dir, clock = recipes.start(
-    recipes.Pipeline, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
-    start_fresh=START_FRESH, inputs={"model_path": MODEL_PATH, "traces": TRACES, "trace_fields": list(TRACE_FIELDS)},
-    model_id=MODEL_ID, judge_id=JUDGE_ID, algorithm=ALGORITHM, lora_rank=LORA_RANK, sft_steps=SFT_STEPS,
+    recipes.Pipeline,
+    PROFILE,
+    OUTPUT_DIR,
+    session_hours=SESSION_HOURS,
+    resume_from=RESUME_FROM,
+    start_fresh=START_FRESH,
+    inputs={"model_path": MODEL_PATH, "traces": TRACES, "trace_fields": list(TRACE_FIELDS)},
+    model_id=MODEL_ID,
+    judge_id=JUDGE_ID,
+    algorithm=ALGORITHM,
+    lora_rank=LORA_RANK,
+    sft_steps=SFT_STEPS,
     num_steps=GRPO_STEPS,
-)  # fmt: skip
+)
 recipe
 
 # %% [markdown]
@@ -150,8 +159,10 @@ if rt.smoke:
     records = [t.record() for t in task_list]
 else:
     if TRACES is None:
-        raise ValueError("the full profile trains on your traces: set TRACES to a file or a Hugging Face "
-                         "dataset id of multi-domain reasoning traces (chat messages or prompt/response)")  # fmt: skip
+        raise ValueError(
+            "the full profile trains on your traces: set TRACES to a file or a Hugging Face "
+            "dataset id of multi-domain reasoning traces (chat messages or prompt/response)"
+        )
     traces = domains.load_traces(TRACES, fields=TRACE_FIELDS)[: recipe.train_tasks]
     gsm = recipes.gsm8k(
         rt, "train", data_dir=out_dir / "data", path=GSM8K_PATH, limit=recipe.train_tasks // 6
@@ -184,8 +195,10 @@ else:
     rubric = judging.JudgeRubric(domain_of={r["prompt"]: r["domain"] for r in records})
     judge = judging.Judge(judging.llm_grader(judge_model, rubric=rubric), name="judge")
 reference = [r["response"] for r in heldout]
-print("held-out reference answers judged:", round(sum(judge.scores([r["prompt"] for r in heldout], reference))
-                                                   / len(heldout), 3))  # fmt: skip
+print(
+    "held-out reference answers judged:",
+    round(sum(judge.scores([r["prompt"] for r in heldout], reference)) / len(heldout), 3),
+)
 
 # %% [markdown]
 # ## Before training
@@ -197,13 +210,26 @@ print("held-out reference answers judged:", round(sum(judge.scores([r["prompt"] 
 stages = pipeline.Stages(out_dir, recipe.shares, clock)
 print(stages.summary())
 # Sampled answers (the GRPO stage's temperature) are judged too: `eval_samples` per prompt.
-sampling = dataclasses.replace(recipe.eval, temperature=recipe.grpo.temperature, top_k=recipe.grpo.top_k,
-                               top_p=recipe.grpo.top_p)  # fmt: skip
+sampling = dataclasses.replace(
+    recipe.eval,
+    temperature=recipe.grpo.temperature,
+    top_k=recipe.grpo.top_k,
+    top_p=recipe.grpo.top_p,
+)
 
 
 def evaluate(name, path):
-    return stages.evaluate(name, recipe.model_id, path, heldout, judge, recipe.eval, mesh=mesh,
-                           samples=recipe.eval_samples, sampling=sampling)  # fmt: skip
+    return stages.evaluate(
+        name,
+        recipe.model_id,
+        path,
+        heldout,
+        judge,
+        recipe.eval,
+        mesh=mesh,
+        samples=recipe.eval_samples,
+        sampling=sampling,
+    )
 
 
 evals = {"start": evaluate("start", MODEL_PATH)}
@@ -219,10 +245,13 @@ display(Markdown(domains.table(list(evals.values()))))
 
 # %%
 family = models.get_spec(recipe.model_id).family
-sft_pairs = [(data.format_prompt(r["prompt"], recipe.eval.system_prompt, family=family), r["response"])
-             for r in domains.uneven(train, recipe.good_share)]  # fmt: skip
-sft_export = pipeline.sft_stage(stages, "sft", sft_pairs, recipe, steps=recipe.sft_steps, base_path=MODEL_PATH,
-                                mesh=mesh)  # fmt: skip
+sft_pairs = [
+    (data.format_prompt(r["prompt"], recipe.eval.system_prompt, family=family), r["response"])
+    for r in domains.uneven(train, recipe.good_share)
+]
+sft_export = pipeline.sft_stage(
+    stages, "sft", sft_pairs, recipe, steps=recipe.sft_steps, base_path=MODEL_PATH, mesh=mesh
+)
 if sft_export:
     evals["sft"] = evaluate("sft", sft_export)
 
@@ -241,8 +270,14 @@ improve_report = {}
 
 def keep_good_answers():
     policy = models.load_model(recipe.model_id, path=sft_export, mesh=mesh, verbose=False)
-    kept, report = pipeline.self_improve(policy, train[: recipe.improve_prompts], judge, sampling,
-                                         samples=recipe.samples, threshold=recipe.improve_threshold)  # fmt: skip
+    kept, report = pipeline.self_improve(
+        policy,
+        train[: recipe.improve_prompts],
+        judge,
+        sampling,
+        samples=recipe.samples,
+        threshold=recipe.improve_threshold,
+    )
     improve_report.update(report)
     return [{"prompt": p, "completion": c} for p, c in kept]
 
@@ -251,8 +286,15 @@ if stages.ready("improve") and not stages.done("improve"):
     kept = stages.cached("improve", "kept.jsonl", keep_good_answers)
     good = [pair for pair in sft_pairs if pair[1] not in domains.WEAK.values()]
     replayed = good[: len(kept)]  # as many good stage-1 traces as answers kept
-    pipeline.sft_stage(stages, "improve", [(r["prompt"], r["completion"]) for r in kept] + replayed, recipe,
-                       steps=recipe.improve_steps, learning_rate=recipe.improve_learning_rate, mesh=mesh)  # fmt: skip
+    pipeline.sft_stage(
+        stages,
+        "improve",
+        [(r["prompt"], r["completion"]) for r in kept] + replayed,
+        recipe,
+        steps=recipe.improve_steps,
+        learning_rate=recipe.improve_learning_rate,
+        mesh=mesh,
+    )
 if stages.done("improve"):
     evals["improve"] = evaluate("improve", stages.state["improve"]["export"])
     display(Markdown(domains.table(list(evals.values()))))
@@ -273,8 +315,9 @@ print("pair prompts by domain:", data_by_domain["pair_prompts"])
 
 
 def judged_pairs():
-    policy = models.load_model(recipe.model_id, path=stages.start_path("preference", MODEL_PATH), mesh=mesh,
-                               verbose=False)  # fmt: skip
+    policy = models.load_model(
+        recipe.model_id, path=stages.start_path("preference", MODEL_PATH), mesh=mesh, verbose=False
+    )
     return pipeline.judged_pairs(policy, pair_tasks, judge, sampling, samples=recipe.samples)
 
 
@@ -301,8 +344,15 @@ contested = pipeline.contested(
 )
 grpo_records = pipeline.grpo_records(contested)
 data_by_domain["grpo"] = domains.by_domain(grpo_records)
-grpo_export = pipeline.grpo_stage(stages, "grpo", grpo_records, reward_fns, recipe,
-                                  system_prompt=recipe.eval.system_prompt, mesh=mesh)  # fmt: skip
+grpo_export = pipeline.grpo_stage(
+    stages,
+    "grpo",
+    grpo_records,
+    reward_fns,
+    recipe,
+    system_prompt=recipe.eval.system_prompt,
+    mesh=mesh,
+)
 if grpo_export:
     evals["grpo"] = evaluate("grpo", grpo_export)
 if (out_dir / "grpo" / "metrics.jsonl").is_file():
@@ -343,8 +393,9 @@ display(Markdown(domains.side_by_side(out_dir, [evals["start"].name, list(evals)
 # %%
 final = next((n for n in reversed(list(recipe.shares)) if stages.done(n)), None)
 final_export = out_dir / final / "export" if final else None
-unrestricted_kaggle_model = session.publish(final_export and final_export / "orbax", KAGGLE_MODEL,
-                                            notes=f"06 pipeline, last stage {final}")  # fmt: skip
+unrestricted_kaggle_model = session.publish(
+    final_export and final_export / "orbax", KAGGLE_MODEL, notes=f"06 pipeline, last stage {final}"
+)
 print(f"stages: {stages.summary()}\nunrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %%

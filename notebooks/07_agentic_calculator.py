@@ -116,11 +116,21 @@ from tunixkit import (
 )
 
 rt, recipe, out_dir, clock = recipes.start(
-    recipes.Agentic, PROFILE, OUTPUT_DIR, session_hours=SESSION_HOURS, resume_from=RESUME_FROM,
-    start_fresh=START_FRESH, inputs={"data_source": DATA_SOURCE}, model_id=MODEL_ID, num_steps=NUM_STEPS,
-    learning_rate=LEARNING_RATE, lora_rank=LORA_RANK, num_generations=NUM_GENERATIONS,
-    eval_questions=EVAL_QUESTIONS, sft_steps=SFT_STEPS,
-)  # fmt: skip
+    recipes.Agentic,
+    PROFILE,
+    OUTPUT_DIR,
+    session_hours=SESSION_HOURS,
+    resume_from=RESUME_FROM,
+    start_fresh=START_FRESH,
+    inputs={"data_source": DATA_SOURCE},
+    model_id=MODEL_ID,
+    num_steps=NUM_STEPS,
+    learning_rate=LEARNING_RATE,
+    lora_rank=LORA_RANK,
+    num_generations=NUM_GENERATIONS,
+    eval_questions=EVAL_QUESTIONS,
+    sft_steps=SFT_STEPS,
+)
 recipe
 
 # %% [markdown]
@@ -189,8 +199,16 @@ def tool_eval(path, name, tool, n=None):
         print(f"{name}: reusing the stored evaluation")
         return json.loads(stored.read_text())
     loaded = models.load_model(recipe.model_id, path=path, mesh=mesh, verbose=False)
-    result = agentic.evaluate(loaded, test_records[:n], recipe.eval, tool=tool, max_turns=recipe.max_turns,
-                              tools_prompt=recipe.tools_prompt, name=name, output_dir=out_dir)  # fmt: skip
+    result = agentic.evaluate(
+        loaded,
+        test_records[:n],
+        recipe.eval,
+        tool=tool,
+        max_turns=recipe.max_turns,
+        tools_prompt=recipe.tools_prompt,
+        name=name,
+        output_dir=out_dir,
+    )
     result.pop("episodes")
     stored.write_text(json.dumps(result, indent=1))
     return result
@@ -212,8 +230,11 @@ display(Markdown(agentic.table(evals)))
 # %%
 grpo_export = agentic.stage(stages, "grpo", train_records, recipe, mesh=mesh)
 if (out_dir / "grpo" / "metrics.jsonl").is_file():
-    fig = rl.plot_curves(rl.curves(out_dir / "grpo" / "metrics.jsonl"), out_dir / "tool_curves.png",
-                         title=f"Agentic GRPO, {recipe.model_id}")  # fmt: skip
+    fig = rl.plot_curves(
+        rl.curves(out_dir / "grpo" / "metrics.jsonl"),
+        out_dir / "tool_curves.png",
+        title=f"Agentic GRPO, {recipe.model_id}",
+    )
 
 # %% [markdown]
 # A few training episodes from the last steps, as the model wrote them:
@@ -244,8 +265,9 @@ fig = agentic.plot_eval(
 
 # %%
 final = next((n for n in reversed(list(recipe.shares)) if stages.done(n)), None)
-unrestricted_kaggle_model = session.publish(final and out_dir / final / "export" / "orbax", KAGGLE_MODEL,
-                                            notes="07 agentic calculator")  # fmt: skip
+unrestricted_kaggle_model = session.publish(
+    final and out_dir / final / "export" / "orbax", KAGGLE_MODEL, notes="07 agentic calculator"
+)
 print(f"stages: {stages.summary()}\nunrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %%
@@ -258,10 +280,16 @@ summary = {
     "final_stage": final,
     "seconds": clock.elapsed(),
     "eval": evals,
-    "train": {k: {"first": rl.window_mean(v[1], window, last=False), "last": rl.window_mean(v[1], window, last=True)}
-              for k, v in series.items() if k == "reward" or k.startswith("tool/")},
+    "train": {
+        k: {
+            "first": rl.window_mean(v[1], window, last=False),
+            "last": rl.window_mean(v[1], window, last=True),
+        }
+        for k, v in series.items()
+        if k == "reward" or k.startswith("tool/")
+    },
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
-}  # fmt: skip
+}
 (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
 summary["train"]
 

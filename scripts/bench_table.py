@@ -51,24 +51,32 @@ def _rows(name: str) -> list[str]:
     out: list[str] = []
     if name == "eval_throughput" and (e := _load("eval_throughput")):
         tiny = e["rows"][0]
-        out.append(f"| `bench/eval_throughput.py` | tunixkit's evaluator vs the upstream loop (4 prompts, 768 steps, greedy) "
-                   f"| {tiny['speedup']:.1f}x on {tiny['model']} ({tiny['questions']} questions, texts identical: "
-                   f"{tiny['texts_identical']}); random 4x512: {e['rows'][1]['speedup']:.1f}x (batching alone) "
-                   f"| >= 3x: {'met' if e['target_met'] else 'missed'} |")  # fmt: skip
+        out.append(
+            f"| `bench/eval_throughput.py` | tunixkit's evaluator vs the upstream loop (4 prompts, 768 steps, greedy) "
+            f"| {tiny['speedup']:.1f}x on {tiny['model']} ({tiny['questions']} questions, texts identical: "
+            f"{tiny['texts_identical']}); random 4x512: {e['rows'][1]['speedup']:.1f}x (batching alone) "
+            f"| >= 3x: {'met' if e['target_met'] else 'missed'} |"
+        )
     if name == "grpo_step" and (g := _load("grpo_step")):
-        out.append(f"| `bench/grpo_step.py` | `rl.build_grpo` vs a plain tunix script, and vs the upstream rollout config "
-                   f"| overhead {_interval(g)}; tokens after `<end_of_turn>`: {g['tokens_after_end_of_turn']} "
-                   f"(upstream config: {g['upstream_tokens_after_end_of_turn']:,}) "
-                   f"| <= 1.05 and 0: {g.get('verdict', 'met' if g['target_met'] else 'missed')} |")  # fmt: skip
+        out.append(
+            f"| `bench/grpo_step.py` | `rl.build_grpo` vs a plain tunix script, and vs the upstream rollout config "
+            f"| overhead {_interval(g)}; tokens after `<end_of_turn>`: {g['tokens_after_end_of_turn']} "
+            f"(upstream config: {g['upstream_tokens_after_end_of_turn']:,}) "
+            f"| <= 1.05 and 0: {g.get('verdict', 'met' if g['target_met'] else 'missed')} |"
+        )
     if name == "sft_step" and (s := _load("sft_step")):
-        out.append(f"| `bench/sft_step.py` | LoRA vs QLoRA (nf4) vs full fine-tuning: step time, memory "
-                   f"| QLoRA parameters {s['qlora_param_share']:.0%} of LoRA's "
-                   f"| <= 30%: {'met' if s['target_met'] else 'missed'} |")  # fmt: skip
+        out.append(
+            f"| `bench/sft_step.py` | LoRA vs QLoRA (nf4) vs full fine-tuning: step time, memory "
+            f"| QLoRA parameters {s['qlora_param_share']:.0%} of LoRA's "
+            f"| <= 30%: {'met' if s['target_met'] else 'missed'} |"
+        )
     if name == "sft_packing" and (p := _load("sft_packing")):
-        out.append(f"| `bench/sft_packing.py` | SFT tokens/s with and without packing, same data "
-                   f"| rows filled {p['row_fill']['unpacked']:.0%} -> {p['row_fill']['packed']:.0%}, "
-                   f"{p['speedup']:.2f}x tokens/s; loss difference {p['loss_difference']:.1e} "
-                   f"| >= 1.3x, < 1e-4: {'met' if p['target_met'] else 'missed'} |")  # fmt: skip
+        out.append(
+            f"| `bench/sft_packing.py` | SFT tokens/s with and without packing, same data "
+            f"| rows filled {p['row_fill']['unpacked']:.0%} -> {p['row_fill']['packed']:.0%}, "
+            f"{p['speedup']:.2f}x tokens/s; loss difference {p['loss_difference']:.1e} "
+            f"| >= 1.3x, < 1e-4: {'met' if p['target_met'] else 'missed'} |"
+        )
     if name == "memplan" and (m := _load("memplan")):
         for plan in m["plans"]:
             worst = max(plan["steps"], key=lambda s: s["peak"])
@@ -77,8 +85,10 @@ def _rows(name: str) -> list[str]:
             verdict = (
                 f"fits, {spare:.1f} GiB spare" if spare >= 0 else f"CPU bound {-spare:.1f} GiB over"
             )
-            out.append(f"| `bench/memory_plan.py` | {plan['recipe']} | {plan['peak'] / 2**30:.1f} GiB/device "
-                       f"({worst['name']}), {compile_s:.0f} s of compiles | v5e 16 GiB less 10%: {verdict} |")  # fmt: skip
+            out.append(
+                f"| `bench/memory_plan.py` | {plan['recipe']} | {plan['peak'] / 2**30:.1f} GiB/device "
+                f"({worst['name']}), {compile_s:.0f} s of compiles | v5e 16 GiB less 10%: {verdict} |"
+            )
     return out
 
 

@@ -70,13 +70,30 @@ def _record_batches(trainer, path: pathlib.Path) -> None:
 def grpo(out: pathlib.Path, mesh):
     reference = models.load_model("tiny-gemma3-sft", mesh=mesh, verbose=False)
     actor = models.apply_lora(reference.model, rank=8, alpha=16.0, mesh=mesh, verbose=False)
-    settings = rl.GRPOSettings(learning_rate=3e-3, beta=0.1, max_prompt_length=96, max_generation_steps=16,
-                               batch_size=4, micro_batch_size=2, num_generations=2, num_steps=STEPS,
-                               checkpoint_every=EVERY, temperature=1.0)  # fmt: skip
+    settings = rl.GRPOSettings(
+        learning_rate=3e-3,
+        beta=0.1,
+        max_prompt_length=96,
+        max_generation_steps=16,
+        batch_size=4,
+        micro_batch_size=2,
+        num_generations=2,
+        num_steps=STEPS,
+        checkpoint_every=EVERY,
+        temperature=1.0,
+    )
 
-    learner, _ = rl.build_grpo(actor, reference.model, reference.tokenizer, mesh=mesh, settings=settings,
-                               reward_fns=list(rewards.DEFAULT_REWARDS), output_dir=out,
-                               eos_ids=reference.eos_ids, vocab_size=reference.config.num_embed)  # fmt: skip
+    learner, _ = rl.build_grpo(
+        actor,
+        reference.model,
+        reference.tokenizer,
+        mesh=mesh,
+        settings=settings,
+        reward_fns=list(rewards.DEFAULT_REWARDS),
+        output_dir=out,
+        eos_ids=reference.eos_ids,
+        vocab_size=reference.config.num_embed,
+    )
     batches = data.grpo_dataset(_records(200, 0), batch_size=4, num_batches=STEPS, seed=0)
     return learner, batches, None, actor
 
@@ -86,13 +103,33 @@ def dpo(out: pathlib.Path, mesh):
 
     reference = models.load_model("tiny-gemma3-sft", mesh=mesh, verbose=False)
     actor = models.apply_lora(reference.model, rank=8, alpha=16.0, mesh=mesh, verbose=False)
-    pairs = [{"prompt": data.format_prompt(r["question"]), "chosen": data.format_completion(r["solution"], r["answer"]),
-              "rejected": data.format_completion(r["solution"], str(int(r["answer"]) + 1))} for r in _records(64, 2)]  # fmt: skip
-    batches = preferences.preference_dataset(pairs, reference.tokenizer, batch_size=4, num_batches=STEPS,
-                                             max_prompt_length=88, max_response_length=48)  # fmt: skip
-    config = training.trainer_config(out, max_steps=STEPS, eval_every=10**6, checkpoint_every=EVERY,
-                                     description=None, config_cls=dpo_trainer.DPOTrainingConfig,
-                                     algorithm="dpo", beta=0.5, lambda_orpo=0.1)  # fmt: skip
+    pairs = [
+        {
+            "prompt": data.format_prompt(r["question"]),
+            "chosen": data.format_completion(r["solution"], r["answer"]),
+            "rejected": data.format_completion(r["solution"], str(int(r["answer"]) + 1)),
+        }
+        for r in _records(64, 2)
+    ]
+    batches = preferences.preference_dataset(
+        pairs,
+        reference.tokenizer,
+        batch_size=4,
+        num_batches=STEPS,
+        max_prompt_length=88,
+        max_response_length=48,
+    )
+    config = training.trainer_config(
+        out,
+        max_steps=STEPS,
+        eval_every=10**6,
+        checkpoint_every=EVERY,
+        description=None,
+        config_cls=dpo_trainer.DPOTrainingConfig,
+        algorithm="dpo",
+        beta=0.5,
+        lambda_orpo=0.1,
+    )
     trainer = dpo_trainer.DPOTrainer(
         actor, reference.model, training.optimizer(1e-3, STEPS), config
     )
@@ -105,14 +142,29 @@ def distillation(out: pathlib.Path, mesh):
 
     teacher = models.load_model("tiny-gemma3-sft", mesh=mesh, verbose=False)
     student = models.load_model("tiny-gemma3-student", mesh=mesh, verbose=False)
-    batches = training.sft_dataset([data.sft_pair(r) for r in _records(64, 3)], teacher.tokenizer, max_len=144,
-                                   batch_size=4, num_batches=STEPS, verbose=False)  # fmt: skip
-    config = training.trainer_config(out, max_steps=STEPS, eval_every=10**6, checkpoint_every=EVERY,
-                                     description=None, config_cls=distillation_trainer.TrainingConfig)  # fmt: skip
+    batches = training.sft_dataset(
+        [data.sft_pair(r) for r in _records(64, 3)],
+        teacher.tokenizer,
+        max_len=144,
+        batch_size=4,
+        num_batches=STEPS,
+        verbose=False,
+    )
+    config = training.trainer_config(
+        out,
+        max_steps=STEPS,
+        eval_every=10**6,
+        checkpoint_every=EVERY,
+        description=None,
+        config_cls=distillation_trainer.TrainingConfig,
+    )
     trainer = distillation_trainer.DistillationTrainer(
-        student.model, teacher.model, distill.strategy(student.config.num_embed, temperature=2.0, alpha=0.7),
-        training.optimizer(3e-3, STEPS), config,
-    ).with_gen_model_input_fn(training.model_inputs_fn(teacher.tokenizer.pad_id()))  # fmt: skip
+        student.model,
+        teacher.model,
+        distill.strategy(student.config.num_embed, temperature=2.0, alpha=0.7),
+        training.optimizer(3e-3, STEPS),
+        config,
+    ).with_gen_model_input_fn(training.model_inputs_fn(teacher.tokenizer.pad_id()))
     _record_batches(trainer, out / "trained.jsonl")
     return trainer, batches, None, student.model
 
@@ -134,8 +186,14 @@ def main() -> None:
     if args.stop_after:
         batches = batches[: args.stop_after]
     restored = runlog.digest(model)
-    result = training.run(trainer, batches, eval_batches, mesh=mesh, metrics_file=args.out / "metrics.jsonl",
-                          label=args.kind)  # fmt: skip
+    result = training.run(
+        trainer,
+        batches,
+        eval_batches,
+        mesh=mesh,
+        metrics_file=args.out / "metrics.jsonl",
+        label=args.kind,
+    )
     print(
         json.dumps(
             dataclasses.asdict(result) | {"restored": restored, "digest": runlog.digest(model)}

@@ -94,8 +94,14 @@ def test_traces_are_rendered_as_the_rollouts_see_them():
 
 
 def test_a_tool_share_below_one_mixes_in_direct_answers_to_the_same_prompt():
-    records = [{"question": f"Tom has {a} pens and buys 2 more. How many?", "expression": f"{a} + 2",
-                "answer": str(a + 2)} for a in range(10, 14)]  # fmt: skip
+    records = [
+        {
+            "question": f"Tom has {a} pens and buys 2 more. How many?",
+            "expression": f"{a} + 2",
+            "answer": str(a + 2),
+        }
+        for a in range(10, 14)
+    ]
     pairs = agentic.trace_pairs(records, smoke.load_tokenizer(), tools_prompt="T", tool_share=0.5)
     calls = [c for _, c in pairs if c.startswith("<tool_call>")]
     direct = [(p, c) for p, c in pairs if c.startswith("<reasoning>") and "Tool returned" not in p]
@@ -124,8 +130,17 @@ def test_each_sampler_call_draws_its_own_noise(tmp_path):
     mesh = runtime.make_mesh()
     lm = models.load_model("tiny-gemma3", mesh=mesh, verbose=False)
     settings = rl.GRPOSettings(temperature=1.0, max_prompt_length=128, max_generation_steps=12)
-    cluster = rl.cluster(lm.model, lm.model, lm.tokenizer, mesh=mesh, settings=settings, output_dir=tmp_path,
-                         eos_ids=lm.eos_ids, vocab_size=lm.config.num_embed, return_logprobs=True)  # fmt: skip
+    cluster = rl.cluster(
+        lm.model,
+        lm.model,
+        lm.tokenizer,
+        mesh=mesh,
+        settings=settings,
+        output_dir=tmp_path,
+        eos_ids=lm.eos_ids,
+        vocab_size=lm.config.num_embed,
+        return_logprobs=True,
+    )
     prompt = data.format_prompt("Tom has 3 apples and buys 4 more. How many apples does Tom have?")
 
     def answers():

@@ -24,11 +24,15 @@ def test_doctor_checks_every_tunix_name_the_code_uses():
 
 
 def test_doctor_reports_missing_parameter_symbol_and_kwargs(monkeypatch, capsys):
-    monkeypatch.setattr(doctor, "REQUIRED_API", (
-        ("tunix.generate.sampler", "CacheConfig", ("cache_size", "no_such_param")),
-        ("tunix.rl.rl_cluster", "RLEngine", ()),  # upstream main's rename; absent in 0.1.7
-        ("qwix", "LoraProvider", ("module_path", "rank")),
-    ))  # fmt: skip
+    monkeypatch.setattr(
+        doctor,
+        "REQUIRED_API",
+        (
+            ("tunix.generate.sampler", "CacheConfig", ("cache_size", "no_such_param")),
+            ("tunix.rl.rl_cluster", "RLEngine", ()),  # upstream main's rename; absent in 0.1.7
+            ("qwix", "LoraProvider", ("module_path", "rank")),
+        ),
+    )
     monkeypatch.setattr(doctor, "required", lambda: list(doctor.REQUIRED_API))
     problems, unverifiable = doctor.check()
     assert problems[0] == "tunix.generate.sampler.CacheConfig: no parameter(s) no_such_param"

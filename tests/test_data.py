@@ -83,8 +83,10 @@ def test_a_family_entry_brings_its_own_chat_template(monkeypatch):
     monkeypatch.setitem(families.FAMILIES, "chatml", entry)
     record = {"question": "1+1?", "solution": "1 plus 1 is 2.", "answer": "2"}
     prompt, target = data.sft_pair(record, "Be brief.", family="chatml")
-    assert prompt == ("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n1+1?<|im_end|>\n"
-                      "<|im_start|>assistant\n")  # fmt: skip
+    assert prompt == (
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n1+1?<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
     assert target == "<reasoning>1 plus 1 is 2.</reasoning>\n<answer>2</answer><|im_end|>"
     assert entry.end_of_turn == "<|im_end|>"
     batch = data.grpo_dataset([record], batch_size=1, system_prompt="Be brief.", family="chatml")[0]
@@ -110,8 +112,11 @@ def test_non_utf8_file_names_file_and_line(tmp_path, fmt):
         "json": "[\n",
         "csv": "question,answer\n",
     }[fmt]
-    bad = {"jsonl": '{"question": "caf\u00e9", "answer": "#### 2"}\n', "json": '{"question": "caf\u00e9"}]\n',
-           "csv": "caf\u00e9,#### 2\n"}[fmt]  # fmt: skip
+    bad = {
+        "jsonl": '{"question": "caf\u00e9", "answer": "#### 2"}\n',
+        "json": '{"question": "caf\u00e9"}]\n',
+        "csv": "caf\u00e9,#### 2\n",
+    }[fmt]
     path.write_bytes(good.encode() + bad.encode("latin-1"))
     with pytest.raises(data.DataError, match=rf"latin1.{fmt}:2: not UTF-8 text"):
         data.read_rows(path)

@@ -49,9 +49,15 @@ CASES = {  # notebook: parameters beyond PROFILE, OUTPUT_DIR and GSM8K_PATH (inp
 
 def _env() -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNIXKIT_PROFILE", "KAGGLE_"))}
-    return env | {"JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
-                  "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_MODE": "disabled",
-                  "MPLBACKEND": "Agg", "PYTHONUNBUFFERED": "1"}  # fmt: skip
+    return env | {
+        "JAX_PLATFORMS": "cpu",
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "WANDB_MODE": "disabled",
+        "MPLBACKEND": "Agg",
+        "PYTHONUNBUFFERED": "1",
+    }
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -68,8 +74,13 @@ def test_full_profile_runs_end_to_end_on_a_tiny_model(tmp_path, name, inputs):
     script = testing.notebook_script(ROOT / "notebooks" / f"{name}.py", params, tmp_path / "nb.py")
     log = tmp_path / "log.txt"
     with log.open("w") as out:
-        rc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=_env(), stdout=out,
-                            stderr=subprocess.STDOUT).returncode  # fmt: skip
+        rc = subprocess.run(
+            [sys.executable, str(script)],
+            cwd=tmp_path,
+            env=_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        ).returncode
     said = log.read_text()
     assert rc == 0, said[-5000:]
     assert "profile: full" in said.lower() or "full (" in said.lower(), said[:2000]

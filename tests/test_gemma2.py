@@ -37,8 +37,14 @@ def records():
 def _sft(model, tok, records, steps=2):
     from tunix.sft import peft_trainer
 
-    ds = training.sft_dataset([data.sft_pair(r) for r in records], tok, max_len=144, batch_size=4,
-                              num_batches=steps, verbose=False)  # fmt: skip
+    ds = training.sft_dataset(
+        [data.sft_pair(r) for r in records],
+        tok,
+        max_len=144,
+        batch_size=4,
+        num_batches=steps,
+        verbose=False,
+    )
     config = peft_trainer.TrainingConfig(
         eval_every_n_steps=10**6, max_steps=steps, pbar_description=None
     )
@@ -70,11 +76,27 @@ def test_grpo_step_with_lora_on_the_shared_reference(tmp_path, records):
     actor = models.apply_lora(
         reference.model, family="gemma2", rank=4, alpha=8.0, mesh=mesh, verbose=False
     )
-    settings = rl.GRPOSettings(learning_rate=1e-3, beta=0.1, max_prompt_length=96, max_generation_steps=16,
-                               batch_size=2, num_generations=2, num_steps=2, checkpoint_every=2)  # fmt: skip
-    learner, _ = rl.build_grpo(actor, reference.model, reference.tokenizer, mesh=mesh, settings=settings,
-                               reward_fns=rewards.DEFAULT_REWARDS, output_dir=tmp_path, eos_ids=reference.eos_ids,
-                               vocab_size=reference.config.num_embed)  # fmt: skip
+    settings = rl.GRPOSettings(
+        learning_rate=1e-3,
+        beta=0.1,
+        max_prompt_length=96,
+        max_generation_steps=16,
+        batch_size=2,
+        num_generations=2,
+        num_steps=2,
+        checkpoint_every=2,
+    )
+    learner, _ = rl.build_grpo(
+        actor,
+        reference.model,
+        reference.tokenizer,
+        mesh=mesh,
+        settings=settings,
+        reward_fns=rewards.DEFAULT_REWARDS,
+        output_dir=tmp_path,
+        eos_ids=reference.eos_ids,
+        vocab_size=reference.config.num_embed,
+    )
     batches = data.grpo_dataset(records, batch_size=2, num_batches=2)
     result = training.run(
         learner, batches, mesh=mesh, metrics_file=tmp_path / "metrics.jsonl", label="GRPO"
@@ -89,17 +111,31 @@ def test_dpo_steps_and_heldout_scores(tmp_path, records):
 
     reference = models.load_model(ID, verbose=False)
     actor = models.apply_lora(reference.model, family="gemma2", rank=4, alpha=8.0, verbose=False)
-    pairs = [{"prompt": data.format_prompt(r["question"]), "chosen": data.format_completion(r["solution"], r["answer"]),
-              "rejected": "no idea" + data.END_OF_TURN} for r in records[:16]]  # fmt: skip
+    pairs = [
+        {
+            "prompt": data.format_prompt(r["question"]),
+            "chosen": data.format_completion(r["solution"], r["answer"]),
+            "rejected": "no idea" + data.END_OF_TURN,
+        }
+        for r in records[:16]
+    ]
     lengths = {"max_prompt_length": 88, "max_response_length": 48}
     heldout = preferences.preference_dataset(
         pairs[:8], reference.tokenizer, batch_size=4, **lengths
     )
     before = preferences.score(actor, reference.model, heldout, beta=0.5)
     assert before.reward_accuracy == 0.5  # the policy is the reference: every pair a tie
-    config = training.trainer_config(tmp_path, max_steps=3, eval_every=10**6, checkpoint_every=10,
-                                     description=None, config_cls=dpo_trainer.DPOTrainingConfig,
-                                     algorithm="dpo", beta=0.5, lambda_orpo=0.1)  # fmt: skip
+    config = training.trainer_config(
+        tmp_path,
+        max_steps=3,
+        eval_every=10**6,
+        checkpoint_every=10,
+        description=None,
+        config_cls=dpo_trainer.DPOTrainingConfig,
+        algorithm="dpo",
+        beta=0.5,
+        lambda_orpo=0.1,
+    )
     trainer = dpo_trainer.DPOTrainer(actor, reference.model, training.optimizer(1e-2, 3), config)
     batches = preferences.preference_dataset(
         pairs, reference.tokenizer, batch_size=4, num_batches=3, **lengths

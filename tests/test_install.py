@@ -45,9 +45,19 @@ def _run_cell(tmp_path, repo, **env):
     script = tmp_path / "install.py"
     script.write_text(_install_cell(ROOT / "notebooks" / "02_grpo_gsm8k.py"))
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("TUNIXKIT_", "PYTHONPATH"))}
-    return subprocess.run([python, str(script)], cwd=tmp_path, capture_output=True, text=True,
-                          env=clean | {"TUNIXKIT_SOURCE": f"file://{repo}", "TMPDIR": str(tmp_path),
-                                       "KAGGLE_KERNEL_RUN_TYPE": "Batch"} | env)  # fmt: skip
+    return subprocess.run(
+        [python, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=clean
+        | {
+            "TUNIXKIT_SOURCE": f"file://{repo}",
+            "TMPDIR": str(tmp_path),
+            "KAGGLE_KERNEL_RUN_TYPE": "Batch",
+        }
+        | env,
+    )
 
 
 def test_every_notebook_pins_the_package_version():

@@ -46,9 +46,17 @@ def _env(kaggle: bool) -> dict:
         for k, v in os.environ.items()
         if not k.startswith(("TUNIXKIT_SESSION", "KAGGLE_", "PYTHONPATH"))
     }
-    env.update(TUNIXKIT_PROFILE="smoke", JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=4",
-               WANDB_MODE="disabled", HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", MPLBACKEND="Agg",
-               PYTHONUNBUFFERED="1", TUNIXKIT_SOURCE=str(ROOT))  # fmt: skip
+    env.update(
+        TUNIXKIT_PROFILE="smoke",
+        JAX_PLATFORMS="cpu",
+        XLA_FLAGS="--xla_force_host_platform_device_count=4",
+        WANDB_MODE="disabled",
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        MPLBACKEND="Agg",
+        PYTHONUNBUFFERED="1",
+        TUNIXKIT_SOURCE=str(ROOT),
+    )
     if kaggle:
         env["KAGGLE_KERNEL_RUN_TYPE"] = "Batch"
     return env
@@ -109,8 +117,9 @@ def test_two_kaggle_sessions(tmp_path, name):
     folder = tmp_path / "session1"
     logs = ""
     if kill_after:  # the session's hard end (or a crash) right after a checkpoint
-        first, said = _run(kernel, name, params, folder, kaggle=True, kill_after=kill_after,
-                           log_name="killed.txt")  # fmt: skip
+        first, said = _run(
+            kernel, name, params, folder, kaggle=True, kill_after=kill_after, log_name="killed.txt"
+        )
         logs += said
         assert session.latest_checkpoint_step(first) == kill_after
         assert not (first / "summary.json").exists()
@@ -132,8 +141,13 @@ def test_two_kaggle_sessions(tmp_path, name):
     # Session 2: a new machine; the last session's output is a read-only input.
     shutil.copytree(first, tmp_path / "input" / "run")
     _read_only(tmp_path / "input")
-    second, log2 = _run(testing.kernel_python(tmp_path / "kernel2"), name,
-                           params | {"RESUME_FROM": str(tmp_path / "input" / "run")}, tmp_path / "session2", kaggle=True)  # fmt: skip
+    second, log2 = _run(
+        testing.kernel_python(tmp_path / "kernel2"),
+        name,
+        params | {"RESUME_FROM": str(tmp_path / "input" / "run")},
+        tmp_path / "session2",
+        kaggle=True,
+    )
     summary = json.loads((second / "summary.json").read_text())
     assert (summary["resumed_from"], summary["steps"], summary["stopped"]) == (done, steps, "done")
     assert "before: reusing the" in log2, (

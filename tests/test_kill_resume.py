@@ -23,13 +23,22 @@ STEPS = 6
 
 
 def _env():
-    return dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=2",
-                WANDB_MODE="disabled")  # fmt: skip
+    return dict(
+        os.environ,
+        JAX_PLATFORMS="cpu",
+        XLA_FLAGS="--xla_force_host_platform_device_count=2",
+        WANDB_MODE="disabled",
+    )
 
 
 def _run(kind: str, out: pathlib.Path, *extra: str) -> dict:
-    res = subprocess.run([sys.executable, str(JOB), kind, str(out), *extra], env=_env(),
-                         capture_output=True, text=True, timeout=900)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, str(JOB), kind, str(out), *extra],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     return json.loads(res.stdout.strip().splitlines()[-1])
 
@@ -60,8 +69,12 @@ def test_killed_run_resumes_the_remaining_steps_on_the_same_batches(tmp_path, ki
     out = tmp_path / "killed"
     out.mkdir()
     log = out / "first.log"
-    proc = subprocess.Popen([sys.executable, str(JOB), kind, str(out)], env=killing.hang_at(_env(), 2),
-                            stdout=log.open("w"), stderr=subprocess.STDOUT)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, str(JOB), kind, str(out)],
+        env=killing.hang_at(_env(), 2),
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
     killing.kill_when_hanging(proc, log, 2)
     last = session.latest_checkpoint_step(out)
     assert last == 2, last
@@ -113,15 +126,24 @@ def test_session_clock_stop_leaves_a_checkpoint_of_the_last_step(tmp_path):
     lm = models.load_model("tiny-gemma3", verbose=False)
     lora = models.apply_lora(lm.model, rank=4, alpha=8.0, verbose=False)
     records = data.to_records(smoke.synthetic_gsm8k(64, seed=3), "s", verbose=False)[0]
-    batches = training.sft_dataset([data.sft_pair(r) for r in records], lm.tokenizer, max_len=144,
-                                   batch_size=4, num_batches=10, verbose=False)  # fmt: skip
-    config = training.trainer_config(tmp_path, max_steps=10, eval_every=10**6, checkpoint_every=100,
-                                     description=None)  # fmt: skip
-    trainer = peft_trainer.PeftTrainer(lora, training.optimizer(3e-3, 10), config).with_gen_model_input_fn(
-        training.model_inputs_fn(lm.tokenizer.pad_id()))  # fmt: skip
+    batches = training.sft_dataset(
+        [data.sft_pair(r) for r in records],
+        lm.tokenizer,
+        max_len=144,
+        batch_size=4,
+        num_batches=10,
+        verbose=False,
+    )
+    config = training.trainer_config(
+        tmp_path, max_steps=10, eval_every=10**6, checkpoint_every=100, description=None
+    )
+    trainer = peft_trainer.PeftTrainer(
+        lora, training.optimizer(3e-3, 10), config
+    ).with_gen_model_input_fn(training.model_inputs_fn(lm.tokenizer.pad_id()))
     clock = _StopAfter(3)
-    result = training.run(trainer, batches, batches[:1], metrics_file=tmp_path / "metrics.jsonl",
-                          session=clock)  # fmt: skip
+    result = training.run(
+        trainer, batches, batches[:1], metrics_file=tmp_path / "metrics.jsonl", session=clock
+    )
     assert (result.steps, result.stopped) == (3, "session clock"), result
     # the eval loss is measured at the start and at the last step, whatever eval_every says
     assert runlog.read_metrics(tmp_path / "metrics.jsonl")["eval"]["loss"][0].tolist() == [0, 3]
@@ -129,8 +151,13 @@ def test_session_clock_stop_leaves_a_checkpoint_of_the_last_step(tmp_path):
     assert 0 < clock.timings["checkpoint"] < result.seconds, clock.timings
     assert session.latest_checkpoint_step(tmp_path) == 3
     trained = runlog.digest(lora)
-    fresh = models.apply_lora(models.load_model("tiny-gemma3", verbose=False).model, rank=4, alpha=8.0,
-                              seed=7, verbose=False)  # fmt: skip
+    fresh = models.apply_lora(
+        models.load_model("tiny-gemma3", verbose=False).model,
+        rank=4,
+        alpha=8.0,
+        seed=7,
+        verbose=False,
+    )
     checkpoints.restore_state(
         fresh, tmp_path / "checkpoints" / "3" / "model_params", lora_only=True
     )

@@ -19,8 +19,13 @@ def _plan(tmp_path, *args):
     env = dict(
         os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu"
     )
-    proc = subprocess.run([sys.executable, "-m", "tunixkit.memplan", *args, "--layers", "2", "--json", str(out)],
-                          env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "tunixkit.memplan", *args, "--layers", "2", "--json", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads(out.read_text().splitlines()[-1]), proc
 
@@ -89,8 +94,17 @@ def test_the_notebooks_check_skips_cpu_and_unknown_chips(capsys):
 def test_a_plan_that_does_not_fit_stops_before_the_weights_load(monkeypatch, capsys):
     import types
 
-    step = memplan.StepReport("grpo_update", "8 x 1024", argument=20 * memplan.GIB, output=0, temp=0,
-                              alias=0, code=0, resident_other=0, compile_s=1.0)  # fmt: skip
+    step = memplan.StepReport(
+        "grpo_update",
+        "8 x 1024",
+        argument=20 * memplan.GIB,
+        output=0,
+        temp=0,
+        alias=0,
+        code=0,
+        resident_other=0,
+        compile_s=1.0,
+    )
     found = memplan.Plan("grpo", "gemma-3-1b-it", "v5e", 8, "tpu", {}, [step])
     monkeypatch.setattr(memplan, "plan", lambda *a, **k: found)
     device = types.SimpleNamespace(platform="tpu", device_kind="TPU v5 lite")

@@ -18,8 +18,9 @@ def tiny():
 
 
 def _write(tmp_path, cfg, src, **kw):
-    return checkpoints.write_hf_checkpoint(src, cfg, tmp_path / "m", extra_files={"tokenizer.model": smoke.tokenizer_path()},
-                                           **kw)  # fmt: skip
+    return checkpoints.write_hf_checkpoint(
+        src, cfg, tmp_path / "m", extra_files={"tokenizer.model": smoke.tokenizer_path()}, **kw
+    )
 
 
 @pytest.mark.parametrize("shards", [1, 2])
@@ -43,8 +44,10 @@ def test_shape_mismatch_names_tensor_and_both_shapes(tmp_path, tiny):
     cfg, src = tiny
     folder = checkpoints.write_hf_checkpoint(src, cfg, tmp_path / "m")
     wrong = smoke.gemma3_config(cfg.num_embed, smoke.TinyShape(hidden_dim=256))
-    with pytest.raises(checkpoints.CheckpointError,
-                       match=r"'model.layers.0.mlp.gate_proj.weight' has shape \(512, 128\), but the config expects \(256, 128\)"):  # fmt: skip
+    with pytest.raises(
+        checkpoints.CheckpointError,
+        match=r"'model.layers.0.mlp.gate_proj.weight' has shape \(512, 128\), but the config expects \(256, 128\)",
+    ):
         checkpoints.validate_hf_checkpoint(folder, wrong)
 
 
@@ -99,8 +102,13 @@ def test_lora_shares_the_backbone_and_round_trips(tmp_path, tiny):
             v.value = v.value + 0.05
     want = testing.logits(lora)
     checkpoints.save_state(lora, tmp_path / "lora", lora_only=True)
-    fresh = models.apply_lora(models.load_model("tiny-gemma3", path=folder, verbose=False).model, rank=4,
-                              alpha=8.0, seed=9, verbose=False)  # fmt: skip
+    fresh = models.apply_lora(
+        models.load_model("tiny-gemma3", path=folder, verbose=False).model,
+        rank=4,
+        alpha=8.0,
+        seed=9,
+        verbose=False,
+    )
     checkpoints.restore_state(fresh, tmp_path / "lora", lora_only=True)
     np.testing.assert_array_equal(testing.logits(fresh), want)
 
@@ -131,8 +139,14 @@ def _train(model, tok, steps: int = 3):
     from tunixkit import data, training
 
     records = data.to_records(smoke.synthetic_gsm8k(32, seed=4), "s", verbose=False)[0]
-    ds = training.sft_dataset([data.sft_pair(r) for r in records], tok, max_len=144, batch_size=4,
-                              num_batches=steps, verbose=False)  # fmt: skip
+    ds = training.sft_dataset(
+        [data.sft_pair(r) for r in records],
+        tok,
+        max_len=144,
+        batch_size=4,
+        num_batches=steps,
+        verbose=False,
+    )
     config = peft_trainer.TrainingConfig(
         eval_every_n_steps=10**6, max_steps=steps, pbar_description=None
     )
@@ -213,8 +227,12 @@ def test_export_merges_adapters_and_orbax_loads_with_tunix_alone(tmp_path, tiny,
     base = models.load_model("tiny-gemma3", path=_write(tmp_path, cfg, src), verbose=False)
     tuned = models.apply_lora(base.model, rank=4, alpha=8.0, qlora=qlora, verbose=False)
     _perturb_adapters(tuned, 5)
-    on_original = models.apply_lora(models.load_model("tiny-gemma3", path=base.path, verbose=False).model,
-                                    rank=4, alpha=8.0, verbose=False)  # fmt: skip
+    on_original = models.apply_lora(
+        models.load_model("tiny-gemma3", path=base.path, verbose=False).model,
+        rank=4,
+        alpha=8.0,
+        verbose=False,
+    )
     _copy_adapters(tuned, on_original)
     want = testing.logits(on_original)
     out = checkpoints.export(tuned, base, tmp_path / "export", lora_rank=4, lora_alpha=8.0)
@@ -241,8 +259,11 @@ def test_merge_handles_fused_qkv_that_tunix_merger_cannot(tmp_path):
     _perturb_adapters(tuned, 6)
     want = testing.logits(tuned)
     out = checkpoints.export(tuned, base, tmp_path / "export", lora_rank=4, lora_alpha=8.0)
-    np.testing.assert_allclose(testing.logits(models.load_model("tiny-gemma3", path=out["hf"], verbose=False).model),
-                               want, atol=1e-4)  # fmt: skip
+    np.testing.assert_allclose(
+        testing.logits(models.load_model("tiny-gemma3", path=out["hf"], verbose=False).model),
+        want,
+        atol=1e-4,
+    )
 
 
 def test_qlora_shards_when_the_mesh_cannot_split_the_scales():
@@ -286,6 +307,10 @@ def test_orbax_export_from_a_mesh_loads_on_another_machine(tmp_path, tiny):
         "np.testing.assert_allclose(got, np.load(sys.argv[2]), atol=1e-5); print('ok')"
     )
     env = {**__import__("os").environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
-    done = subprocess.run([sys.executable, "-c", code, str(out["orbax"]), str(tmp_path / "want.npy")],
-                          env=env, capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(out["orbax"]), str(tmp_path / "want.npy")],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]

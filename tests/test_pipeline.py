@@ -11,9 +11,20 @@ from tunixkit import data, domains, judging, pipeline, session
 
 def test_traces_load_from_chat_messages_or_prompt_response_and_other_shapes_are_refused(tmp_path):
     chat = tmp_path / "chat.jsonl"
-    data.write_jsonl([{"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "Hi?"},
-                                    {"role": "assistant", "content": "Hello."}], "domain": "chat"},
-                      {"messages": [{"role": "user", "content": "Only a question"}]}], chat)  # fmt: skip
+    data.write_jsonl(
+        [
+            {
+                "messages": [
+                    {"role": "system", "content": "be brief"},
+                    {"role": "user", "content": "Hi?"},
+                    {"role": "assistant", "content": "Hello."},
+                ],
+                "domain": "chat",
+            },
+            {"messages": [{"role": "user", "content": "Only a question"}]},
+        ],
+        chat,
+    )
     assert domains.load_traces(str(chat)) == [
         {"domain": "chat", "prompt": "Hi?", "response": "Hello."}
     ]
@@ -97,9 +108,13 @@ def test_simpo_loss_prefers_the_answer_with_the_higher_mean_log_probability():
     full = jnp.concatenate([jnp.ones((2, len(prompt)), jnp.int32), jnp.asarray(mask)], 1)
     from tunix.rl import common
 
-    ex = types.SimpleNamespace(input_ids=ids, positions=common.build_positions_from_mask(full),
-                               attention_mask=common.make_causal_attn_mask(full), logits_to_keep=n,
-                               completion_mask=jnp.asarray(mask))  # fmt: skip
+    ex = types.SimpleNamespace(
+        input_ids=ids,
+        positions=common.build_positions_from_mask(full),
+        attention_mask=common.make_causal_attn_mask(full),
+        logits_to_keep=n,
+        completion_mask=jnp.asarray(mask),
+    )
     chosen, rejected = dpo_trainer.compute_logps(
         lm.model, ex.input_ids, ex.positions, ex.attention_mask, n, ex.completion_mask
     )
@@ -268,8 +283,16 @@ def test_evaluations_judge_greedy_and_sampled_answers_and_stages_compare_paired(
     results = {}
     for name in ("before", "after"):
         stage["name"] = name
-        results[name] = domains.evaluate(loaded, records, judge, name=name, config=config,
-                                         output_dir=tmp_path, samples=2, sampling=sampling)  # fmt: skip
+        results[name] = domains.evaluate(
+            loaded,
+            records,
+            judge,
+            name=name,
+            config=config,
+            output_dir=tmp_path,
+            samples=2,
+            sampling=sampling,
+        )
     before, after = results["before"].rows["all"], results["after"].rows["all"]
     assert before["judged"] == after["judged"] == after["sampled"] > 0.9
     assert before["sampled"] < 0.6 and before["prompts"] == len(reference)

@@ -25,9 +25,16 @@ GRPO_STEPS, KILL_AT = 40, 20  # the smoke recipe's steps and its first GRPO chec
 
 
 def _env():
-    return dict(os.environ, TUNIXKIT_PROFILE="smoke", JAX_PLATFORMS="cpu", MPLBACKEND="Agg",
-                XLA_FLAGS="--xla_force_host_platform_device_count=4", HF_HUB_OFFLINE="1",
-                HF_DATASETS_OFFLINE="1", WANDB_MODE="disabled")  # fmt: skip
+    return dict(
+        os.environ,
+        TUNIXKIT_PROFILE="smoke",
+        JAX_PLATFORMS="cpu",
+        MPLBACKEND="Agg",
+        XLA_FLAGS="--xla_force_host_platform_device_count=4",
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        WANDB_MODE="disabled",
+    )
 
 
 def _start(
@@ -35,8 +42,13 @@ def _start(
 ) -> tuple[subprocess.Popen, pathlib.Path]:
     script = testing.notebook_script(NOTEBOOK, params, tmp / f"{name}.py")
     log = tmp / f"{name}.log"
-    proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp, env=env,
-                            stdout=log.open("w"), stderr=subprocess.STDOUT)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        cwd=tmp,
+        env=env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
     return proc, log
 
 
@@ -47,8 +59,12 @@ def _rollout_steps(run: pathlib.Path) -> list[int]:
 
 def test_a_pipeline_killed_in_its_grpo_stage_continues_there_in_the_next_session(tmp_path):
     first = tmp_path / "input" / "run"
-    proc, log = _start(tmp_path, "session1", killing.hang_at(_env(), KILL_AT, "/grpo/checkpoints"),
-                       OUTPUT_DIR=str(first))  # fmt: skip
+    proc, log = _start(
+        tmp_path,
+        "session1",
+        killing.hang_at(_env(), KILL_AT, "/grpo/checkpoints"),
+        OUTPUT_DIR=str(first),
+    )
     killing.kill_when_hanging(proc, log, KILL_AT)  # SIGKILL: no export of the GRPO stage
     stages = json.loads((first / "stages.json").read_text())
     assert [

@@ -234,8 +234,10 @@ def test_any_judge_reply_parses_to_a_score_in_0_1(reply):
 
 
 @settings(max_examples=100, deadline=None)
-@given(completions=st.lists(st.text(max_size=60), min_size=1, max_size=6),
-       replies=st.lists(st.one_of(st.text(max_size=30), st.none(), st.integers()), max_size=8))  # fmt: skip
+@given(
+    completions=st.lists(st.text(max_size=60), min_size=1, max_size=6),
+    replies=st.lists(st.one_of(st.text(max_size=30), st.none(), st.integers()), max_size=8),
+)
 def test_judge_gives_a_finite_score_for_anything_and_grades_each_answer_once(completions, replies):
     calls = []
 

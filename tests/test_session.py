@@ -94,8 +94,13 @@ def test_resume_from_a_run_of_stages_carries_every_stage(tmp_path):
     out = tmp_path / "working" / "run"
     said = session.prepare(out, RECIPE, resume_from=str(previous))
     assert said == f"continuing from {previous} (each stage continues from its own checkpoint)"
-    for kept in ("stages.json", "domains_sft.json", "sft/export/hf", "preference/pairs.jsonl",
-                 "grpo/checkpoints/actor/20/commit_success.txt"):  # fmt: skip
+    for kept in (
+        "stages.json",
+        "domains_sft.json",
+        "sft/export/hf",
+        "preference/pairs.jsonl",
+        "grpo/checkpoints/actor/20/commit_success.txt",
+    ):
         assert (out / kept).exists(), kept
     (out / "grpo" / "checkpoints" / "actor" / "40" / "model_params").mkdir(parents=True)
     (out / "grpo" / "checkpoints" / "actor" / "40" / "commit_success.txt").write_text("ok")

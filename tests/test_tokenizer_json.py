@@ -38,8 +38,10 @@ def both(tmp_path_factory):
     (folder / "tokenizer.model").unlink()
     testing.write_hf_tokenizer(smoke.tokenizer_path(), folder)
     mesh = runtime.make_mesh()
-    return [models.load_model(ID, mesh=mesh, verbose=False),
-            models.load_model(ID, path=folder, mesh=mesh, verbose=False)]  # fmt: skip
+    return [
+        models.load_model(ID, mesh=mesh, verbose=False),
+        models.load_model(ID, path=folder, mesh=mesh, verbose=False),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -67,27 +69,52 @@ def test_same_ids_special_tokens_and_text(both):
         assert ids == sp.encode(line), line
         assert hf.decode(ids) == line, line
     assert [hf.bos_id(), hf.eos_id(), hf.pad_id(), hf.stop_ids()] == [
-        sp.bos_id(), sp.eos_id(), sp.pad_id(), sp.stop_ids()
-    ]  # fmt: skip
+        sp.bos_id(),
+        sp.eos_id(),
+        sp.pad_id(),
+        sp.stop_ids(),
+    ]
     assert both[1].eos_ids == both[0].eos_ids
     assert hf.dedup_bos_ids([hf.bos_id()] * 2 + [7]) == [hf.bos_id(), 7]
 
 
 def test_sft_and_preference_batches(both, records):
     pairs = [data.sft_pair(r) for r in records]
-    sft = [_arrays(training.sft_dataset(pairs, lm.tokenizer, max_len=144, batch_size=8, packing=True,
-                                        verbose=False)) for lm in both]  # fmt: skip
+    sft = [
+        _arrays(
+            training.sft_dataset(
+                pairs, lm.tokenizer, max_len=144, batch_size=8, packing=True, verbose=False
+            )
+        )
+        for lm in both
+    ]
     assert _same(*sft) and len(sft[0]) > 1
-    prefs = [{"prompt": prompt, "chosen": target, "rejected": "no idea" + data.END_OF_TURN}
-             for prompt, target in pairs[:16]]  # fmt: skip
-    dpo = [_arrays(preferences.preference_dataset(prefs, lm.tokenizer, batch_size=4, max_prompt_length=88,
-                                                  max_response_length=48)) for lm in both]  # fmt: skip
+    prefs = [
+        {"prompt": prompt, "chosen": target, "rejected": "no idea" + data.END_OF_TURN}
+        for prompt, target in pairs[:16]
+    ]
+    dpo = [
+        _arrays(
+            preferences.preference_dataset(
+                prefs, lm.tokenizer, batch_size=4, max_prompt_length=88, max_response_length=48
+            )
+        )
+        for lm in both
+    ]
     assert _same(*dpo) and len(dpo[0]) == 4
 
 
 def test_evaluation_answers(both, records):
-    results = [evaluation.evaluate(lm, records[:8], name=lm.tokenizer.kind, progress=False,
-                                   config=evaluation.EvalConfig.smoke()) for lm in both]  # fmt: skip
+    results = [
+        evaluation.evaluate(
+            lm,
+            records[:8],
+            name=lm.tokenizer.kind,
+            progress=False,
+            config=evaluation.EvalConfig.smoke(),
+        )
+        for lm in both
+    ]
     texts = [[p["completion"] for p in r.predictions] for r in results]
     assert texts[0] == texts[1] and results[0].accuracy == results[1].accuracy
     assert results[0].format_rate > 0.5, results[0].summary()  # the SFT'd smoke model answers
@@ -95,15 +122,31 @@ def test_evaluation_answers(both, records):
 
 def test_grpo_rollouts_and_rewards(both, records, tmp_path):
     mesh = runtime.make_mesh()
-    settings = rl.GRPOSettings(learning_rate=1e-3, beta=0.1, max_prompt_length=96, max_generation_steps=32,
-                               batch_size=2, num_generations=2, num_steps=2, checkpoint_every=2)  # fmt: skip
+    settings = rl.GRPOSettings(
+        learning_rate=1e-3,
+        beta=0.1,
+        max_prompt_length=96,
+        max_generation_steps=32,
+        batch_size=2,
+        num_generations=2,
+        num_steps=2,
+        checkpoint_every=2,
+    )
     runs = []
     for lm in both:
         out = tmp_path / lm.tokenizer.kind
         actor = models.apply_lora(lm.model, rank=4, alpha=8.0, mesh=mesh, seed=0, verbose=False)
-        learner, _ = rl.build_grpo(actor, lm.model, lm.tokenizer, mesh=mesh, settings=settings,
-                                   reward_fns=rewards.DEFAULT_REWARDS, output_dir=out, eos_ids=lm.eos_ids,
-                                   vocab_size=lm.config.num_embed)  # fmt: skip
+        learner, _ = rl.build_grpo(
+            actor,
+            lm.model,
+            lm.tokenizer,
+            mesh=mesh,
+            settings=settings,
+            reward_fns=rewards.DEFAULT_REWARDS,
+            output_dir=out,
+            eos_ids=lm.eos_ids,
+            vocab_size=lm.config.num_embed,
+        )
         batches = data.grpo_dataset(records, batch_size=2, num_batches=2)
         result = training.run(learner, batches, mesh=mesh, metrics_file=out / "metrics.jsonl")
         assert (result.steps, result.stopped) == (2, "done")

@@ -48,8 +48,13 @@ def exported(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(family)
     cfg = _config(family)
     src = testing.randomize_all(smoke.random_model(cfg, family=family), seed=0, norm_scale=0.5)
-    folder = checkpoints.write_hf_checkpoint(src, cfg, tmp / "base", family=family,
-                                             extra_files={"tokenizer.model": smoke.tokenizer_path()})  # fmt: skip
+    folder = checkpoints.write_hf_checkpoint(
+        src,
+        cfg,
+        tmp / "base",
+        family=family,
+        extra_files={"tokenizer.model": smoke.tokenizer_path()},
+    )
     toks = np.random.default_rng(0).integers(4, cfg.num_embed, size=(2, 40)).astype(np.int32)
     return family, cfg, src, folder, toks, tmp
 

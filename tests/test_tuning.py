@@ -22,8 +22,10 @@ def test_preference_tokens_follow_the_prompt_without_a_second_bos():
 
 def test_metrics_file_rows_dedupe_by_step_and_bad_lines_name_the_line(tmp_path):
     path = tmp_path / "metrics.jsonl"
-    path.write_text('{"mode": "eval", "step": 0, "loss": 3.0}\n{"mode": "train", "step": 1, "loss": 2.0}\n'
-                    '{"mode": "eval", "step": 0, "loss": 2.5}\n')  # fmt: skip
+    path.write_text(
+        '{"mode": "eval", "step": 0, "loss": 3.0}\n{"mode": "train", "step": 1, "loss": 2.0}\n'
+        '{"mode": "eval", "step": 0, "loss": 2.5}\n'
+    )
     m = runlog.read_metrics(path)
     steps, values = m["eval"]["loss"]
     assert steps.tolist() == [0] and values.tolist() == [2.5]
@@ -66,25 +68,36 @@ def test_on_policy_pairs_choose_the_likeliest_correct_and_a_format_error(monkeyp
 
     good = "<reasoning>2 + 2 = 4</reasoning>\n<answer>4</answer>"
     garbled = "<reasoning>2 us+ = zz</reasoning>\n<answer>4</answer>"
-    samples = [evaluation.Generation(garbled, 9, False, -3.0),
-               evaluation.Generation("<reasoning>2 + 2 = 5</reasoning>\n<answer>5</answer>", 9, False, -0.5),
-               evaluation.Generation("4", 1, False, -1.0),  # no format: rejected before the wrong number
-               evaluation.Generation(good, 9, False, -0.2)]  # fmt: skip
+    samples = [
+        evaluation.Generation(garbled, 9, False, -3.0),
+        evaluation.Generation(
+            "<reasoning>2 + 2 = 5</reasoning>\n<answer>5</answer>", 9, False, -0.5
+        ),
+        evaluation.Generation("4", 1, False, -1.0),  # no format: rejected before the wrong number
+        evaluation.Generation(good, 9, False, -0.2),
+    ]
     monkeypatch.setattr(evaluation, "generate", lambda *a, **k: samples)
     record = {"question": "2 + 2?", "answer": "4", "solution": "2 + 2 = 4"}
     config = dataclasses.replace(evaluation.EvalConfig.smoke(), temperature=1.5)
     loaded = types.SimpleNamespace(chat=families.GEMMA_CHAT, family="gemma3")  # generate is faked
     pairs = preferences.on_policy_pairs(loaded, [record], config, samples=4, verbose=False)
-    assert pairs == [{"prompt": data.format_prompt("2 + 2?"), "chosen": good + data.END_OF_TURN,
-                      "rejected": "4" + data.END_OF_TURN}]  # fmt: skip
+    assert pairs == [
+        {
+            "prompt": data.format_prompt("2 + 2?"),
+            "chosen": good + data.END_OF_TURN,
+            "rejected": "4" + data.END_OF_TURN,
+        }
+    ]
 
 
 def test_generate_batches_do_not_change_greedy_answers():
     from tunixkit import evaluation, models
 
     loaded = models.load_model("tiny-gemma3-sft", verbose=False)
-    questions = [r["question"] for r in data.to_records(smoke.synthetic_gsm8k(6, seed=5), "synthetic",
-                                                        verbose=False)[0]]  # fmt: skip
+    questions = [
+        r["question"]
+        for r in data.to_records(smoke.synthetic_gsm8k(6, seed=5), "synthetic", verbose=False)[0]
+    ]
     prompts = [data.format_prompt(q) for q in questions]
     cfg = evaluation.EvalConfig(max_prompt_length=96, max_generation_steps=32, batch_size=4)
     batched = evaluation.generate(loaded, prompts, cfg, progress=False, logprobs=True)

@@ -50,10 +50,26 @@ from tunixkit import calculator, data, evaluation, rl
 from tunixkit.answers import extract_answer, numbers_equal, parse_number
 
 __all__ = [
-    "SHORT_TOOL_PROMPT", "SYSTEM_PROMPT", "TOOLS", "CalculatorAgent", "CalculatorEnvironment", "CalculatorTool",
-    "Episode", "Episodes", "FIGURES", "GemmaParser", "build", "evaluate", "fresh_seed_per_call", "plot_eval",
-    "show_episodes", "single_call_records", "stage", "table", "trace_pairs",
-]  # fmt: skip
+    "SHORT_TOOL_PROMPT",
+    "SYSTEM_PROMPT",
+    "TOOLS",
+    "CalculatorAgent",
+    "CalculatorEnvironment",
+    "CalculatorTool",
+    "Episode",
+    "Episodes",
+    "FIGURES",
+    "GemmaParser",
+    "build",
+    "evaluate",
+    "fresh_seed_per_call",
+    "plot_eval",
+    "show_episodes",
+    "single_call_records",
+    "stage",
+    "table",
+    "trace_pairs",
+]
 
 SYSTEM_PROMPT = (
     "Solve the problem. To compute, call the calculator tool. Then give your reasoning between "
@@ -69,9 +85,18 @@ class CalculatorTool(BaseTool):
     """Evaluates an arithmetic expression: numbers, + - * / // % ** and parentheses."""
 
     def get_json_schema(self) -> dict[str, Any]:
-        return {"type": "function", "function": {"name": self.name, "description": self.description,
-                "parameters": {"type": "object", "properties": {"expression": {"type": "string"}},
-                               "required": ["expression"]}}}  # fmt: skip
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": {
+                    "type": "object",
+                    "properties": {"expression": {"type": "string"}},
+                    "required": ["expression"],
+                },
+            },
+        }
 
     def apply(self, expression: Any = "", **kwargs: Any) -> ToolOutput:
         if kwargs:
@@ -98,8 +123,13 @@ def _text(value: Any) -> str:
 class CalculatorAgent(ToolAgent):
     """tunix's ``ToolAgent`` with the question read as text, and an optional short tool prompt."""
 
-    def __init__(self, system_prompt: str, tool_parser_name: str = "qwen",
-                 tool_map: dict[str, type[BaseTool]] | None = None, tools_prompt: str | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        system_prompt: str,
+        tool_parser_name: str = "qwen",
+        tool_map: dict[str, type[BaseTool]] | None = None,
+        tools_prompt: str | None = None,
+    ) -> None:
         self._tools_prompt_override = tools_prompt
         super().__init__(system_prompt, tool_parser_name, tool_map)
 
@@ -172,11 +202,14 @@ class Episodes:
         whose answer uses the tool's result, that are correct; and malformed calls."""
         n = max(1, len(episodes))
         called = [e for e in episodes if e.calls]
-        return {"tool_call_rate": len(called) / n,
-                "well_formed_rate": sum(e.well_formed > 0 for e in called) / max(1, len(called)),
-                "used_result_rate": sum(e.used_result for e in episodes) / n,
-                "malformed_rate": sum(e.malformed for e in episodes) / n,
-                "accuracy": sum(e.correct for e in episodes) / n, "n": float(len(episodes))}  # fmt: skip
+        return {
+            "tool_call_rate": len(called) / n,
+            "well_formed_rate": sum(e.well_formed > 0 for e in called) / max(1, len(called)),
+            "used_result_rate": sum(e.used_result for e in episodes) / n,
+            "malformed_rate": sum(e.malformed for e in episodes) / n,
+            "accuracy": sum(e.correct for e in episodes) / n,
+            "n": float(len(episodes)),
+        }
 
     def metric_fn(
         self, prompts: Any, completions: Any, **kwargs: Any
@@ -209,8 +242,15 @@ class CalculatorEnvironment(ToolEnvironment):
     ``episodes``: where each finished episode is recorded (:class:`Episodes`).
     """
 
-    def __init__(self, task: dict[str, Any] | None = None, *, tool_map: dict[str, type[BaseTool]],
-                 episodes: Episodes, max_steps: int = 2, **kwargs: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        task: dict[str, Any] | None = None,
+        *,
+        tool_map: dict[str, type[BaseTool]],
+        episodes: Episodes,
+        max_steps: int = 2,
+        **kwargs: Any,
+    ) -> None:
         self.episodes, self.results, self.calls, self.scored = episodes, [], 0, False
         kwargs.pop("reward_fn", None)
         super().__init__(
@@ -237,8 +277,13 @@ class CalculatorEnvironment(ToolEnvironment):
         return out
 
     def _score(self, task: dict[str, Any], action: Any) -> float:
-        episode = outcome(_text(task.get("question", "")), _text(task.get("answer", "")), str(action),
-                          self.results, self.calls)  # fmt: skip
+        episode = outcome(
+            _text(task.get("question", "")),
+            _text(task.get("answer", "")),
+            str(action),
+            self.results,
+            self.calls,
+        )
         self.scored = True
         self.episodes.add(episode)
         return 1.0 if episode.correct else 0.0
@@ -274,8 +319,14 @@ def _conversation(question: str, system_prompt: str, tools_prompt: str | None) -
     return agent
 
 
-def trace_pairs(records: Sequence[dict[str, str]], tokenizer, *, system_prompt: str = SYSTEM_PROMPT,
-                tools_prompt: str | None = None, tool_share: float = 1.0) -> list[tuple[str, str]]:  # fmt: skip
+def trace_pairs(
+    records: Sequence[dict[str, str]],
+    tokenizer,
+    *,
+    system_prompt: str = SYSTEM_PROMPT,
+    tools_prompt: str | None = None,
+    tool_share: float = 1.0,
+) -> list[tuple[str, str]]:
     """SFT (prompt, completion) pairs that teach the tool's use on :func:`single_call_records`:
     turn 1 writes the call, turn 2 reads the result and answers; both rendered by the same agent
     and chat parser as the rollouts, each completion closed by ``<end_of_turn>``.
@@ -305,9 +356,18 @@ def trace_pairs(records: Sequence[dict[str, str]], tokenizer, *, system_prompt: 
     return pairs
 
 
-def evaluate(loaded, records: Sequence[dict[str, str]], config: evaluation.EvalConfig, *, tool: bool = True,
-             max_turns: int = 2, system_prompt: str = SYSTEM_PROMPT, tools_prompt: str | None = None,
-             name: str = "eval", output_dir: str | pathlib.Path | None = None) -> dict[str, Any]:  # fmt: skip
+def evaluate(
+    loaded,
+    records: Sequence[dict[str, str]],
+    config: evaluation.EvalConfig,
+    *,
+    tool: bool = True,
+    max_turns: int = 2,
+    system_prompt: str = SYSTEM_PROMPT,
+    tools_prompt: str | None = None,
+    name: str = "eval",
+    output_dir: str | pathlib.Path | None = None,
+) -> dict[str, Any]:
     """Greedy episodes on ``records``, batched turn by turn through the same agent, environment and
     parser as training. ``tool=False``: the plain GSM8K prompt, one turn, no tool offered. Returns
     :meth:`Episodes.summary` plus the episodes; writes them to ``output_dir/tool_<name>.jsonl``."""
@@ -324,8 +384,15 @@ def evaluate(loaded, records: Sequence[dict[str, str]], config: evaluation.EvalC
         return Episodes.summary(episodes) | {"episodes": episodes}
     parser = GemmaParser(loaded.tokenizer)
     agents = [_conversation(r["question"], system_prompt, tools_prompt) for r in records]
-    envs = [CalculatorEnvironment({"question": r["question"], "answer": r["answer"]}, tool_map=TOOLS, episodes=log,
-                                  max_steps=max_turns) for r in records]  # fmt: skip
+    envs = [
+        CalculatorEnvironment(
+            {"question": r["question"], "answer": r["answer"]},
+            tool_map=TOOLS,
+            episodes=log,
+            max_steps=max_turns,
+        )
+        for r in records
+    ]
     for env in envs:
         env.reset()
     active = list(range(len(records)))
@@ -348,8 +415,12 @@ def evaluate(loaded, records: Sequence[dict[str, str]], config: evaluation.EvalC
     return Episodes.summary(episodes) | {"episodes": episodes}
 
 
-FIGURES = {"accuracy": "accuracy", "tool_call_rate": "calls the tool", "well_formed_rate": "calls that run",
-           "used_result_rate": "answers the tool's result"}  # fmt: skip
+FIGURES = {
+    "accuracy": "accuracy",
+    "tool_call_rate": "calls the tool",
+    "well_formed_rate": "calls that run",
+    "used_result_rate": "answers the tool's result",
+}
 
 
 def table(evals: dict[str, dict[str, float]]) -> str:
@@ -393,8 +464,10 @@ def show_episodes(path: str | pathlib.Path, k: int = 3) -> str:
     out = []
     for line in path.read_text(encoding="utf-8").splitlines()[-k:]:
         e = json.loads(line)
-        out.append(f"Q: {e['question']}  (gold {e['gold']})\n  tool results: {e['results'] or 'none'}\n"
-                   f"  final turn: {e['final']!r}\n  correct: {e['correct']}, used the result: {e['used_result']}")  # fmt: skip
+        out.append(
+            f"Q: {e['question']}  (gold {e['gold']})\n  tool results: {e['results'] or 'none'}\n"
+            f"  final turn: {e['final']!r}\n  correct: {e['correct']}, used the result: {e['used_result']}"
+        )
     return "\n\n".join(out)
 
 
@@ -416,18 +489,41 @@ def fresh_seed_per_call(cluster, base_seed: int) -> None:
     rollout.generate = generate_with_own_seed
 
 
-def build(actor, reference, tokenizer, *, mesh, settings: rl.GRPOSettings, output_dir: str | pathlib.Path,
-          eos_ids: Sequence[int], vocab_size: int, max_turns: int = 2, system_prompt: str = SYSTEM_PROMPT,
-          tools_prompt: str | None = None, reward_fns: Sequence[Any] = (), family: str = "gemma3"):  # fmt: skip
+def build(
+    actor,
+    reference,
+    tokenizer,
+    *,
+    mesh,
+    settings: rl.GRPOSettings,
+    output_dir: str | pathlib.Path,
+    eos_ids: Sequence[int],
+    vocab_size: int,
+    max_turns: int = 2,
+    system_prompt: str = SYSTEM_PROMPT,
+    tools_prompt: str | None = None,
+    reward_fns: Sequence[Any] = (),
+    family: str = "gemma3",
+):
     """A ready agentic ``GRPOLearner`` with the calculator, its ``RLCluster``, and the
     :class:`Episodes` its environments fill (also written to ``output_dir/episodes.jsonl``)."""
     from tunix.rl.agentic import agentic_grpo_learner
 
     out = pathlib.Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    cluster = rl.cluster(actor, reference, tokenizer, mesh=mesh, settings=settings, output_dir=out,
-                         eos_ids=eos_ids, vocab_size=vocab_size, family=family, return_logprobs=True,
-                         kv_cache_size=2 * settings.max_prompt_length + settings.max_generation_steps + 16)  # fmt: skip
+    cluster = rl.cluster(
+        actor,
+        reference,
+        tokenizer,
+        mesh=mesh,
+        settings=settings,
+        output_dir=out,
+        eos_ids=eos_ids,
+        vocab_size=vocab_size,
+        family=family,
+        return_logprobs=True,
+        kv_cache_size=2 * settings.max_prompt_length + settings.max_generation_steps + 16,
+    )
     fresh_seed_per_call(cluster, settings.seed)
     episodes = Episodes(out / "episodes.jsonl")
     # Episodes run in threads, each calling the sampler. On emulated CPU devices, concurrent
@@ -435,18 +531,26 @@ def build(actor, reference, tokenizer, *, mesh, settings: rl.GRPOSettings, outpu
     # stuck"), so there they take turns; accelerators run the whole batch at once.
     cpu_mesh = mesh.devices.flat[0].platform == "cpu" and mesh.devices.size > 1
     algo = agentic_grpo_learner.GRPOConfig(
-        num_generations=settings.num_generations, num_iterations=settings.num_iterations, beta=settings.beta,
-        epsilon=settings.epsilon, kl_loss_mode=settings.kl_loss_mode, system_prompt=system_prompt,
+        num_generations=settings.num_generations,
+        num_iterations=settings.num_iterations,
+        beta=settings.beta,
+        epsilon=settings.epsilon,
+        kl_loss_mode=settings.kl_loss_mode,
+        system_prompt=system_prompt,
         max_response_length=settings.max_generation_steps,
         max_concurrency=1 if cpu_mesh else settings.batch_size * settings.num_generations,
-    )  # fmt: skip
+    )
     learner = agentic_grpo_learner.GRPOLearner(
-        rl_cluster=cluster, algo_config=algo, reward_fns=list(reward_fns) or None,
-        metric_fns=[episodes.metric_fn], chat_parser=GemmaParser(cluster.tokenizer),
-        agent_class=CalculatorAgent, agent_kwargs={"tool_map": TOOLS, "tool_parser_name": "qwen",
-                                                   "tools_prompt": tools_prompt},
-        env_class=CalculatorEnvironment, env_kwargs={"tool_map": TOOLS, "episodes": episodes, "max_steps": max_turns},
-    )  # fmt: skip
+        rl_cluster=cluster,
+        algo_config=algo,
+        reward_fns=list(reward_fns) or None,
+        metric_fns=[episodes.metric_fn],
+        chat_parser=GemmaParser(cluster.tokenizer),
+        agent_class=CalculatorAgent,
+        agent_kwargs={"tool_map": TOOLS, "tool_parser_name": "qwen", "tools_prompt": tools_prompt},
+        env_class=CalculatorEnvironment,
+        env_kwargs={"tool_map": TOOLS, "episodes": episodes, "max_steps": max_turns},
+    )
     learner.tunixkit_updates_per_step = settings.num_iterations
     return learner, cluster, episodes
 
@@ -461,11 +565,33 @@ def stage(stages, name: str, records: Sequence[dict[str, str]], recipe, *, mesh=
     if not stages.ready(name):
         return None
     base, lora = pipeline.start_stage(stages, name, recipe, None, mesh, frozen_reference=True)
-    learner, _, _ = build(lora, base.model, base.tokenizer, mesh=mesh, settings=recipe.grpo, output_dir=stages.dir(name),
-                          eos_ids=base.eos_ids, vocab_size=base.config.num_embed, max_turns=recipe.max_turns,
-                          tools_prompt=recipe.tools_prompt, family=base.family)  # fmt: skip
-    batches = data.grpo_dataset(records, batch_size=recipe.grpo.batch_size, num_batches=recipe.grpo.num_steps,
-                                seed=0, system_prompt=None, family=base.family)  # fmt: skip
-    result = training.run(learner, batches, mesh=mesh, metrics_file=stages.dir(name) / "metrics.jsonl",
-                          session=stages.clock(name), label=name)  # fmt: skip
+    learner, _, _ = build(
+        lora,
+        base.model,
+        base.tokenizer,
+        mesh=mesh,
+        settings=recipe.grpo,
+        output_dir=stages.dir(name),
+        eos_ids=base.eos_ids,
+        vocab_size=base.config.num_embed,
+        max_turns=recipe.max_turns,
+        tools_prompt=recipe.tools_prompt,
+        family=base.family,
+    )
+    batches = data.grpo_dataset(
+        records,
+        batch_size=recipe.grpo.batch_size,
+        num_batches=recipe.grpo.num_steps,
+        seed=0,
+        system_prompt=None,
+        family=base.family,
+    )
+    result = training.run(
+        learner,
+        batches,
+        mesh=mesh,
+        metrics_file=stages.dir(name) / "metrics.jsonl",
+        session=stages.clock(name),
+        label=name,
+    )
     return pipeline.finish_stage(stages, name, lora, base, recipe, mesh, result)

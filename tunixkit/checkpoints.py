@@ -28,10 +28,19 @@ import numpy as np
 from tunixkit import families
 
 __all__ = [
-    "CONFIG_FILE", "INDEX_FILE", "TUNIX_CONFIG_FILE", "WEIGHTS_FILE", "CheckpointError", "export",
-    "merge_lora", "restore_state", "save_state", "tunix_config_dict", "validate_hf_checkpoint",
+    "CONFIG_FILE",
+    "INDEX_FILE",
+    "TUNIX_CONFIG_FILE",
+    "WEIGHTS_FILE",
+    "CheckpointError",
+    "export",
+    "merge_lora",
+    "restore_state",
+    "save_state",
+    "tunix_config_dict",
+    "validate_hf_checkpoint",
     "write_hf_checkpoint",
-]  # fmt: skip
+]
 
 CONFIG_FILE, WEIGHTS_FILE, INDEX_FILE = (
     "config.json",
@@ -231,8 +240,15 @@ def tunix_config_dict(cfg) -> dict[str, Any]:
     return out
 
 
-def export(model, base, out_dir: str | pathlib.Path, *, lora_rank: int | None = None,
-           lora_alpha: float | None = None, mesh=None) -> dict[str, pathlib.Path]:  # fmt: skip
+def export(
+    model,
+    base,
+    out_dir: str | pathlib.Path,
+    *,
+    lora_rank: int | None = None,
+    lora_alpha: float | None = None,
+    mesh=None,
+) -> dict[str, pathlib.Path]:
     """Export a fine-tuned model two ways: ``out_dir/hf`` (HF layout: tunix and ``transformers``
     load it) and ``out_dir/orbax`` (``params/`` + ``tunix_config.json`` + tokenizer files).
 
@@ -245,21 +261,29 @@ def export(model, base, out_dir: str | pathlib.Path, *, lora_rank: int | None = 
     out = pathlib.Path(out_dir)
     plain = model
     if lora_rank:
-        plain = models.load_model(base.model_id, path=base.path, mesh=mesh, dtype=base.dtype,
-                                  verbose=False).model  # fmt: skip
+        plain = models.load_model(
+            base.model_id, path=base.path, mesh=mesh, dtype=base.dtype, verbose=False
+        ).model
         merge_lora(model, plain, rank=lora_rank, alpha=float(lora_alpha or lora_rank))
     src = json.loads((base.path / CONFIG_FILE).read_text())
     ids = {k: src[k] for k in ("eos_token_id", "pad_token_id", "bos_token_id") if k in src}
-    extras = {p.name: p for p in base.path.iterdir()
-              if p.is_file() and p.suffix != ".safetensors" and p.name not in _NOT_COPIED}  # fmt: skip
+    extras = {
+        p.name: p
+        for p in base.path.iterdir()
+        if p.is_file() and p.suffix != ".safetensors" and p.name not in _NOT_COPIED
+    }
     hf_dir = write_hf_checkpoint(
         plain, base.config, out / "hf", family=base.family, extra_files=extras, **ids
     )
     orbax_dir = out / "orbax"
     save_state(plain, orbax_dir / "params", portable=True)
-    meta = {"family": base.family, "module": families.get(base.family).model_module,
-            "model_class": families.get(base.family).model_class, "preset": base.preset,
-            "config": tunix_config_dict(base.config)}  # fmt: skip
+    meta = {
+        "family": base.family,
+        "module": families.get(base.family).model_module,
+        "model_class": families.get(base.family).model_class,
+        "preset": base.preset,
+        "config": tunix_config_dict(base.config),
+    }
     (orbax_dir / TUNIX_CONFIG_FILE).write_text(json.dumps(meta, indent=1))
     for name, path in extras.items():
         if name.startswith("tokenizer") or name == "special_tokens_map.json":

@@ -24,10 +24,25 @@ from tunixkit import families, runtime
 from tunixkit.answers import format_number, parse_number
 
 __all__ = [
-    "DataError", "GSM8K_COLUMNS", "KAGGLE_GSM8K", "LoadReport", "Record", "SYSTEM_PROMPT", "columns",
-    "format_completion", "format_prompt", "grpo_dataset", "load_gsm8k", "load_rows",
-    "parse_gsm8k_answer", "read_rows", "sft_pair", "spread", "to_records", "write_jsonl",
-]  # fmt: skip
+    "DataError",
+    "GSM8K_COLUMNS",
+    "KAGGLE_GSM8K",
+    "LoadReport",
+    "Record",
+    "SYSTEM_PROMPT",
+    "columns",
+    "format_completion",
+    "format_prompt",
+    "grpo_dataset",
+    "load_gsm8k",
+    "load_rows",
+    "parse_gsm8k_answer",
+    "read_rows",
+    "sft_pair",
+    "spread",
+    "to_records",
+    "write_jsonl",
+]
 
 REASONING_START, REASONING_END = "<reasoning>", "</reasoning>"
 ANSWER_START, ANSWER_END = "<answer>", "</answer>"

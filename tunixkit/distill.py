@@ -16,8 +16,12 @@ import numpy as np
 from tunixkit import data
 
 __all__ = [
-    "VocabularyMismatch", "check_vocab", "forward", "heldout_losses", "strategy",
-]  # fmt: skip
+    "VocabularyMismatch",
+    "check_vocab",
+    "forward",
+    "heldout_losses",
+    "strategy",
+]
 
 
 class VocabularyMismatch(ValueError):
@@ -65,8 +69,13 @@ def strategy(vocab_size: int, *, temperature: float, alpha: float):
         del positions, attention_mask
         return jax.nn.one_hot(input_tokens[:, 1:], vocab_size) * input_mask[:, 1:, None]
 
-    return strategies.LogitStrategy(student_forward_fn=forward, teacher_forward_fn=forward,
-                                    labels_fn=labels, temperature=temperature, alpha=alpha)  # fmt: skip
+    return strategies.LogitStrategy(
+        student_forward_fn=forward,
+        teacher_forward_fn=forward,
+        labels_fn=labels,
+        temperature=temperature,
+        alpha=alpha,
+    )
 
 
 def _batch_sums(student, teacher, inputs: dict[str, Any], temperature: float) -> np.ndarray:

@@ -31,28 +31,92 @@ __all__ = ["PIN", "REQUIRED_API", "check", "missing_dependencies", "pip_line", "
 PIN = "google-tunix==0.1.7"
 NEVER_INSTALLED = {"jax", "jaxlib", "libtpu", "flax"}  # the image's own: never touched here
 
-_TRAINER_CONFIG = ("eval_every_n_steps", "max_steps", "checkpoint_root_directory", "checkpointing_options",
-                   "metrics_logging_options", "pbar_description")  # fmt: skip
+_TRAINER_CONFIG = (
+    "eval_every_n_steps",
+    "max_steps",
+    "checkpoint_root_directory",
+    "checkpointing_options",
+    "metrics_logging_options",
+    "pbar_description",
+)
 # (module, attribute path, parameters tunixkit passes by keyword)
 REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("tunix.models.gemma3.model", "ModelConfig", ("num_layers", "num_embed", "embed_dim", "hidden_dim",
-     "num_heads", "head_dim", "num_kv_heads", "sliding_window_size", "local_base_frequency",
-     "global_base_frequency", "global_scale_factor", "query_pre_attn_norm", "param_dtype")),
+    (
+        "tunix.models.gemma3.model",
+        "ModelConfig",
+        (
+            "num_layers",
+            "num_embed",
+            "embed_dim",
+            "hidden_dim",
+            "num_heads",
+            "head_dim",
+            "num_kv_heads",
+            "sliding_window_size",
+            "local_base_frequency",
+            "global_base_frequency",
+            "global_scale_factor",
+            "query_pre_attn_norm",
+            "param_dtype",
+        ),
+    ),
     ("tunix.models.gemma3.model", "Gemma3", ("config", "rngs")),
     ("tunix.models.gemma3.model", "GEMMA3_ATTENTION_PATTERN", ()),
     ("tunix.models.gemma3.model", "AttentionType", ()),
     ("tunix.models.gemma3.model", "QueryPreAttentionNormalisation", ()),
-    ("tunix.models.gemma3.params_safetensors", "create_model_from_safe_tensors", ("file_dir", "config", "mesh", "dtype")),
-    ("tunix.models.gemma.model", "ModelConfig", ("num_layers", "num_embed", "embed_dim", "hidden_dim", "num_heads",
-     "head_dim", "num_kv_heads", "final_logit_softcap", "use_post_attn_norm", "use_post_ffw_norm",
-     "attention_types", "attn_logits_soft_cap", "sliding_window_size")),
+    (
+        "tunix.models.gemma3.params_safetensors",
+        "create_model_from_safe_tensors",
+        ("file_dir", "config", "mesh", "dtype"),
+    ),
+    (
+        "tunix.models.gemma.model",
+        "ModelConfig",
+        (
+            "num_layers",
+            "num_embed",
+            "embed_dim",
+            "hidden_dim",
+            "num_heads",
+            "head_dim",
+            "num_kv_heads",
+            "final_logit_softcap",
+            "use_post_attn_norm",
+            "use_post_ffw_norm",
+            "attention_types",
+            "attn_logits_soft_cap",
+            "sliding_window_size",
+        ),
+    ),
     ("tunix.models.gemma.model", "AttentionType", ()),
     ("tunix.models.gemma.model", "Gemma", ("config", "rngs")),
-    ("tunix.models.gemma.params_safetensors", "create_model_from_safe_tensors", ("file_dir", "config", "mesh", "dtype")),
+    (
+        "tunix.models.gemma.params_safetensors",
+        "create_model_from_safe_tensors",
+        ("file_dir", "config", "mesh", "dtype"),
+    ),
     ("tunix.generate.sampler", "Sampler", ("transformer", "tokenizer", "cache_config")),
-    ("tunix.generate.sampler", "CacheConfig", ("cache_size", "num_layers", "num_kv_heads", "head_dim")),
-    ("tunix.generate.sampler", "Sampler.__call__", ("input_strings", "max_generation_steps", "max_prompt_length",
-     "eos_tokens", "temperature", "top_p", "top_k", "seed", "echo", "return_logprobs")),
+    (
+        "tunix.generate.sampler",
+        "CacheConfig",
+        ("cache_size", "num_layers", "num_kv_heads", "head_dim"),
+    ),
+    (
+        "tunix.generate.sampler",
+        "Sampler.__call__",
+        (
+            "input_strings",
+            "max_generation_steps",
+            "max_prompt_length",
+            "eos_tokens",
+            "temperature",
+            "top_p",
+            "top_k",
+            "seed",
+            "echo",
+            "return_logprobs",
+        ),
+    ),
     ("tunix.sft.peft_trainer", "PeftTrainer", ("model", "optimizer", "training_config")),
     ("tunix.sft.peft_trainer", "PeftTrainer.with_gen_model_input_fn", ("gen_model_input_fn",)),
     ("tunix.sft.peft_trainer", "PeftTrainer.with_training_hooks", ("training_hooks",)),
@@ -63,65 +127,198 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("tunix.sft.utils", "build_positions_from_mask", ()),
     ("tunix.sft.utils", "make_causal_attn_mask", ()),
     ("tunix.sft.hooks", "TrainingHooks", ()),
-    ("tunix.sft.metrics_logger", "MetricsLoggerOptions", ("log_dir", "flush_every_n_steps", "backend_kwargs")),
-    ("tunix.sft.dpo.dpo_trainer", "DPOTrainer", ("model", "ref_model", "optimizer", "training_config")),
-    ("tunix.sft.dpo.dpo_trainer", "DPOTrainingConfig", (*_TRAINER_CONFIG, "algorithm", "beta", "lambda_orpo")),
+    (
+        "tunix.sft.metrics_logger",
+        "MetricsLoggerOptions",
+        ("log_dir", "flush_every_n_steps", "backend_kwargs"),
+    ),
+    (
+        "tunix.sft.dpo.dpo_trainer",
+        "DPOTrainer",
+        ("model", "ref_model", "optimizer", "training_config"),
+    ),
+    (
+        "tunix.sft.dpo.dpo_trainer",
+        "DPOTrainingConfig",
+        (*_TRAINER_CONFIG, "algorithm", "beta", "lambda_orpo"),
+    ),
     ("tunix.sft.dpo.dpo_trainer", "compute_logps", ()),
-    ("tunix.distillation.distillation_trainer", "DistillationTrainer", ("student_model", "teacher_model",
-     "strategy", "optimizer", "training_config")),
+    (
+        "tunix.distillation.distillation_trainer",
+        "DistillationTrainer",
+        ("student_model", "teacher_model", "strategy", "optimizer", "training_config"),
+    ),
     ("tunix.distillation.distillation_trainer", "TrainingConfig", _TRAINER_CONFIG),
-    ("tunix.distillation.strategies", "LogitStrategy", ("student_forward_fn", "teacher_forward_fn", "labels_fn",
-     "temperature", "alpha")),
+    (
+        "tunix.distillation.strategies",
+        "LogitStrategy",
+        ("student_forward_fn", "teacher_forward_fn", "labels_fn", "temperature", "alpha"),
+    ),
     ("tunix.rl.common", "build_positions_from_mask", ()),
     ("tunix.rl.common", "make_causal_attn_mask", ()),
     ("tunix.rl.rl_cluster", "RLCluster", ("actor", "reference", "tokenizer", "cluster_config")),
     ("tunix.rl.rl_cluster", "RLCluster.with_external_metrics_logger", ("external_metrics_logger",)),
-    ("tunix.rl.rl_cluster", "ClusterConfig", ("role_to_mesh", "rollout_engine", "offload_to_cpu",
-     "training_config", "rollout_config")),
-    ("tunix.rl.rl_cluster", "RLTrainingConfig", ("actor_optimizer", "eval_every_n_steps", "max_steps",
-     "mini_batch_size", "train_micro_batch_size", "rollout_micro_batch_size", "compute_logps_micro_batch_size",
-     "metrics_logging_options", "checkpoint_root_directory", "checkpointing_options")),
+    (
+        "tunix.rl.rl_cluster",
+        "ClusterConfig",
+        ("role_to_mesh", "rollout_engine", "offload_to_cpu", "training_config", "rollout_config"),
+    ),
+    (
+        "tunix.rl.rl_cluster",
+        "RLTrainingConfig",
+        (
+            "actor_optimizer",
+            "eval_every_n_steps",
+            "max_steps",
+            "mini_batch_size",
+            "train_micro_batch_size",
+            "rollout_micro_batch_size",
+            "compute_logps_micro_batch_size",
+            "metrics_logging_options",
+            "checkpoint_root_directory",
+            "checkpointing_options",
+        ),
+    ),
     ("tunix.rl.rl_cluster", "Role", ()),
-    ("tunix.rl.rollout.base_rollout", "RolloutConfig", ("max_tokens_to_generate", "max_prompt_length",
-     "kv_cache_size", "temperature", "top_k", "top_p", "eos_tokens", "seed", "return_logprobs")),
-    ("tunix.rl.grpo.grpo_learner", "GRPOConfig", ("num_generations", "num_iterations", "beta", "epsilon",
-     "kl_loss_mode")),
+    (
+        "tunix.rl.rollout.base_rollout",
+        "RolloutConfig",
+        (
+            "max_tokens_to_generate",
+            "max_prompt_length",
+            "kv_cache_size",
+            "temperature",
+            "top_k",
+            "top_p",
+            "eos_tokens",
+            "seed",
+            "return_logprobs",
+        ),
+    ),
+    (
+        "tunix.rl.grpo.grpo_learner",
+        "GRPOConfig",
+        ("num_generations", "num_iterations", "beta", "epsilon", "kl_loss_mode"),
+    ),
     ("tunix.rl.grpo.grpo_learner", "GRPOLearner", ("rl_cluster", "algo_config", "reward_fns")),
     ("qwix", "LoraProvider", ("module_path", "rank", "alpha", "weight_qtype", "tile_size")),
     ("qwix", "apply_lora_to_model", ("model", "provider", "rngs")),
     # memplan: each step compiled the way the trainers build it
-    ("tunix.rl.trainer", "Trainer", ("model", "optimizer", "training_config", "custom_checkpoint_metadata_fn")),
+    (
+        "tunix.rl.trainer",
+        "Trainer",
+        ("model", "optimizer", "training_config", "custom_checkpoint_metadata_fn"),
+    ),
     ("tunix.rl.function_registry", "get_policy_loss_fn", ()),
-    ("tunix.rl.common", "compute_per_token_logps", ("pad_id", "eos_id", "stop_gradient", "return_logits",
-     "temperature")),
-    ("tunix.rl.grpo.grpo_learner", "TrainExample", ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask",
-     "advantages", "old_per_token_logps", "ref_per_token_logps")),
-    ("tunix.sft.dpo.dpo_trainer", "TrainExample", ("input_ids", "positions", "attention_mask", "ref_chosen_logps",
-     "ref_rejected_logps", "completion_mask", "logits_to_keep")),
-    ("tunix.distillation.distillation_trainer", "TrainingInput", ("input_tokens", "input_mask", "teacher_output")),
+    (
+        "tunix.rl.common",
+        "compute_per_token_logps",
+        ("pad_id", "eos_id", "stop_gradient", "return_logits", "temperature"),
+    ),
+    (
+        "tunix.rl.grpo.grpo_learner",
+        "TrainExample",
+        (
+            "prompt_ids",
+            "prompt_mask",
+            "completion_ids",
+            "completion_mask",
+            "advantages",
+            "old_per_token_logps",
+            "ref_per_token_logps",
+        ),
+    ),
+    (
+        "tunix.sft.dpo.dpo_trainer",
+        "TrainExample",
+        (
+            "input_ids",
+            "positions",
+            "attention_mask",
+            "ref_chosen_logps",
+            "ref_rejected_logps",
+            "completion_mask",
+            "logits_to_keep",
+        ),
+    ),
+    (
+        "tunix.distillation.distillation_trainer",
+        "TrainingInput",
+        ("input_tokens", "input_mask", "teacher_output"),
+    ),
     ("tunix.sft.sharding_utils", "get_sharding", ("mesh", "pspec")),
     # agentic GRPO with the calculator (tunixkit.agentic): the classes it subclasses and the hooks it overrides
-    ("tunix.rl.agentic.agentic_grpo_learner", "GRPOConfig", ("num_generations", "num_iterations", "beta", "epsilon",
-     "kl_loss_mode", "system_prompt", "max_response_length", "max_concurrency")),
+    (
+        "tunix.rl.agentic.agentic_grpo_learner",
+        "GRPOConfig",
+        (
+            "num_generations",
+            "num_iterations",
+            "beta",
+            "epsilon",
+            "kl_loss_mode",
+            "system_prompt",
+            "max_response_length",
+            "max_concurrency",
+        ),
+    ),
     ("tunix.rl.rollout.base_rollout", "BaseRollout.generate", ("prompts", "rollout_config")),
-    ("tunix.rl.agentic.agentic_grpo_learner", "GRPOLearner", ("rl_cluster", "algo_config", "reward_fns", "metric_fns",
-     "chat_parser", "agent_class", "agent_kwargs", "env_class", "env_kwargs")),
-    ("tunix.rl.agentic.agents.tool_agent", "ToolAgent", ("system_prompt", "tool_parser_name", "tool_map")),
+    (
+        "tunix.rl.agentic.agentic_grpo_learner",
+        "GRPOLearner",
+        (
+            "rl_cluster",
+            "algo_config",
+            "reward_fns",
+            "metric_fns",
+            "chat_parser",
+            "agent_class",
+            "agent_kwargs",
+            "env_class",
+            "env_kwargs",
+        ),
+    ),
+    (
+        "tunix.rl.agentic.agents.tool_agent",
+        "ToolAgent",
+        ("system_prompt", "tool_parser_name", "tool_map"),
+    ),
     ("tunix.rl.agentic.agents.tool_agent", "ToolAgent._init_messages", ("system_prompt",)),
-    ("tunix.rl.agentic.agents.tool_agent", "ToolAgent._observation_to_messages", ("observation", "reward", "done",
-     "info")),
-    ("tunix.rl.agentic.environments.tool_environment", "ToolEnvironment", ("task", "tool_map", "reward_fn",
-     "max_steps")),
-    ("tunix.rl.agentic.environments.tool_environment", "ToolEnvironment._execute_tool_calls", ("tool_calls",)),
+    (
+        "tunix.rl.agentic.agents.tool_agent",
+        "ToolAgent._observation_to_messages",
+        ("observation", "reward", "done", "info"),
+    ),
+    (
+        "tunix.rl.agentic.environments.tool_environment",
+        "ToolEnvironment",
+        ("task", "tool_map", "reward_fn", "max_steps"),
+    ),
+    (
+        "tunix.rl.agentic.environments.tool_environment",
+        "ToolEnvironment._execute_tool_calls",
+        ("tool_calls",),
+    ),
     ("tunix.rl.agentic.environments.tool_environment", "ToolEnvironment.step", ("action",)),
-    ("tunix.rl.agentic.parser.chat_template_parser.parser", "GemmaChatTemplateParser", ("tokenizer",)),
-    ("tunix.rl.agentic.parser.chat_template_parser.parser", "GemmaChatTemplateParser.preprocess_messages",
-     ("messages",)),
+    (
+        "tunix.rl.agentic.parser.chat_template_parser.parser",
+        "GemmaChatTemplateParser",
+        ("tokenizer",),
+    ),
+    (
+        "tunix.rl.agentic.parser.chat_template_parser.parser",
+        "GemmaChatTemplateParser.preprocess_messages",
+        ("messages",),
+    ),
     ("tunix.rl.agentic.parser.tool_parser", "qwen_parser", ()),
-    ("tunix.rl.agentic.parser.tool_parser.qwen_parser", "QwenToolParser.parse", ("model_response",)),
+    (
+        "tunix.rl.agentic.parser.tool_parser.qwen_parser",
+        "QwenToolParser.parse",
+        ("model_response",),
+    ),
     ("tunix.rl.agentic.tools.base_tool", "BaseTool", ("name", "description")),
     ("tunix.rl.agentic.tools.base_tool", "ToolOutput", ("name", "output", "error")),
-)  # fmt: skip
+)
 
 
 def _resolve(module: str, path: str):
@@ -172,8 +369,15 @@ def required() -> list[tuple[str, str, tuple[str, ...]]]:
 
     out = list(REQUIRED_API)
     for fam in families.FAMILIES.values():
-        out += [(fam.model_module, fam.model_class, ("config", "rngs")), (fam.model_module, "ModelConfig", ()),
-                (fam.loader_module, "create_model_from_safe_tensors", ("file_dir", "config", "mesh", "dtype"))]  # fmt: skip
+        out += [
+            (fam.model_module, fam.model_class, ("config", "rngs")),
+            (fam.model_module, "ModelConfig", ()),
+            (
+                fam.loader_module,
+                "create_model_from_safe_tensors",
+                ("file_dir", "config", "mesh", "dtype"),
+            ),
+        ]
     return list(dict.fromkeys(out))
 
 
@@ -255,8 +459,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--pins", type=pathlib.Path, help="requirements.txt whose versions the pip line uses"
     )
-    ap.add_argument("--missing-deps-line", action="store_true",
-                    help="print only the pip line for tunix's missing dependencies (empty if none)")  # fmt: skip
+    ap.add_argument(
+        "--missing-deps-line",
+        action="store_true",
+        help="print only the pip line for tunix's missing dependencies (empty if none)",
+    )
     args = ap.parse_args(argv)
     deps = missing_dependencies()
     if args.missing_deps_line:

@@ -35,10 +35,28 @@ from tunixkit.judging import answer_text
 from tunixkit.rewards import has_format
 
 __all__ = [
-    "DOMAINS", "DomainScores", "Task", "evaluate", "examples", "load_traces", "math_tasks", "plot", "rubric_grader",
-    "judged_interval", "paired_change", "side_by_side", "stage_changes", "changes_table", "split_heldout",
-    "synthetic_tasks", "table", "uneven", "WEAK", "balanced", "by_domain",
-]  # fmt: skip
+    "DOMAINS",
+    "DomainScores",
+    "Task",
+    "evaluate",
+    "examples",
+    "load_traces",
+    "math_tasks",
+    "plot",
+    "rubric_grader",
+    "judged_interval",
+    "paired_change",
+    "side_by_side",
+    "stage_changes",
+    "changes_table",
+    "split_heldout",
+    "synthetic_tasks",
+    "table",
+    "uneven",
+    "WEAK",
+    "balanced",
+    "by_domain",
+]
 
 DOMAINS = ("creative", "ideation", "summarization", "science", "math", "code")
 MAX_ANSWER_TOKENS = 1024  # the judges read answers under 1K tokens
@@ -67,8 +85,13 @@ class Task:
         }
 
 
-def load_traces(source: str, split: str = "train", *, domain: str = "general",
-                fields: Sequence[str] = ("prompt", "response")) -> list[dict[str, str]]:  # fmt: skip
+def load_traces(
+    source: str,
+    split: str = "train",
+    *,
+    domain: str = "general",
+    fields: Sequence[str] = ("prompt", "response"),
+) -> list[dict[str, str]]:
     """SFT traces from a local ``.jsonl``/``.json``/``.csv``/``.parquet`` file or a HF dataset id.
 
     Two shapes are understood: chat messages (a ``messages`` or ``conversations`` column holding
@@ -127,14 +150,27 @@ def load_traces(source: str, split: str = "train", *, domain: str = "general",
 _NAMES = ("Tom", "Ann", "Bob", "Mia", "Sam", "Lea", "Max", "Zoe", "Ben", "Eva")
 _PLACES, _ANIMALS = ("park", "lake", "shop", "farm", "zoo"), ("dog", "cat", "bird", "fox", "duck")
 _FEELS = ("small", "big", "happy", "quiet", "quick")
-_POEMS = {"sea": ("blue", "deep"), "moon": ("pale", "bright"), "rain": ("soft", "cold"), "snow": ("white", "still"),
-          "sun": ("warm", "gold"), "wind": ("wild", "free"), "river": ("long", "clear")}  # fmt: skip
-_IDEAS = {"rainy day": ("read a book", "bake a cake", "play a game", "watch a film"),
-          "picnic": ("pack fruit", "bring a ball", "find shade", "share bread"),
-          "party": ("play music", "make a cake", "send cards", "dance"),
-          "trip": ("pack light", "plan a route", "take a map", "bring water")}  # fmt: skip
-_SCIENCE = {("plant", "grow"): ("light", "water"), ("fish", "live"): ("water", "air"),
-            ("fire", "burn"): ("air", "fuel"), ("seed", "grow"): ("soil", "water")}  # fmt: skip
+_POEMS = {
+    "sea": ("blue", "deep"),
+    "moon": ("pale", "bright"),
+    "rain": ("soft", "cold"),
+    "snow": ("white", "still"),
+    "sun": ("warm", "gold"),
+    "wind": ("wild", "free"),
+    "river": ("long", "clear"),
+}
+_IDEAS = {
+    "rainy day": ("read a book", "bake a cake", "play a game", "watch a film"),
+    "picnic": ("pack fruit", "bring a ball", "find shade", "share bread"),
+    "party": ("play music", "make a cake", "send cards", "dance"),
+    "trip": ("pack light", "plan a route", "take a map", "bring water"),
+}
+_SCIENCE = {
+    ("plant", "grow"): ("light", "water"),
+    ("fish", "live"): ("water", "air"),
+    ("fire", "burn"): ("air", "fuel"),
+    ("seed", "grow"): ("soil", "water"),
+}
 _CODE = {"sum": ("add", "+"), "difference": ("sub", "-"), "product": ("mul", "*")}
 _ARGS = (("a", "b"), ("x", "y"), ("m", "n"))
 
@@ -144,36 +180,63 @@ def _task(domain: str, rng: random.Random, asked: bool = False) -> Task:
         name, place, animal, feel = (rng.choice(x) for x in (_NAMES, _PLACES, _ANIMALS, _FEELS))
         passage = f"{name} went to the {place}. At the {place}, {name} saw a {feel} {animal}. Then {name} went home."
         answer = f"{name} saw a {feel} {animal} at the {place}."
-        return Task(domain, f"Summarize in one sentence: {passage}", data.format_completion(
-            f"The main event: {name} saw a {animal}.", answer), (name.lower(), animal, place))  # fmt: skip
+        return Task(
+            domain,
+            f"Summarize in one sentence: {passage}",
+            data.format_completion(f"The main event: {name} saw a {animal}.", answer),
+            (name.lower(), animal, place),
+        )
     if domain == "creative":
         topic = rng.choice(sorted(_POEMS))
         a, b = _POEMS[topic]
         ask = f"Write one line of poetry about the {topic}" + (
             f" for {rng.choice(_NAMES)}." if asked else "."
         )
-        return Task(domain, ask, data.format_completion(
-            f"The {topic} is {a} and {b}.", f"The {a} {topic} is {b} tonight."), (topic, a, b))  # fmt: skip
+        return Task(
+            domain,
+            ask,
+            data.format_completion(
+                f"The {topic} is {a} and {b}.", f"The {a} {topic} is {b} tonight."
+            ),
+            (topic, a, b),
+        )
     if domain == "ideation":
         occasion = rng.choice(sorted(_IDEAS))
         ideas = rng.sample(_IDEAS[occasion], 3)
         listed = " ".join(f"{i}. {x}." for i, x in enumerate(ideas, 1))
         who = f"{rng.choice(_NAMES)} " if asked else ""
-        return Task(domain, f"Give {who}three ideas for a {occasion}.", data.format_completion(
-            f"Three things fit a {occasion}.", listed), tuple(_IDEAS[occasion]))  # fmt: skip
+        return Task(
+            domain,
+            f"Give {who}three ideas for a {occasion}.",
+            data.format_completion(f"Three things fit a {occasion}.", listed),
+            tuple(_IDEAS[occasion]),
+        )
     if domain == "science":
         (thing, verb), (f1, f2) = rng.choice(sorted(_SCIENCE.items()))
         ask = f"{rng.choice(_NAMES)} asks: what" if asked else "What"
-        return Task(domain, f"{ask} does a {thing} need to {verb}?", data.format_completion(
-            f"A {thing} uses {f1} and {f2}.", f"A {thing} needs {f1} and {f2} to {verb}."), (f1, f2))  # fmt: skip
+        return Task(
+            domain,
+            f"{ask} does a {thing} need to {verb}?",
+            data.format_completion(
+                f"A {thing} uses {f1} and {f2}.", f"A {thing} needs {f1} and {f2} to {verb}."
+            ),
+            (f1, f2),
+        )
     if domain == "code":
         what, (name, sym) = rng.choice(sorted(_CODE.items()))
         x, y = rng.choice(_ARGS) if asked else ("a", "b")
         code = f"def {name}({x}, {y}):\n    return {x} {sym} {y}"
-        ask = (f"{rng.choice(_NAMES)} needs a Python function that returns the {what} of {x} and {y}." if asked
-               else f"Write a Python function that returns the {what} of two numbers.")  # fmt: skip
-        return Task(domain, ask, data.format_completion(f"Use {sym} on the two numbers.", code),
-                    ("def", "return", sym))  # fmt: skip
+        ask = (
+            f"{rng.choice(_NAMES)} needs a Python function that returns the {what} of {x} and {y}."
+            if asked
+            else f"Write a Python function that returns the {what} of two numbers."
+        )
+        return Task(
+            domain,
+            ask,
+            data.format_completion(f"Use {sym} on the two numbers.", code),
+            ("def", "return", sym),
+        )
     from tunixkit import smoke  # math: the smoke profile's GSM8K-style problems
 
     row = smoke.synthetic_gsm8k(1, seed=rng.randrange(10**9), max_operand=smoke.SMOKE_MAX_OPERAND)[
@@ -191,8 +254,15 @@ def math_tasks(records: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
     >>> math_tasks([{"question": "1+1?", "solution": "1+1=2", "answer": "2"}])[0]["response"]
     '<reasoning>1+1=2</reasoning>\\n<answer>2</answer><end_of_turn>'
     """
-    return [{"domain": "math", "prompt": r["question"], "answer": r["answer"],
-             "response": data.format_completion(r["solution"], r["answer"])} for r in records]  # fmt: skip
+    return [
+        {
+            "domain": "math",
+            "prompt": r["question"],
+            "answer": r["answer"],
+            "response": data.format_completion(r["solution"], r["answer"]),
+        }
+        for r in records
+    ]
 
 
 def split_heldout(
@@ -356,8 +426,10 @@ def rubric_grader(tasks: Sequence[Task]) -> Callable[[list[str], list[str]], lis
     by_prompt = {t.prompt: t for t in tasks}
 
     def grade(questions: list[str], completions: list[str]) -> list[str]:
-        return [f"Score: {_grade(by_prompt[q], c):g}" if q in by_prompt else "no idea"
-                for q, c in zip(questions, completions, strict=True)]  # fmt: skip
+        return [
+            f"Score: {_grade(by_prompt[q], c):g}" if q in by_prompt else "no idea"
+            for q, c in zip(questions, completions, strict=True)
+        ]
 
     return grade
 
@@ -400,9 +472,17 @@ def judged_interval(prompts: Sequence[str], scores: Sequence[float]) -> tuple[fl
     return mean, float(stats.t.ppf(0.975, c - 1)) * se, c
 
 
-def evaluate(loaded, tasks: Sequence[Mapping[str, str]], judge, *, name: str, config: evaluation.EvalConfig,
-             output_dir: str | pathlib.Path | None = None, samples: int = 0,
-             sampling: evaluation.EvalConfig | None = None) -> DomainScores:  # fmt: skip
+def evaluate(
+    loaded,
+    tasks: Sequence[Mapping[str, str]],
+    judge,
+    *,
+    name: str,
+    config: evaluation.EvalConfig,
+    output_dir: str | pathlib.Path | None = None,
+    samples: int = 0,
+    sampling: evaluation.EvalConfig | None = None,
+) -> DomainScores:
     """Greedy answers to ``tasks`` (records with ``domain``, ``prompt``, ``answer``), judged by
     ``judge`` (:class:`tunixkit.judging.Judge`): per domain and ``all``, the format rate, the share
     under :data:`MAX_ANSWER_TOKENS`, the mean judged score (0..1) with a 95% interval over the
@@ -428,14 +508,21 @@ def evaluate(loaded, tasks: Sequence[Mapping[str, str]], judge, *, name: str, co
         judged = judge.scores(
             [q for q in questions for _ in range(samples)], [g.text for g in drawn]
         )
-        sampled = [sum(judged[i * samples : (i + 1) * samples]) / samples for i in range(len(tasks))]  # fmt: skip
+        sampled = [
+            sum(judged[i * samples : (i + 1) * samples]) / samples for i in range(len(tasks))
+        ]
     rows: dict[str, dict[str, float]] = {}
     for domain in [*sorted({t["domain"] for t in tasks}), "all"]:
         idx = [i for i, t in enumerate(tasks) if domain in ("all", t["domain"])]
         mean, ci, n_prompts = judged_interval([questions[i] for i in idx], [scores[i] for i in idx])
-        row = {"n": len(idx), "prompts": n_prompts, "format": sum(has_format(texts[i]) for i in idx) / len(idx),
-               "under_limit": sum(gens[i].num_tokens < MAX_ANSWER_TOKENS for i in idx) / len(idx),
-               "judged": mean, "judged_ci": ci}  # fmt: skip
+        row = {
+            "n": len(idx),
+            "prompts": n_prompts,
+            "format": sum(has_format(texts[i]) for i in idx) / len(idx),
+            "under_limit": sum(gens[i].num_tokens < MAX_ANSWER_TOKENS for i in idx) / len(idx),
+            "judged": mean,
+            "judged_ci": ci,
+        }
         if sampled:
             row["sampled"], row["sampled_ci"], _ = judged_interval(
                 [questions[i] for i in idx], [sampled[i] for i in idx]
@@ -448,15 +535,22 @@ def evaluate(loaded, tasks: Sequence[Mapping[str, str]], judge, *, name: str, co
         rows[domain] = row
     if output_dir is not None:
         path = pathlib.Path(output_dir) / f"domains_{name}.jsonl"
-        path.write_text("".join(
-            json.dumps({"domain": t["domain"], "prompt": t["prompt"], "completion": c, "judged": s}
-                       | ({"sampled": sampled[i]} if sampled else {})) + "\n"
-            for i, (t, c, s) in enumerate(zip(tasks, texts, scores, strict=True))))  # fmt: skip
+        path.write_text(
+            "".join(
+                json.dumps(
+                    {"domain": t["domain"], "prompt": t["prompt"], "completion": c, "judged": s}
+                    | ({"sampled": sampled[i]} if sampled else {})
+                )
+                + "\n"
+                for i, (t, c, s) in enumerate(zip(tasks, texts, scores, strict=True))
+            )
+        )
     return DomainScores(name, rows)
 
 
-def paired_change(output_dir: str | pathlib.Path, before: str, after: str,
-                  key: str = "judged") -> dict[str, tuple[float, float, int]]:  # fmt: skip
+def paired_change(
+    output_dir: str | pathlib.Path, before: str, after: str, key: str = "judged"
+) -> dict[str, tuple[float, float, int]]:
     """Per domain and ``all``: (mean change, half-width of its 95% interval, distinct prompts) of
     ``key`` ("judged" or "sampled") from evaluation ``before`` to ``after``, paired prompt by prompt
     (read from their ``domains_<name>.jsonl``). Pairing removes how hard each prompt is, so a
@@ -469,15 +563,21 @@ def paired_change(output_dir: str | pathlib.Path, before: str, after: str,
     >>> [round(v, 3) for v in paired_change(d, "a", "b")["all"]]
     [0.167, 0.143, 3]
     """
-    runs = [[json.loads(line) for line in (pathlib.Path(output_dir) / f"domains_{n}.jsonl").read_text().splitlines()]
-            for n in (before, after)]  # fmt: skip
+    runs = [
+        [
+            json.loads(line)
+            for line in (pathlib.Path(output_dir) / f"domains_{n}.jsonl").read_text().splitlines()
+        ]
+        for n in (before, after)
+    ]
     if [r["prompt"] for r in runs[0]] != [r["prompt"] for r in runs[1]]:
         raise ValueError(f"paired_change: {before} and {after} were evaluated on different prompts")
     out = {}
     for domain in [*sorted({r["domain"] for r in runs[0]}), "all"]:
         idx = [i for i, r in enumerate(runs[0]) if domain in ("all", r["domain"])]
-        out[domain] = judged_interval([runs[0][i]["prompt"] for i in idx],
-                                      [runs[1][i][key] - runs[0][i][key] for i in idx])  # fmt: skip
+        out[domain] = judged_interval(
+            [runs[0][i]["prompt"] for i in idx], [runs[1][i][key] - runs[0][i][key] for i in idx]
+        )
     return out
 
 
@@ -488,8 +588,12 @@ def stage_changes(
     for greedy (``judged``) and, where evaluated, ``sampled`` scores; keyed ``"<before>-><after>"``."""
     out: dict[str, dict[str, Any]] = {}
     for before, after in itertools.pairwise(names):
-        firsts = [json.loads((pathlib.Path(output_dir) / f"domains_{n}.jsonl").read_text().split("\n", 1)[0])
-                  for n in (before, after)]  # fmt: skip
+        firsts = [
+            json.loads(
+                (pathlib.Path(output_dir) / f"domains_{n}.jsonl").read_text().split("\n", 1)[0]
+            )
+            for n in (before, after)
+        ]
         keys = ["judged"] + (["sampled"] if all("sampled" in f for f in firsts) else [])
         out[f"{before}->{after}"] = {k: paired_change(output_dir, before, after, k) for k in keys}
     return out
@@ -528,8 +632,13 @@ def _cell(text: str, limit: int = 240) -> str:
 def side_by_side(output_dir: str | pathlib.Path, names: Sequence[str], per_domain: int = 1) -> str:
     """Markdown: the first ``per_domain`` held-out prompts of each domain with the answers (and
     judged scores) of the evaluations ``names``, read from ``domains_<name>.jsonl``."""
-    runs = [[json.loads(line) for line in (pathlib.Path(output_dir) / f"domains_{n}.jsonl").read_text().splitlines()]
-            for n in names]  # fmt: skip
+    runs = [
+        [
+            json.loads(line)
+            for line in (pathlib.Path(output_dir) / f"domains_{n}.jsonl").read_text().splitlines()
+        ]
+        for n in names
+    ]
     rows = ["| domain | prompt | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
     seen: collections.Counter = collections.Counter()
     for i, first in enumerate(runs[0]):
@@ -553,9 +662,11 @@ def table(stages: Sequence[DomainScores]) -> str:
         cells = []
         for s in stages:
             row = s.rows[domain]
-            cells.append(f"{row['judged']:.2f} (±{row['judged_ci']:.2f})"
-                         + (f" | {row['sampled']:.2f} (±{row['sampled_ci']:.2f})" if sampled else "")
-                         + f" | {row['format']:.2f}")  # fmt: skip
+            cells.append(
+                f"{row['judged']:.2f} (±{row['judged_ci']:.2f})"
+                + (f" | {row['sampled']:.2f} (±{row['sampled_ci']:.2f})" if sampled else "")
+                + f" | {row['format']:.2f}"
+            )
         rows.append(f"| {domain} | {' | '.join(cells)} |")
     math_acc = [s.rows.get("math", {}).get("accuracy") for s in stages]
     if all(a is not None for a in math_acc):
@@ -584,8 +695,14 @@ def plot(
             mean = np.array([s.rows[d][key] for d in domains])
             ci = np.nan_to_num([s.rows[d][f"{key}_ci"] for d in domains])  # one prompt: none drawn
             yerr = [np.minimum(ci, mean), np.minimum(ci, 1 - mean)]  # kept within 0..1
-            ax.bar(x + (k - (len(stages) - 1) / 2) * width, mean, width, yerr=yerr, capsize=3,
-                   label=s.name)  # fmt: skip
+            ax.bar(
+                x + (k - (len(stages) - 1) / 2) * width,
+                mean,
+                width,
+                yerr=yerr,
+                capsize=3,
+                label=s.name,
+            )
         ax.set_xticks(x, domains)
         ax.set_ylim(0, 1.05)
         ax.set_ylabel("judged score (0..1)")

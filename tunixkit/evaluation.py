@@ -22,10 +22,24 @@ from tunixkit.data import SYSTEM_PROMPT
 from tunixkit.rewards import has_format
 
 __all__ = [
-    "CATEGORIES", "Checks", "EvalConfig", "EvalResult", "Generation", "Paired", "categorize",
-    "comparison_table", "evaluate", "generate", "make_sampler", "paired", "plot_comparison",
-    "result_from", "side_by_side", "wilson_interval", "worst_errors",
-]  # fmt: skip
+    "CATEGORIES",
+    "Checks",
+    "EvalConfig",
+    "EvalResult",
+    "Generation",
+    "Paired",
+    "categorize",
+    "comparison_table",
+    "evaluate",
+    "generate",
+    "make_sampler",
+    "paired",
+    "plot_comparison",
+    "result_from",
+    "side_by_side",
+    "wilson_interval",
+    "worst_errors",
+]
 
 # Prompts longer than their limit, by where they were cut ("generate": evaluations, judged passes;
 # "grpo": a GRPO stage's prompts), and the prompts seen there: notebook 06 writes it to summary.json.
@@ -91,8 +105,10 @@ class Checks:
 
     def done(self, label: str) -> None:
         if self.warnings:
-            print(f"{label}: must-hold checks passed; {len(self.warnings)} of {self.asked} learning "
-                  "checks not met (see the warnings above)")  # fmt: skip
+            print(
+                f"{label}: must-hold checks passed; {len(self.warnings)} of {self.asked} learning "
+                "checks not met (see the warnings above)"
+            )
         else:
             print(f"{label} OK")
 
@@ -163,9 +179,11 @@ def generate(
     encode = sampler.tokenize
     lengths = [len(encode(p)) for p in prompts]
     count_cut(
-        "generate", lengths, config.max_prompt_length,
+        "generate",
+        lengths,
+        config.max_prompt_length,
         how=f"are cut in their middle (start and end kept, {CUT_MARK.strip()!r} marks the cut)",
-    )  # fmt: skip
+    )
     order = sorted(range(len(prompts)), key=lambda i: lengths[i])
     results: dict[int, Generation] = {}
     bs = min(config.batch_size, len(prompts)) or 1
@@ -180,10 +198,18 @@ def generate(
         # Pad a short last batch only to the next power of two: a few shapes to compile, and
         # little wasted work (padding 8 prompts to 32 made small evaluations 4x slower).
         batch += [batch[-1]] * (min(bs, _next_pow2(len(batch))) - len(batch))
-        out = sampler(batch, max_generation_steps=config.max_generation_steps,
-                      max_prompt_length=config.max_prompt_length, eos_tokens=loaded.eos_ids,
-                      temperature=config.temperature, top_k=top_k, top_p=top_p,
-                      seed=config.seed, echo=False, return_logprobs=logprobs)  # fmt: skip
+        out = sampler(
+            batch,
+            max_generation_steps=config.max_generation_steps,
+            max_prompt_length=config.max_prompt_length,
+            eos_tokens=loaded.eos_ids,
+            temperature=config.temperature,
+            top_k=top_k,
+            top_p=top_p,
+            seed=config.seed,
+            echo=False,
+            return_logprobs=logprobs,
+        )
         for j, i in enumerate(idx):
             n = len(out.tokens[j])
             mean_lp = float(sum(out.logprobs[j]) / max(n, 1)) if logprobs else None
@@ -213,8 +239,11 @@ def _clip(prompt: str, encode, tokenizer, max_len: int) -> str:
     bos = 1 if tokenizer.bos_id() and ids[0] == tokenizer.bos_id() else 0
     room = max_len - bos - 8  # the mark's tokens, and a margin for tokens merging at the joins
     head = room // 3
-    return (tokenizer.decode(ids[bos : bos + head]) + CUT_MARK
-            + tokenizer.decode(ids[len(ids) - (room - head) :]))  # fmt: skip
+    return (
+        tokenizer.decode(ids[bos : bos + head])
+        + CUT_MARK
+        + tokenizer.decode(ids[len(ids) - (room - head) :])
+    )
 
 
 def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -318,10 +347,18 @@ def evaluate(
     preds = []
     for r, g in zip(records, gens, strict=True):
         cat = categorize(g.text, r["answer"], g.truncated)
-        preds.append({"question": r["question"], "gold": r["answer"], "completion": g.text,
-                      "extracted": extract_answer(g.text).value, "category": cat,
-                      "partial": is_correct(g.text, r["answer"]), "format": has_format(g.text),
-                      "num_tokens": g.num_tokens})  # fmt: skip
+        preds.append(
+            {
+                "question": r["question"],
+                "gold": r["answer"],
+                "completion": g.text,
+                "extracted": extract_answer(g.text).value,
+                "category": cat,
+                "partial": is_correct(g.text, r["answer"]),
+                "format": has_format(g.text),
+                "num_tokens": g.num_tokens,
+            }
+        )
     if stored is not None:
         stored.parent.mkdir(parents=True, exist_ok=True)
         with stored.open("w", encoding="utf-8") as f:
@@ -336,12 +373,17 @@ def result_from(name: str, preds: Sequence[dict[str, Any]]) -> EvalResult:
     k = sum(p["category"] == "correct" for p in preds)
     lo, hi = wilson_interval(k, n)
     return EvalResult(
-        name=name, n=n, accuracy=k / max(n, 1), ci_low=lo, ci_high=hi,
+        name=name,
+        n=n,
+        accuracy=k / max(n, 1),
+        ci_low=lo,
+        ci_high=hi,
         partial_accuracy=sum(p["partial"] for p in preds) / max(n, 1),
         format_rate=sum(p["format"] for p in preds) / max(n, 1),
         mean_tokens=sum(p["num_tokens"] for p in preds) / max(n, 1),
-        categories={c: sum(p["category"] == c for p in preds) for c in CATEGORIES}, predictions=list(preds),
-    )  # fmt: skip
+        categories={c: sum(p["category"] == c for p in preds) for c in CATEGORIES},
+        predictions=list(preds),
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -419,8 +461,10 @@ def side_by_side(results: Sequence[EvalResult], k: int = 3) -> str:
         text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
         return text.replace("|", "\\|").replace("\n", "<br>")
 
-    rows = ["| question | gold | " + " | ".join(r.name for r in results) + " |",
-            "|---|---|" + "---|" * len(results)]  # fmt: skip
+    rows = [
+        "| question | gold | " + " | ".join(r.name for r in results) + " |",
+        "|---|---|" + "---|" * len(results),
+    ]
     for i in range(min(k, *(r.n for r in results))):
         first = results[0].predictions[i]
         outs = " | ".join(cell(r.predictions[i]["completion"]) for r in results)

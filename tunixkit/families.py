@@ -24,7 +24,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FAMILIES", "GEMMA_CHAT", "ChatTemplate", "Family", "UnknownFamilyError", "get", "read_hf_config"]  # fmt: skip
+__all__ = [
+    "FAMILIES",
+    "GEMMA_CHAT",
+    "ChatTemplate",
+    "Family",
+    "UnknownFamilyError",
+    "get",
+    "read_hf_config",
+]
 
 
 class UnknownFamilyError(KeyError):
@@ -128,18 +136,34 @@ def _g3_config_from_hf(c: dict[str, Any], dtype: Any):
     qn = g3.QueryPreAttentionNormalisation
     by_head_dim = c.get("query_pre_attn_scalar", c["head_dim"]) == c["head_dim"]
     return g3.ModelConfig(
-        num_layers=c["num_hidden_layers"], num_embed=c["vocab_size"], embed_dim=c["hidden_size"],
-        hidden_dim=c["intermediate_size"], num_heads=c["num_attention_heads"], head_dim=c["head_dim"],
-        num_kv_heads=c["num_key_value_heads"], sliding_window_size=c.get("sliding_window"),
-        local_base_frequency=int(local_theta), global_base_frequency=int(global_theta),
-        global_scale_factor=float(scaling.get("factor", 1.0)) if scaling.get("rope_type") == "linear" else 1.0,
-        query_pre_attn_norm=qn.BY_ONE_OVER_SQRT_HEAD_DIM if by_head_dim else qn.BY_ONE_OVER_SQRT_EMBED_DIM_DIV_NUM_HEADS,
+        num_layers=c["num_hidden_layers"],
+        num_embed=c["vocab_size"],
+        embed_dim=c["hidden_size"],
+        hidden_dim=c["intermediate_size"],
+        num_heads=c["num_attention_heads"],
+        head_dim=c["head_dim"],
+        num_kv_heads=c["num_key_value_heads"],
+        sliding_window_size=c.get("sliding_window"),
+        local_base_frequency=int(local_theta),
+        global_base_frequency=int(global_theta),
+        global_scale_factor=float(scaling.get("factor", 1.0))
+        if scaling.get("rope_type") == "linear"
+        else 1.0,
+        query_pre_attn_norm=qn.BY_ONE_OVER_SQRT_HEAD_DIM
+        if by_head_dim
+        else qn.BY_ONE_OVER_SQRT_EMBED_DIM_DIV_NUM_HEADS,
         param_dtype=dtype,
-    )  # fmt: skip
+    )
 
 
-def _g3_hf_config(cfg, *, dtype: str = "float32", eos_token_id: int | list[int] = 1,
-                  pad_token_id: int = 0, bos_token_id: int = 2) -> dict[str, Any]:  # fmt: skip
+def _g3_hf_config(
+    cfg,
+    *,
+    dtype: str = "float32",
+    eos_token_id: int | list[int] = 1,
+    pad_token_id: int = 0,
+    bos_token_id: int = 2,
+) -> dict[str, Any]:
     from tunix.models.gemma3 import model as g3
 
     pattern = itertools.cycle(g3.GEMMA3_ATTENTION_PATTERN)
@@ -152,32 +176,55 @@ def _g3_hf_config(cfg, *, dtype: str = "float32", eos_token_id: int | list[int] 
     if cfg.local_scale_factor != 1.0:
         raise NotImplementedError("HF legacy Gemma3 keys cannot express a local RoPE scale factor")
     return {
-        "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
-        "vocab_size": cfg.num_embed, "hidden_size": cfg.embed_dim, "intermediate_size": cfg.hidden_dim,
-        "num_hidden_layers": cfg.num_layers, "num_attention_heads": cfg.num_heads,
-        "num_key_value_heads": cfg.num_kv_heads, "head_dim": cfg.head_dim,
-        "hidden_activation": "gelu_pytorch_tanh", "rms_norm_eps": 1e-6,
+        "architectures": ["Gemma3ForCausalLM"],
+        "model_type": "gemma3_text",
+        "vocab_size": cfg.num_embed,
+        "hidden_size": cfg.embed_dim,
+        "intermediate_size": cfg.hidden_dim,
+        "num_hidden_layers": cfg.num_layers,
+        "num_attention_heads": cfg.num_heads,
+        "num_key_value_heads": cfg.num_kv_heads,
+        "head_dim": cfg.head_dim,
+        "hidden_activation": "gelu_pytorch_tanh",
+        "rms_norm_eps": 1e-6,
         "query_pre_attn_scalar": cfg.head_dim if by_head_dim else cfg.embed_dim // cfg.num_heads,
         "sliding_window": cfg.sliding_window_size,
-        "layer_types": layer_types, "sliding_window_pattern": len(g3.GEMMA3_ATTENTION_PATTERN),
-        "final_logit_softcapping": None, "attn_logit_softcapping": None, "tie_word_embeddings": True,
-        "attention_bias": False, "attention_dropout": 0.0, "max_position_embeddings": 32768,
-        "rope_theta": float(cfg.global_base_frequency), "rope_local_base_freq": float(cfg.local_base_frequency),
-        "rope_scaling": None if cfg.global_scale_factor == 1.0 else {"rope_type": "linear", "factor": float(cfg.global_scale_factor)},
-        "pad_token_id": pad_token_id, "bos_token_id": bos_token_id, "eos_token_id": eos_token_id,
-        "torch_dtype": dtype, "dtype": dtype,
-    }  # fmt: skip
+        "layer_types": layer_types,
+        "sliding_window_pattern": len(g3.GEMMA3_ATTENTION_PATTERN),
+        "final_logit_softcapping": None,
+        "attn_logit_softcapping": None,
+        "tie_word_embeddings": True,
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "max_position_embeddings": 32768,
+        "rope_theta": float(cfg.global_base_frequency),
+        "rope_local_base_freq": float(cfg.local_base_frequency),
+        "rope_scaling": None
+        if cfg.global_scale_factor == 1.0
+        else {"rope_type": "linear", "factor": float(cfg.global_scale_factor)},
+        "pad_token_id": pad_token_id,
+        "bos_token_id": bos_token_id,
+        "eos_token_id": eos_token_id,
+        "torch_dtype": dtype,
+        "dtype": dtype,
+    }
 
 
 def _gemma_layer_shapes(cfg, *, qk_norm: bool) -> dict[str, tuple[int, ...]]:
     n, k, h, d, f = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.embed_dim, cfg.hidden_dim
     per_layer = {
-        "self_attn.q_proj.weight": (n * h, d), "self_attn.k_proj.weight": (k * h, d),
-        "self_attn.v_proj.weight": (k * h, d), "self_attn.o_proj.weight": (d, n * h),
-        "mlp.gate_proj.weight": (f, d), "mlp.up_proj.weight": (f, d), "mlp.down_proj.weight": (d, f),
-        "input_layernorm.weight": (d,), "post_attention_layernorm.weight": (d,),
-        "pre_feedforward_layernorm.weight": (d,), "post_feedforward_layernorm.weight": (d,),
-    }  # fmt: skip
+        "self_attn.q_proj.weight": (n * h, d),
+        "self_attn.k_proj.weight": (k * h, d),
+        "self_attn.v_proj.weight": (k * h, d),
+        "self_attn.o_proj.weight": (d, n * h),
+        "mlp.gate_proj.weight": (f, d),
+        "mlp.up_proj.weight": (f, d),
+        "mlp.down_proj.weight": (d, f),
+        "input_layernorm.weight": (d,),
+        "post_attention_layernorm.weight": (d,),
+        "pre_feedforward_layernorm.weight": (d,),
+        "post_feedforward_layernorm.weight": (d,),
+    }
     if qk_norm:
         per_layer |= {"self_attn.q_norm.weight": (h,), "self_attn.k_norm.weight": (h,)}
     shapes = {"model.embed_tokens.weight": (cfg.num_embed, d), "model.norm.weight": (d,)}
@@ -202,8 +249,10 @@ def _gemma_attention(a, cfg) -> dict[str, Any]:
 
 
 def _g3_state_dict(model, cfg) -> dict[str, np.ndarray]:
-    sd = {"model.embed_tokens.weight": model.embedder.input_embedding.value,
-          "model.norm.weight": model.final_norm.scale.value}  # fmt: skip
+    sd = {
+        "model.embed_tokens.weight": model.embedder.input_embedding.value,
+        "model.norm.weight": model.final_norm.scale.value,
+    }
     for i, layer in enumerate(model.layers):
         pre, a = f"model.layers.{i}.", layer.attn
         parts = _gemma_attention(a, cfg) | {
@@ -226,12 +275,23 @@ def _g3_state_dict(model, cfg) -> dict[str, np.ndarray]:
 # 1e-6, tanh GELU, tied embeddings; a config.json asking for anything else is refused.
 
 _G2_DEFAULTS = {  # transformers' Gemma2Config defaults: what a field left out of config.json means
-    "vocab_size": 256000, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
-    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
-    "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "rope_theta": 10000.0, "attention_bias": False,
-    "query_pre_attn_scalar": 256, "sliding_window": 4096, "final_logit_softcapping": 30.0,
+    "vocab_size": 256000,
+    "hidden_size": 2304,
+    "intermediate_size": 9216,
+    "num_hidden_layers": 26,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "head_dim": 256,
+    "hidden_activation": "gelu_pytorch_tanh",
+    "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": True,
+    "rope_theta": 10000.0,
+    "attention_bias": False,
+    "query_pre_attn_scalar": 256,
+    "sliding_window": 4096,
+    "final_logit_softcapping": 30.0,
     "attn_logit_softcapping": 50.0,
-}  # fmt: skip
+}
 
 
 def _g2_config_from_hf(c: dict[str, Any], dtype: Any):
@@ -242,13 +302,29 @@ def _g2_config_from_hf(c: dict[str, Any], dtype: Any):
     if "hidden_activation" not in c and c.get("hidden_act"):
         g["hidden_activation"] = c["hidden_act"]
     head_dim = g.get("head_dim") or g["hidden_size"] // g["num_attention_heads"]
-    problems = [why for bad, why in (
-        (g["query_pre_attn_scalar"] != head_dim, f"query_pre_attn_scalar {g['query_pre_attn_scalar']} != head_dim {head_dim}"),
-        (float(g["rope_theta"]) != 10000.0 or c.get("rope_scaling"), "RoPE other than base 10000 unscaled"),
-        (g["hidden_activation"] not in ("gelu_pytorch_tanh", "gelu_tanh"), f"activation {g['hidden_activation']}"),
-        (abs(float(g["rms_norm_eps"]) - 1e-6) > 1e-12, f"rms_norm_eps {g['rms_norm_eps']}"),
-        (not g["tie_word_embeddings"] or g["attention_bias"], "untied embeddings or attention biases"),
-    ) if bad]  # fmt: skip
+    problems = [
+        why
+        for bad, why in (
+            (
+                g["query_pre_attn_scalar"] != head_dim,
+                f"query_pre_attn_scalar {g['query_pre_attn_scalar']} != head_dim {head_dim}",
+            ),
+            (
+                float(g["rope_theta"]) != 10000.0 or c.get("rope_scaling"),
+                "RoPE other than base 10000 unscaled",
+            ),
+            (
+                g["hidden_activation"] not in ("gelu_pytorch_tanh", "gelu_tanh"),
+                f"activation {g['hidden_activation']}",
+            ),
+            (abs(float(g["rms_norm_eps"]) - 1e-6) > 1e-12, f"rms_norm_eps {g['rms_norm_eps']}"),
+            (
+                not g["tie_word_embeddings"] or g["attention_bias"],
+                "untied embeddings or attention biases",
+            ),
+        )
+        if bad
+    ]
     if problems:
         raise ValueError(
             f"config.json describes a Gemma2 tunix cannot build: {'; '.join(problems)}"
@@ -257,43 +333,82 @@ def _g2_config_from_hf(c: dict[str, Any], dtype: Any):
     layer_types = c.get("layer_types") or [
         "sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)
     ]
-    types = tuple(g2.AttentionType.LOCAL_SLIDING if t == "sliding_attention" else g2.AttentionType.GLOBAL
-                  for t in layer_types)  # fmt: skip
+    types = tuple(
+        g2.AttentionType.LOCAL_SLIDING if t == "sliding_attention" else g2.AttentionType.GLOBAL
+        for t in layer_types
+    )
     return g2.ModelConfig(
-        num_layers=n, num_embed=g["vocab_size"], embed_dim=g["hidden_size"], hidden_dim=g["intermediate_size"],
-        num_heads=g["num_attention_heads"], head_dim=head_dim, num_kv_heads=g["num_key_value_heads"],
-        final_logit_softcap=g["final_logit_softcapping"], use_post_attn_norm=True, use_post_ffw_norm=True,
-        attention_types=types, attn_logits_soft_cap=g["attn_logit_softcapping"],
-        sliding_window_size=g["sliding_window"] if g2.AttentionType.LOCAL_SLIDING in types else None,
-    )  # fmt: skip
+        num_layers=n,
+        num_embed=g["vocab_size"],
+        embed_dim=g["hidden_size"],
+        hidden_dim=g["intermediate_size"],
+        num_heads=g["num_attention_heads"],
+        head_dim=head_dim,
+        num_kv_heads=g["num_key_value_heads"],
+        final_logit_softcap=g["final_logit_softcapping"],
+        use_post_attn_norm=True,
+        use_post_ffw_norm=True,
+        attention_types=types,
+        attn_logits_soft_cap=g["attn_logit_softcapping"],
+        sliding_window_size=g["sliding_window"]
+        if g2.AttentionType.LOCAL_SLIDING in types
+        else None,
+    )
 
 
-def _g2_hf_config(cfg, *, dtype: str = "float32", eos_token_id: int | list[int] = 1,
-                  pad_token_id: int = 0, bos_token_id: int = 2) -> dict[str, Any]:  # fmt: skip
+def _g2_hf_config(
+    cfg,
+    *,
+    dtype: str = "float32",
+    eos_token_id: int | list[int] = 1,
+    pad_token_id: int = 0,
+    bos_token_id: int = 2,
+) -> dict[str, Any]:
     from tunix.models.gemma import model as g2
 
     types = tuple(cfg.attention_types)
     if len(types) < cfg.num_layers:  # tunix zips them with range(num_layers) and would drop layers
         raise ValueError(f"attention_types has {len(types)} entries for {cfg.num_layers} layers")
-    layer_types = ["sliding_attention" if t == g2.AttentionType.LOCAL_SLIDING else "full_attention"
-                   for t in types[: cfg.num_layers]]  # fmt: skip
+    layer_types = [
+        "sliding_attention" if t == g2.AttentionType.LOCAL_SLIDING else "full_attention"
+        for t in types[: cfg.num_layers]
+    ]
     return {
-        "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "vocab_size": cfg.num_embed,
-        "hidden_size": cfg.embed_dim, "intermediate_size": cfg.hidden_dim, "num_hidden_layers": cfg.num_layers,
-        "num_attention_heads": cfg.num_heads, "num_key_value_heads": cfg.num_kv_heads, "head_dim": cfg.head_dim,
+        "architectures": ["Gemma2ForCausalLM"],
+        "model_type": "gemma2",
+        "vocab_size": cfg.num_embed,
+        "hidden_size": cfg.embed_dim,
+        "intermediate_size": cfg.hidden_dim,
+        "num_hidden_layers": cfg.num_layers,
+        "num_attention_heads": cfg.num_heads,
+        "num_key_value_heads": cfg.num_kv_heads,
+        "head_dim": cfg.head_dim,
         "query_pre_attn_scalar": cfg.head_dim,  # tunix always scales by head_dim**-0.5 (HF default: 256)
-        "attn_logit_softcapping": cfg.attn_logits_soft_cap, "final_logit_softcapping": cfg.final_logit_softcap,
-        "sliding_window": cfg.sliding_window_size, "layer_types": layer_types,
-        "hidden_activation": "gelu_pytorch_tanh", "hidden_act": "gelu_pytorch_tanh", "rms_norm_eps": 1e-6,
-        "rope_theta": 10000.0, "tie_word_embeddings": True, "attention_bias": False, "attention_dropout": 0.0,
-        "max_position_embeddings": 8192, "pad_token_id": pad_token_id, "bos_token_id": bos_token_id,
-        "eos_token_id": eos_token_id, "torch_dtype": dtype, "dtype": dtype,
-    }  # fmt: skip
+        "attn_logit_softcapping": cfg.attn_logits_soft_cap,
+        "final_logit_softcapping": cfg.final_logit_softcap,
+        "sliding_window": cfg.sliding_window_size,
+        "layer_types": layer_types,
+        "hidden_activation": "gelu_pytorch_tanh",
+        "hidden_act": "gelu_pytorch_tanh",
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 10000.0,
+        "tie_word_embeddings": True,
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "max_position_embeddings": 8192,
+        "pad_token_id": pad_token_id,
+        "bos_token_id": bos_token_id,
+        "eos_token_id": eos_token_id,
+        "torch_dtype": dtype,
+        "dtype": dtype,
+    }
 
 
 def _g2_state_dict(model, cfg) -> dict[str, np.ndarray]:
-    sd = {"model.embed_tokens.weight": model.embedder.input_embedding.value,
-          "model.norm.weight": model.final_norm.scale.value}  # fmt: skip
+    sd = {
+        "model.embed_tokens.weight": model.embedder.input_embedding.value,
+        "model.norm.weight": model.final_norm.scale.value,
+    }
     for i, layer in enumerate(model.layers):
         pre = f"model.layers.{i}."
         parts = (
@@ -318,18 +433,30 @@ _GEMMA_LORA = (
 
 FAMILIES: dict[str, Family] = {
     "gemma3": Family(
-        name="gemma3", model_module="tunix.models.gemma3.model", model_class="Gemma3",
-        loader_module="tunix.models.gemma3.params_safetensors", architecture="Gemma3ForCausalLM",
-        lora_modules=_GEMMA_LORA, config_from_hf=_g3_config_from_hf, hf_config=_g3_hf_config,
-        hf_shapes=lambda cfg: _gemma_layer_shapes(cfg, qk_norm=True), hf_state_dict=_g3_state_dict,
+        name="gemma3",
+        model_module="tunix.models.gemma3.model",
+        model_class="Gemma3",
+        loader_module="tunix.models.gemma3.params_safetensors",
+        architecture="Gemma3ForCausalLM",
+        lora_modules=_GEMMA_LORA,
+        config_from_hf=_g3_config_from_hf,
+        hf_config=_g3_hf_config,
+        hf_shapes=lambda cfg: _gemma_layer_shapes(cfg, qk_norm=True),
+        hf_state_dict=_g3_state_dict,
     ),
     "gemma2": Family(
-        name="gemma2", model_module="tunix.models.gemma.model", model_class="Gemma",
-        loader_module="tunix.models.gemma.params_safetensors", architecture="Gemma2ForCausalLM",
-        lora_modules=_GEMMA_LORA, config_from_hf=_g2_config_from_hf, hf_config=_g2_hf_config,
-        hf_shapes=lambda cfg: _gemma_layer_shapes(cfg, qk_norm=False), hf_state_dict=_g2_state_dict,
+        name="gemma2",
+        model_module="tunix.models.gemma.model",
+        model_class="Gemma",
+        loader_module="tunix.models.gemma.params_safetensors",
+        architecture="Gemma2ForCausalLM",
+        lora_modules=_GEMMA_LORA,
+        config_from_hf=_g2_config_from_hf,
+        hf_config=_g2_hf_config,
+        hf_shapes=lambda cfg: _gemma_layer_shapes(cfg, qk_norm=False),
+        hf_state_dict=_g2_state_dict,
     ),
-}  # fmt: skip
+}
 
 
 def get(name: str) -> Family:

@@ -25,12 +25,32 @@ from typing import Any
 from tunixkit.rewards import RewardFn, has_format, reward
 
 __all__ = [
-    "BOILERPLATE", "JUDGE_PROMPT_LENGTH", "Judge", "JudgeRubric", "answer_text", "fit_prompt", "length_limit",
-    "length_target", "llm_grader", "no_boilerplate", "parse_score", "relevance", "repetition", "structure", "weighted",
-]  # fmt: skip
+    "BOILERPLATE",
+    "JUDGE_PROMPT_LENGTH",
+    "Judge",
+    "JudgeRubric",
+    "answer_text",
+    "fit_prompt",
+    "length_limit",
+    "length_target",
+    "llm_grader",
+    "no_boilerplate",
+    "parse_score",
+    "relevance",
+    "repetition",
+    "structure",
+    "weighted",
+]
 
-BOILERPLATE = ("as an ai language model", "as an ai", "i'm sorry, but", "i cannot help", "i am unable to",
-               "as a language model", "i don't have personal")  # fmt: skip
+BOILERPLATE = (
+    "as an ai language model",
+    "as an ai",
+    "i'm sorry, but",
+    "i cannot help",
+    "i am unable to",
+    "as a language model",
+    "i don't have personal",
+)
 _ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.S)
 _WORD_RE = re.compile(r"[a-z0-9]+")
 
@@ -46,8 +66,9 @@ def answer_text(completion: str) -> str:
 
 
 @reward(-1.0, 0.0)
-def length_limit(prompts: Sequence[str], completions: Sequence[str], *, max_chars: int = 4000,
-                 **kwargs: Any) -> list[float]:  # fmt: skip
+def length_limit(
+    prompts: Sequence[str], completions: Sequence[str], *, max_chars: int = 4000, **kwargs: Any
+) -> list[float]:
     """0 within ``max_chars`` (the 1K-token answers the judges allow are ~4,000 characters), then
     falling linearly to -1 at twice the limit.
 
@@ -295,8 +316,12 @@ def llm_grader(
     from tunixkit import evaluation
 
     rubric = rubric or JudgeRubric()
-    config = config or evaluation.EvalConfig(max_prompt_length=JUDGE_PROMPT_LENGTH, max_generation_steps=16,
-                                             batch_size=16, system_prompt=None)  # fmt: skip
+    config = config or evaluation.EvalConfig(
+        max_prompt_length=JUDGE_PROMPT_LENGTH,
+        max_generation_steps=16,
+        batch_size=16,
+        system_prompt=None,
+    )
 
     def count(text: str) -> int:  # the template's tokens and the sampler's BOS included
         return len(judge_model.tokenizer.encode(judge_model.chat.prompt(text))) + 1
@@ -331,8 +356,13 @@ class Judge:
     in :attr:`seconds` (one entry per GRPO step), the number graded in :attr:`calls`.
     """
 
-    def __init__(self, grade: Callable[[list[str], list[str]], list[str]], *, batch_size: int = 16,
-                 name: str = "judge") -> None:  # fmt: skip
+    def __init__(
+        self,
+        grade: Callable[[list[str], list[str]], list[str]],
+        *,
+        batch_size: int = 16,
+        name: str = "judge",
+    ) -> None:
         self.grade, self.batch_size = grade, batch_size
         self.__name__ = name  # tunix names the reward's metric after it
         self.cache: dict[tuple[str, str], float] = {}

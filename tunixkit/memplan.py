@@ -116,20 +116,31 @@ class Plan:
         worst = max(self.steps, key=lambda s: s.peak).name
         bound = " (CPU compile: an upper bound)" if self.platform == "cpu" else ""
         if self.spare >= 0:
-            return (f"{self.kind} on {self.model_id}: fits a {self.chip} chip with {self.spare:.1f} GiB to spare "
-                    f"(peak {self.peak / GIB:.1f} GiB in {worst}){bound}")  # fmt: skip
+            return (
+                f"{self.kind} on {self.model_id}: fits a {self.chip} chip with {self.spare:.1f} GiB to spare "
+                f"(peak {self.peak / GIB:.1f} GiB in {worst}){bound}"
+            )
         if self.platform == "cpu":
-            return (f"{self.kind} on {self.model_id}: the CPU upper bound, {self.peak / GIB:.1f} GiB in {worst}, "
-                    f"exceeds a {self.chip} chip by {-self.spare:.1f} GiB; TPU compiles typically need ~2.4x less "
-                    f"(plan it on the TPU: the notebooks' model cell does, memplan.check). If it does not fit there, try {KNOBS[self.kind]}")  # fmt: skip
-        return (f"{self.kind} on {self.model_id}: does not fit a {self.chip} chip: {self.peak / GIB:.1f} GiB in "
-                f"{worst}, {-self.spare:.1f} GiB too many; try {KNOBS[self.kind]}")  # fmt: skip
+            return (
+                f"{self.kind} on {self.model_id}: the CPU upper bound, {self.peak / GIB:.1f} GiB in {worst}, "
+                f"exceeds a {self.chip} chip by {-self.spare:.1f} GiB; TPU compiles typically need ~2.4x less "
+                f"(plan it on the TPU: the notebooks' model cell does, memplan.check). If it does not fit there, try {KNOBS[self.kind]}"
+            )
+        return (
+            f"{self.kind} on {self.model_id}: does not fit a {self.chip} chip: {self.peak / GIB:.1f} GiB in "
+            f"{worst}, {-self.spare:.1f} GiB too many; try {KNOBS[self.kind]}"
+        )
 
     def table(self) -> str:
-        rows = ["| step | shapes | peak GiB/device | temp | arguments | other resident | compile s |",
-                "|---|---|---|---|---|---|---|"]  # fmt: skip
-        rows += [f"| {s.name} | {s.shapes} | **{s.peak / GIB:.2f}** | {s.temp / GIB:.2f} | {s.argument / GIB:.2f} | "
-                 f"{s.resident_other / GIB:.2f} | {s.compile_s:.0f} |" for s in self.steps]  # fmt: skip
+        rows = [
+            "| step | shapes | peak GiB/device | temp | arguments | other resident | compile s |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        rows += [
+            f"| {s.name} | {s.shapes} | **{s.peak / GIB:.2f}** | {s.temp / GIB:.2f} | {s.argument / GIB:.2f} | "
+            f"{s.resident_other / GIB:.2f} | {s.compile_s:.0f} |"
+            for s in self.steps
+        ]
         return "\n".join([self.verdict(), *rows])
 
     def to_json(self) -> dict[str, Any]:
@@ -223,16 +234,29 @@ def _place(obj, mesh) -> None:
     nnx.update(obj, jax.tree.map(place, state, nnx.get_named_sharding(state, mesh)))
 
 
-def _lora(model, mesh, *, family: str, rank: int, alpha: float | None, qlora: bool = False,
-          modules: str | None = None):  # fmt: skip
+def _lora(
+    model,
+    mesh,
+    *,
+    family: str,
+    rank: int,
+    alpha: float | None,
+    qlora: bool = False,
+    modules: str | None = None,
+):
     """qwix LoRA (QLoRA) under ``nnx.eval_shape``, as ``models.apply_lora`` adds it."""
     import qwix
     from flax import nnx
 
-    provider = models.lora_provider(model.config, family=family, rank=rank, alpha=alpha,
-                                    modules=modules, qlora=qlora)  # fmt: skip
-    lora = nnx.eval_shape(lambda m: qwix.apply_lora_to_model(m, provider, rngs=nnx.Rngs(params=0),
-                                                             **m.get_model_input()), model)  # fmt: skip
+    provider = models.lora_provider(
+        model.config, family=family, rank=rank, alpha=alpha, modules=modules, qlora=qlora
+    )
+    lora = nnx.eval_shape(
+        lambda m: qwix.apply_lora_to_model(
+            m, provider, rngs=nnx.Rngs(params=0), **m.get_model_input()
+        ),
+        model,
+    )
     _place(lora, mesh)
     return lora
 
@@ -249,8 +273,12 @@ def _bytes(tree) -> int:
     import jax
     import numpy as np
 
-    return sum(int(np.prod(x.sharding.shard_shape(x.shape) if getattr(x, "sharding", None) else x.shape))
-               * jax.dtypes.itemsize_bits(x.dtype) // 8 for x in jax.tree.leaves(tree))  # fmt: skip
+    return sum(
+        int(np.prod(x.sharding.shard_shape(x.shape) if getattr(x, "sharding", None) else x.shape))
+        * jax.dtypes.itemsize_bits(x.dtype)
+        // 8
+        for x in jax.tree.leaves(tree)
+    )
 
 
 def _state(obj, *filters) -> int:
@@ -277,8 +305,17 @@ def _compile(
 ) -> StepReport:
     t0 = time.perf_counter()
     m = lower().compile().memory_analysis()
-    r = StepReport(name, shapes, m.argument_size_in_bytes, m.output_size_in_bytes, m.temp_size_in_bytes,
-                   m.alias_size_in_bytes, m.generated_code_size_in_bytes, resident_other, time.perf_counter() - t0)  # fmt: skip
+    r = StepReport(
+        name,
+        shapes,
+        m.argument_size_in_bytes,
+        m.output_size_in_bytes,
+        m.temp_size_in_bytes,
+        m.alias_size_in_bytes,
+        m.generated_code_size_in_bytes,
+        resident_other,
+        time.perf_counter() - t0,
+    )
     if verbose:
         print(
             f"  {name} [{shapes}]: {r.peak / GIB:.2f} GiB/device, compiled in {r.compile_s:.0f}s",
@@ -338,8 +375,13 @@ def _dpo(rec, mesh, model_id, layers, verbose, jnp):
 
     reference, family, _ = _abstract(model_id, layers, mesh)
     actor = _lora(reference, mesh, family=family, rank=rec.lora_rank, alpha=rec.lora_alpha)
-    config = dpo_trainer.DPOTrainingConfig(eval_every_n_steps=rec.eval_every, max_steps=rec.steps, algorithm=rec.algorithm,
-                                           beta=rec.beta, lambda_orpo=rec.lambda_orpo)  # fmt: skip
+    config = dpo_trainer.DPOTrainingConfig(
+        eval_every_n_steps=rec.eval_every,
+        max_steps=rec.steps,
+        algorithm=rec.algorithm,
+        beta=rec.beta,
+        lambda_orpo=rec.lambda_orpo,
+    )
     tx = _abstract_optimizer(
         training.optimizer(rec.learning_rate, rec.steps, clip_norm=rec.clip_norm)
     )
@@ -363,21 +405,39 @@ def _dpo(rec, mesh, model_id, layers, verbose, jnp):
             r,
             raw((b2, r), jnp.int32),
         )
-        reports.append(_compile("reference_logps", f"{b2}x({p}+{r})", lambda: dpo_trainer.compute_logps.lower(reference, *args),
-                                _others(persistent, "reference"), verbose))  # fmt: skip
+        reports.append(
+            _compile(
+                "reference_logps",
+                f"{b2}x({p}+{r})",
+                lambda: dpo_trainer.compute_logps.lower(reference, *args),
+                _others(persistent, "reference"),
+                verbose,
+            )
+        )
     ref = (
         (lambda: _batch(mesh, (b2 // 2,), jnp.float32))
         if rec.algorithm == "dpo"
         else (lambda: None)
     )
     ex = dpo_trainer.TrainExample(
-        input_ids=_batch(mesh, (b2, n), jnp.int32), positions=_batch(mesh, (b2, n), jnp.int32),
-        attention_mask=_batch(mesh, (b2, n, n), jnp.bool_), ref_chosen_logps=ref(), ref_rejected_logps=ref(),
-        completion_mask=_batch(mesh, (b2, r), jnp.int32), logits_to_keep=r,
-    )  # fmt: skip
+        input_ids=_batch(mesh, (b2, n), jnp.int32),
+        positions=_batch(mesh, (b2, n), jnp.int32),
+        attention_mask=_batch(mesh, (b2, n, n), jnp.bool_),
+        ref_chosen_logps=ref(),
+        ref_rejected_logps=ref(),
+        completion_mask=_batch(mesh, (b2, r), jnp.int32),
+        logits_to_keep=r,
+    )
     lower = _train_step(trainer)
-    reports.append(_compile(f"{rec.algorithm}_update", f"{b2}x({p}+{r}) LoRA r{rec.lora_rank}", lambda: lower(ex),
-                            _others(persistent, "backbone", "lora", "optimizer"), verbose))  # fmt: skip
+    reports.append(
+        _compile(
+            f"{rec.algorithm}_update",
+            f"{b2}x({p}+{r}) LoRA r{rec.lora_rank}",
+            lambda: lower(ex),
+            _others(persistent, "backbone", "lora", "optimizer"),
+            verbose,
+        )
+    )
     return persistent, reports
 
 
@@ -392,8 +452,9 @@ def _distill(rec, mesh, model_id, layers, verbose, jnp):
     config = dt.TrainingConfig(eval_every_n_steps=rec.eval_every, max_steps=rec.steps)
     strategy = distill.strategy(tcfg.num_embed, temperature=rec.temperature, alpha=rec.alpha)
     tx = _abstract_optimizer(training.optimizer(rec.learning_rate, rec.steps))
-    trainer = dt.DistillationTrainer(student, teacher, strategy, tx, config).with_gen_model_input_fn(
-        training.model_inputs_fn(PAD_ID))  # fmt: skip
+    trainer = dt.DistillationTrainer(
+        student, teacher, strategy, tx, config
+    ).with_gen_model_input_fn(training.model_inputs_fn(PAD_ID))
     _place(trainer.optimizer, mesh)
     persistent = {
         "teacher": _state(teacher),
@@ -407,13 +468,30 @@ def _distill(rec, mesh, model_id, layers, verbose, jnp):
         return trainer.strategy.get_teacher_outputs(t, trainer.gen_model_input_fn(x)["inputs"])
 
     x = dt.TrainingInput(input_tokens=toks, input_mask=mask)
-    reports = [_compile("teacher_forward", f"{b}x{n}", lambda: nnx.jit(teacher_forward).lower(teacher, x),
-                        _others(persistent, "teacher"), verbose)]  # fmt: skip
-    x = dt.TrainingInput(input_tokens=toks, input_mask=mask,
-                         teacher_output=_batch(mesh, (b, n - 1, tcfg.num_embed), jnp.bfloat16))  # fmt: skip
+    reports = [
+        _compile(
+            "teacher_forward",
+            f"{b}x{n}",
+            lambda: nnx.jit(teacher_forward).lower(teacher, x),
+            _others(persistent, "teacher"),
+            verbose,
+        )
+    ]
+    x = dt.TrainingInput(
+        input_tokens=toks,
+        input_mask=mask,
+        teacher_output=_batch(mesh, (b, n - 1, tcfg.num_embed), jnp.bfloat16),
+    )
     lower = _train_step(trainer)
-    reports.append(_compile("distill_update", f"{b}x{n} full fine-tuning", lambda: lower(x),
-                            _others(persistent, "student", "optimizer"), verbose))  # fmt: skip
+    reports.append(
+        _compile(
+            "distill_update",
+            f"{b}x{n} full fine-tuning",
+            lambda: lower(x),
+            _others(persistent, "student", "optimizer"),
+            verbose,
+        )
+    )
     return persistent, reports
 
 
@@ -447,72 +525,152 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
 
     s = rec.grpo
     reference, family, cfg = _abstract(model_id, layers, mesh)
-    actor = _lora(reference, mesh, family=family, rank=rec.lora_rank, alpha=rec.lora_alpha,
-                  qlora=rec.qlora, modules=rec.lora_modules)  # fmt: skip
+    actor = _lora(
+        reference,
+        mesh,
+        family=family,
+        rank=rec.lora_rank,
+        alpha=rec.lora_alpha,
+        qlora=rec.qlora,
+        modules=rec.lora_modules,
+    )
     mini = s.mini_batch_size or s.batch_size
     micro = s.micro_batch_size or mini
     rows = (
         micro * s.num_generations
     )  # rollout, reference and update micro-batches: micro prompts x G
     config = rl_cluster_lib.RLTrainingConfig(
-        actor_optimizer=None, eval_every_n_steps=10**9, max_steps=s.num_steps, mini_batch_size=mini,
-        train_micro_batch_size=micro, rollout_micro_batch_size=micro, compute_logps_micro_batch_size=micro,
-    )  # fmt: skip
-    tx = training.optimizer(s.learning_rate, s.num_steps, warmup_ratio=s.warmup_ratio, clip_norm=s.clip_norm,
-                            weight_decay=s.weight_decay, b2=0.99)  # fmt: skip
-    trainer = rl_trainer.Trainer(model=actor, optimizer=_abstract_optimizer(tx), training_config=config,
-                                 custom_checkpoint_metadata_fn=dict)  # fmt: skip
+        actor_optimizer=None,
+        eval_every_n_steps=10**9,
+        max_steps=s.num_steps,
+        mini_batch_size=mini,
+        train_micro_batch_size=micro,
+        rollout_micro_batch_size=micro,
+        compute_logps_micro_batch_size=micro,
+    )
+    tx = training.optimizer(
+        s.learning_rate,
+        s.num_steps,
+        warmup_ratio=s.warmup_ratio,
+        clip_norm=s.clip_norm,
+        weight_decay=s.weight_decay,
+        b2=0.99,
+    )
+    trainer = rl_trainer.Trainer(
+        model=actor,
+        optimizer=_abstract_optimizer(tx),
+        training_config=config,
+        custom_checkpoint_metadata_fn=dict,
+    )
     _place(trainer.optimizer, mesh)
-    algo = grpo_learner.GRPOConfig(num_generations=s.num_generations, num_iterations=s.num_iterations,
-                                   beta=s.beta, epsilon=s.epsilon)  # fmt: skip
+    algo = grpo_learner.GRPOConfig(
+        num_generations=s.num_generations,
+        num_iterations=s.num_iterations,
+        beta=s.beta,
+        epsilon=s.epsilon,
+    )
     algo.temperature = s.temperature  # GRPOLearner sets it from the rollout config
     loss = function_registry.get_policy_loss_fn(
         algo.policy_loss_fn
     )  # GRPOLearner's wiring, no RLCluster
-    trainer.with_loss_fn(lambda model, train_example, algo_config: loss(
-        model, train_example, algo_config=algo, pad_id=PAD_ID, eos_id=EOS_ID), has_aux=True)  # fmt: skip
+    trainer.with_loss_fn(
+        lambda model, train_example, algo_config: loss(
+            model, train_example, algo_config=algo, pad_id=PAD_ID, eos_id=EOS_ID
+        ),
+        has_aux=True,
+    )
     trainer.with_gen_model_input_fn(lambda x: {"train_example": x, "algo_config": algo})
     persistent = _lora_pieces(trainer.model, trainer.optimizer)
     if s.beta:  # after one step the actor's backbone is a separate buffer (see README)
         persistent["reference"] = _state(reference)
     p, t = s.max_prompt_length, s.max_generation_steps
     rc = rl.rollout_config(s, eos_ids=[EOS_ID], vocab_size=cfg.num_embed)
-    cache = sampler_lib.CacheConfig(cache_size=rc.kv_cache_size, num_layers=cfg.num_layers,
-                                    num_kv_heads=cfg.num_kv_heads, head_dim=cfg.head_dim)  # fmt: skip
+    cache = sampler_lib.CacheConfig(
+        cache_size=rc.kv_cache_size,
+        num_layers=cfg.num_layers,
+        num_kv_heads=cfg.num_kv_heads,
+        head_dim=cfg.head_dim,
+    )
     sampler = sampler_lib.Sampler(actor, _Tokenizer(), cache)
     sampler.eos_ids = jnp.array(rc.eos_tokens)
     state = jax.eval_shape(  # Sampler.__call__ builds this state eagerly, unsharded
         lambda ids, seed: sampler.init_sample_state(
-            ids, total_sampling_steps=p + t, include_logits=False, forbidden_token_ids=None, temperature=rc.temperature,
-            top_p=rc.top_p, top_k=rc.top_k, seed=seed, beam_size=None, include_logprobs=rc.return_logprobs),
-        jax.ShapeDtypeStruct((rows, p), jnp.int32), jax.ShapeDtypeStruct((2,), jnp.uint32),
-    ).replace(num_input_tokens=jnp.array(p, dtype=jnp.int32))  # fmt: skip
+            ids,
+            total_sampling_steps=p + t,
+            include_logits=False,
+            forbidden_token_ids=None,
+            temperature=rc.temperature,
+            top_p=rc.top_p,
+            top_k=rc.top_k,
+            seed=seed,
+            beam_size=None,
+            include_logprobs=rc.return_logprobs,
+        ),
+        jax.ShapeDtypeStruct((rows, p), jnp.int32),
+        jax.ShapeDtypeStruct((2,), jnp.uint32),
+    ).replace(num_input_tokens=jnp.array(p, dtype=jnp.int32))
     params, shapes = (
         sampler._flattened_transformer_state,
         f"{rows} rows, prompt {p}, cache {rc.kv_cache_size}",
     )
     during_rollout = _others(persistent, "backbone", "lora")
     reports = [
-        _compile("rollout_prefill", shapes, lambda: sampler._compiled_prefill_fn.lower(params, state, None, echo=False),
-                 during_rollout, verbose),
-        _compile("rollout_decode", f"{shapes}, {t} steps", lambda: sampler._compiled_decode_fn.lower(params, state),
-                 during_rollout, verbose),
-    ]  # fmt: skip
+        _compile(
+            "rollout_prefill",
+            shapes,
+            lambda: sampler._compiled_prefill_fn.lower(params, state, None, echo=False),
+            during_rollout,
+            verbose,
+        ),
+        _compile(
+            "rollout_decode",
+            f"{shapes}, {t} steps",
+            lambda: sampler._compiled_decode_fn.lower(params, state),
+            during_rollout,
+            verbose,
+        ),
+    ]
     if s.beta:
         graph, ref_state = nnx.split(reference)
         prompt, completion = _batch(mesh, (rows, p), jnp.int32), _batch(mesh, (rows, t), jnp.int32)
-        reports.append(_compile("reference_logps", f"{rows}x({p}+{t})", lambda: common.compute_per_token_logps.lower(
-            graph, ref_state, prompt, completion, pad_id=PAD_ID, eos_id=EOS_ID, stop_gradient=True,
-            return_logits=False, temperature=s.temperature), _others(persistent, "reference"), verbose))  # fmt: skip
+        reports.append(
+            _compile(
+                "reference_logps",
+                f"{rows}x({p}+{t})",
+                lambda: common.compute_per_token_logps.lower(
+                    graph,
+                    ref_state,
+                    prompt,
+                    completion,
+                    pad_id=PAD_ID,
+                    eos_id=EOS_ID,
+                    stop_gradient=True,
+                    return_logits=False,
+                    temperature=s.temperature,
+                ),
+                _others(persistent, "reference"),
+                verbose,
+            )
+        )
     ex = grpo_learner.TrainExample(
-        prompt_ids=_batch(mesh, (rows, p), jnp.int32), prompt_mask=_batch(mesh, (rows, p), jnp.bool_),
-        completion_ids=_batch(mesh, (rows, t), jnp.int32), completion_mask=_batch(mesh, (rows, t), jnp.bool_),
-        advantages=_batch(mesh, (rows,), jnp.float32), old_per_token_logps=None,
+        prompt_ids=_batch(mesh, (rows, p), jnp.int32),
+        prompt_mask=_batch(mesh, (rows, p), jnp.bool_),
+        completion_ids=_batch(mesh, (rows, t), jnp.int32),
+        completion_mask=_batch(mesh, (rows, t), jnp.bool_),
+        advantages=_batch(mesh, (rows,), jnp.float32),
+        old_per_token_logps=None,
         ref_per_token_logps=_batch(mesh, (rows, t), jnp.float32) if s.beta else None,
-    )  # fmt: skip
+    )
     lower = _train_step(trainer)
-    reports.append(_compile("grpo_update", f"{rows}x({p}+{t}) LoRA r{rec.lora_rank}, grad-acc {mini // micro}",
-                            lambda: lower(ex), _others(persistent, "backbone", "lora", "optimizer"), verbose))  # fmt: skip
+    reports.append(
+        _compile(
+            "grpo_update",
+            f"{rows}x({p}+{t}) LoRA r{rec.lora_rank}, grad-acc {mini // micro}",
+            lambda: lower(ex),
+            _others(persistent, "backbone", "lora", "optimizer"),
+            verbose,
+        )
+    )
     return persistent, reports
 
 
@@ -527,8 +685,17 @@ _RECIPES = {
 }  # recipe class by kind
 
 
-def plan(kind: str, recipe: Any = None, *, model_id: str | None = None, mesh=None, devices: int | None = None,
-         chip: str = "v5e", layers: int | None = None, verbose: bool = True) -> Plan:  # fmt: skip
+def plan(
+    kind: str,
+    recipe: Any = None,
+    *,
+    model_id: str | None = None,
+    mesh=None,
+    devices: int | None = None,
+    chip: str = "v5e",
+    layers: int | None = None,
+    verbose: bool = True,
+) -> Plan:
     """Compile ``kind``'s step programs ("sft", "dpo", "distill", "grpo") for ``recipe`` (default:
     the full profile's) and report per-device bytes against ``chip`` (see :data:`CHIPS`).
 
@@ -566,8 +733,16 @@ def plan(kind: str, recipe: Any = None, *, model_id: str | None = None, mesh=Non
     return Plan(kind, model_id, chip, int(mesh.devices.size), platform, persistent, steps)
 
 
-_KINDS_OF_DEVICE = (("v5 lite", "v5e"), ("v5e", "v5e"), ("v6 lite", "v6e"), ("v6e", "v6e"), ("v2", "v2"),
-                    ("v3", "v3"), ("h100", "h100"), ("h200", "h200"))  # fmt: skip
+_KINDS_OF_DEVICE = (
+    ("v5 lite", "v5e"),
+    ("v5e", "v5e"),
+    ("v6 lite", "v6e"),
+    ("v6e", "v6e"),
+    ("v2", "v2"),
+    ("v3", "v3"),
+    ("h100", "h100"),
+    ("h200", "h200"),
+)
 
 
 def chip_of(device_kind: str) -> str | None:
@@ -592,8 +767,10 @@ def check(
     device = mesh.devices.flat[0]
     chip = chip_of(getattr(device, "device_kind", ""))
     if device.platform == "cpu" or chip is None:
-        print(f"memory plan: skipped on {device.platform} ({getattr(device, 'device_kind', '?')}); "
-              f"`python -m tunixkit.memplan {kind} --model <id>` plans a full recipe on emulated devices")  # fmt: skip
+        print(
+            f"memory plan: skipped on {device.platform} ({getattr(device, 'device_kind', '?')}); "
+            f"`python -m tunixkit.memplan {kind} --model <id>` plans a full recipe on emulated devices"
+        )
         return None
     try:
         found = plan(kind, recipe, model_id=model_id, mesh=mesh, chip=chip)
@@ -656,8 +833,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(p.table())
     if args.json:
-        row = p.to_json() | {"layers": args.layers, "overrides": args.set, "seconds": time.perf_counter() - t0,
-                             "host_peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}  # fmt: skip
+        row = p.to_json() | {
+            "layers": args.layers,
+            "overrides": args.set,
+            "seconds": time.perf_counter() - t0,
+            "host_peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        }
         with open(args.json, "a") as f:
             f.write(json.dumps(row) + "\n")
     return 0 if p.spare >= 0 else 1

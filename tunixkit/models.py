@@ -23,10 +23,22 @@ from tunixkit.tokenizer import Tokenizer
 from tunixkit.tokenizer import load as load_tokenizer
 
 __all__ = [
-    "MODELS", "LoadedModel", "ModelSpec", "UnknownModelError", "apply_lora", "count_params",
-    "default_tile_size", "describe", "fit_sharding", "footprint", "get_spec", "load_args", "load_model",
-    "lora_provider", "shard",
-]  # fmt: skip
+    "MODELS",
+    "LoadedModel",
+    "ModelSpec",
+    "UnknownModelError",
+    "apply_lora",
+    "count_params",
+    "default_tile_size",
+    "describe",
+    "fit_sharding",
+    "footprint",
+    "get_spec",
+    "load_args",
+    "load_model",
+    "lora_provider",
+    "shard",
+]
 
 
 class UnknownModelError(KeyError):
@@ -48,17 +60,29 @@ class ModelSpec:
 
 
 MODELS: dict[str, ModelSpec] = {
-    "gemma-3-1b-it": ModelSpec(family="gemma3", preset="gemma3_1b_it", hf_repo="google/gemma-3-1b-it",
-                               kaggle_handle="google/gemma-3/transformers/gemma-3-1b-it"),
-    "gemma-3-270m-it": ModelSpec(family="gemma3", preset="gemma3_270m_it", hf_repo="google/gemma-3-270m-it",
-                                 kaggle_handle="google/gemma-3/transformers/gemma-3-270m-it"),
-    "gemma-2-2b-it": ModelSpec(family="gemma2", preset="gemma2_2b_it", hf_repo="google/gemma-2-2b-it",
-                               kaggle_handle="google/gemma-2/transformers/gemma-2-2b-it"),
+    "gemma-3-1b-it": ModelSpec(
+        family="gemma3",
+        preset="gemma3_1b_it",
+        hf_repo="google/gemma-3-1b-it",
+        kaggle_handle="google/gemma-3/transformers/gemma-3-1b-it",
+    ),
+    "gemma-3-270m-it": ModelSpec(
+        family="gemma3",
+        preset="gemma3_270m_it",
+        hf_repo="google/gemma-3-270m-it",
+        kaggle_handle="google/gemma-3/transformers/gemma-3-270m-it",
+    ),
+    "gemma-2-2b-it": ModelSpec(
+        family="gemma2",
+        preset="gemma2_2b_it",
+        hf_repo="google/gemma-2-2b-it",
+        kaggle_handle="google/gemma-2/transformers/gemma-2-2b-it",
+    ),
     "tiny-gemma3": ModelSpec(family="gemma3", smoke=True),
     "tiny-gemma3-sft": ModelSpec(family="gemma3", smoke=True),
     "tiny-gemma3-student": ModelSpec(family="gemma3", smoke=True),
     "tiny-gemma2": ModelSpec(family="gemma2", smoke=True),
-}  # fmt: skip
+}
 
 
 def get_spec(model_id: str) -> ModelSpec:
@@ -189,9 +213,17 @@ def load_model(
     checkpoints.validate_hf_checkpoint(folder, cfg, family=spec.family)
     t0 = time.perf_counter()
     model = fam.loader()(str(folder), cfg, mesh=mesh, dtype=dtype)
-    loaded = LoadedModel(model=model, tokenizer=load_tokenizer(folder), config=cfg, model_id=model_id,
-                         path=folder, family=spec.family, dtype=dtype, preset=spec.preset,
-                         load_seconds=time.perf_counter() - t0)  # fmt: skip
+    loaded = LoadedModel(
+        model=model,
+        tokenizer=load_tokenizer(folder),
+        config=cfg,
+        model_id=model_id,
+        path=folder,
+        family=spec.family,
+        dtype=dtype,
+        preset=spec.preset,
+        load_seconds=time.perf_counter() - t0,
+    )
     if verbose:
         print(f"loaded {model_id} from {folder}: {describe(model)}")
     return loaded
@@ -334,12 +366,20 @@ def apply_lora(
     import qwix
     from flax import nnx
 
-    provider = lora_provider(model.config, family=family, rank=rank, alpha=alpha, modules=modules,
-                             qlora=qlora, tile_size=tile_size)  # fmt: skip
+    provider = lora_provider(
+        model.config,
+        family=family,
+        rank=rank,
+        alpha=alpha,
+        modules=modules,
+        qlora=qlora,
+        tile_size=tile_size,
+    )
     if mesh is not None:
         shard(model, mesh)
-    lora_model = qwix.apply_lora_to_model(model, provider, rngs=nnx.Rngs(params=seed),
-                                          **model.get_model_input())  # fmt: skip
+    lora_model = qwix.apply_lora_to_model(
+        model, provider, rngs=nnx.Rngs(params=seed), **model.get_model_input()
+    )
     if mesh is not None:
         shard(lora_model, mesh)
     if verbose:

@@ -24,9 +24,21 @@ from typing import Any
 from tunixkit import data, evaluation, judging
 
 __all__ = [
-    "StageClock", "Stages", "finish_stage", "grpo_stage", "judged_pairs", "preference_stage", "preference_trainer",
-    "contested", "grpo_records", "self_improve", "sft_stage", "simpo_loss_fn", "start_stage", "weighted_rewards",
-]  # fmt: skip
+    "StageClock",
+    "Stages",
+    "finish_stage",
+    "grpo_stage",
+    "judged_pairs",
+    "preference_stage",
+    "preference_trainer",
+    "contested",
+    "grpo_records",
+    "self_improve",
+    "sft_stage",
+    "simpo_loss_fn",
+    "start_stage",
+    "weighted_rewards",
+]
 
 
 @dataclasses.dataclass
@@ -84,8 +96,10 @@ class Stages:
         names = list(self.shares)
         waiting = [n for n in names[: names.index(name)] if not self.done(n)]
         if waiting:
-            print(f"{name}: not started, {waiting[0]} is not finished (the session clock stopped it; "
-                  "a rerun or a session with RESUME_FROM continues it)")  # fmt: skip
+            print(
+                f"{name}: not started, {waiting[0]} is not finished (the session clock stopped it; "
+                "a rerun or a session with RESUME_FROM continues it)"
+            )
         return not waiting
 
     def cached(
@@ -139,14 +153,29 @@ class Stages:
         # Timed: the session keeps an evaluation's time in reserve, so the last one fits the session.
         with self.session.timed("evaluation", items=len(tasks)):
             loaded = models.load_model(model_id, path=path, mesh=mesh, verbose=False)
-            result = domains.evaluate(loaded, tasks, judge, name=name, config=config, output_dir=self.out_dir,
-                                      samples=samples, sampling=sampling)  # fmt: skip
+            result = domains.evaluate(
+                loaded,
+                tasks,
+                judge,
+                name=name,
+                config=config,
+                output_dir=self.out_dir,
+                samples=samples,
+                sampling=sampling,
+            )
         stored.write_text(json.dumps(dataclasses.asdict(result), indent=1))
         return result
 
 
-def judged_pairs(loaded, tasks: Sequence[dict[str, str]], judge: judging.Judge, config: evaluation.EvalConfig,
-                 *, samples: int = 4, min_gap: float = 0.2) -> list[dict[str, str]]:  # fmt: skip
+def judged_pairs(
+    loaded,
+    tasks: Sequence[dict[str, str]],
+    judge: judging.Judge,
+    config: evaluation.EvalConfig,
+    *,
+    samples: int = 4,
+    min_gap: float = 0.2,
+) -> list[dict[str, str]]:
     """Preference pairs without a ground truth: ``samples`` answers per task, graded by ``judge``;
     the best becomes *chosen* and the worst *rejected* when their scores differ by ``min_gap``."""
     prompts = [loaded.chat.prompt(t["prompt"], config.system_prompt) for t in tasks]
@@ -173,8 +202,15 @@ def judged_pairs(loaded, tasks: Sequence[dict[str, str]], judge: judging.Judge, 
     return pairs
 
 
-def self_improve(loaded, tasks: Sequence[dict[str, str]], judge: judging.Judge, config: evaluation.EvalConfig,
-                 *, samples: int = 4, threshold: float = 0.7) -> tuple[list[tuple[str, str]], dict[str, float]]:  # fmt: skip
+def self_improve(
+    loaded,
+    tasks: Sequence[dict[str, str]],
+    judge: judging.Judge,
+    config: evaluation.EvalConfig,
+    *,
+    samples: int = 4,
+    threshold: float = 0.7,
+) -> tuple[list[tuple[str, str]], dict[str, float]]:
     """One round of self-improvement: sample ``samples`` answers per task, keep the best one of each
     task that the judge scores at least ``threshold``. Returns the (prompt, answer) pairs to train on
     and a report (how many were kept, and the mean judged score of what was sampled)."""
@@ -187,8 +223,14 @@ def self_improve(loaded, tasks: Sequence[dict[str, str]], judge: judging.Judge, 
     )
     kept = []
     for i, prompt in enumerate(prompts):
-        score, gen = max(zip(scores[i * samples : (i + 1) * samples], gens[i * samples : (i + 1) * samples], strict=True),
-                         key=lambda x: x[0])  # fmt: skip
+        score, gen = max(
+            zip(
+                scores[i * samples : (i + 1) * samples],
+                gens[i * samples : (i + 1) * samples],
+                strict=True,
+            ),
+            key=lambda x: x[0],
+        )
         if score >= threshold and not gen.truncated:
             kept.append((prompt, gen.text + loaded.chat.end_of_turn))
     report = {
@@ -197,8 +239,10 @@ def self_improve(loaded, tasks: Sequence[dict[str, str]], judge: judging.Judge, 
         "kept": len(kept),
         "sampled_judged": sum(scores) / len(scores),
     }
-    print(f"self-improvement: kept {len(kept)} of {len(tasks)} prompts (best of {samples} judged >= {threshold:g}); "
-          f"mean judged score of the samples {report['sampled_judged']:.2f}")  # fmt: skip
+    print(
+        f"self-improvement: kept {len(kept)} of {len(tasks)} prompts (best of {samples} judged >= {threshold:g}); "
+        f"mean judged score of the samples {report['sampled_judged']:.2f}"
+    )
     return kept, report
 
 
@@ -209,15 +253,26 @@ def simpo_loss_fn(model, train_example, beta: float = 2.0, gamma: float = 0.5):
     import jax.numpy as jnp
     from tunix.sft.dpo import dpo_trainer
 
-    chosen, rejected = dpo_trainer.compute_logps(model, train_example.input_ids, train_example.positions,
-                                                 train_example.attention_mask, train_example.logits_to_keep,
-                                                 train_example.completion_mask)  # fmt: skip
+    chosen, rejected = dpo_trainer.compute_logps(
+        model,
+        train_example.input_ids,
+        train_example.positions,
+        train_example.attention_mask,
+        train_example.logits_to_keep,
+        train_example.completion_mask,
+    )
     half = train_example.completion_mask.shape[0] // 2
     lengths = jnp.maximum(train_example.completion_mask.sum(-1), 1.0)
     c, r = beta * chosen / lengths[:half], beta * rejected / lengths[half:]
     losses = -jax.nn.log_sigmoid(c - r - gamma)
-    aux = {"rewards/chosen": c.mean(), "rewards/rejected": r.mean(), "rewards/margin": (c - r).mean(),
-           "rewards/accuracy": (c > r).mean(), "log_probs/chosen": chosen.mean(), "log_probs/rejected": rejected.mean()}  # fmt: skip
+    aux = {
+        "rewards/chosen": c.mean(),
+        "rewards/rejected": r.mean(),
+        "rewards/margin": (c - r).mean(),
+        "rewards/accuracy": (c > r).mean(),
+        "log_probs/chosen": chosen.mean(),
+        "log_probs/rejected": rejected.mean(),
+    }
     return losses.mean(), aux
 
 
@@ -275,8 +330,14 @@ def finish_stage(stages: Stages, name: str, lora, base, recipe, mesh, result) ->
     itself ran out (then the next session continues the stage from its checkpoint)."""
     from tunixkit import checkpoints
 
-    exports = checkpoints.export(lora, base, stages.dir(name) / "export", lora_rank=_rank(recipe, name),
-                                 lora_alpha=recipe.lora_alpha, mesh=mesh)  # fmt: skip
+    exports = checkpoints.export(
+        lora,
+        base,
+        stages.dir(name) / "export",
+        lora_rank=_rank(recipe, name),
+        lora_alpha=recipe.lora_alpha,
+        mesh=mesh,
+    )
     # a stage that OUTPUT_DIR/STOP stopped is not done: the next run continues it
     if result.stopped == "done" or (
         result.stopped != "stop requested" and not _session_over(stages.session)
@@ -286,8 +347,16 @@ def finish_stage(stages: Stages, name: str, lora, base, recipe, mesh, result) ->
     return None
 
 
-def start_stage(stages: Stages, name: str, recipe, base_path, mesh, *, frozen_reference: bool = False,
-                modules: str | None = None):  # fmt: skip
+def start_stage(
+    stages: Stages,
+    name: str,
+    recipe,
+    base_path,
+    mesh,
+    *,
+    frozen_reference: bool = False,
+    modules: str | None = None,
+):
     """(the loaded start model, the model to train): the previous stage's export (else
     ``base_path``, else ``recipe.model_id``), with LoRA of the stage's rank on it (on ``modules``,
     a qwix regex; None: the family's), or itself. Full fine-tuning with ``frozen_reference``
@@ -303,13 +372,29 @@ def start_stage(stages: Stages, name: str, recipe, base_path, mesh, *, frozen_re
                 recipe.model_id, path=path, mesh=mesh, verbose=False
             ).model
         return base, base.model
-    lora = models.apply_lora(base.model, family=base.family, rank=rank, alpha=recipe.lora_alpha,
-                             modules=modules, mesh=mesh, verbose=False)  # fmt: skip
+    lora = models.apply_lora(
+        base.model,
+        family=base.family,
+        rank=rank,
+        alpha=recipe.lora_alpha,
+        modules=modules,
+        mesh=mesh,
+        verbose=False,
+    )
     return base, lora
 
 
-def sft_stage(stages: Stages, name: str, pairs: Sequence[tuple[str, str]], recipe, *, steps: int,
-              learning_rate: float | None = None, base_path=None, mesh=None) -> str | None:  # fmt: skip
+def sft_stage(
+    stages: Stages,
+    name: str,
+    pairs: Sequence[tuple[str, str]],
+    recipe,
+    *,
+    steps: int,
+    learning_rate: float | None = None,
+    base_path=None,
+    mesh=None,
+) -> str | None:
     """A LoRA SFT stage on (prompt, completion) ``pairs`` (``learning_rate``: the recipe's
     ``sft_learning_rate`` unless given); returns its export (None: not finished)."""
     from tunix.sft import peft_trainer
@@ -323,19 +408,31 @@ def sft_stage(stages: Stages, name: str, pairs: Sequence[tuple[str, str]], recip
     base, lora = start_stage(stages, name, recipe, base_path, mesh)
     rows = dict(max_len=recipe.max_len, batch_size=recipe.batch_size)
     batches = training.sft_dataset(pairs, base.tokenizer, num_batches=steps, **rows)
-    config = training.trainer_config(stages.dir(name), max_steps=steps, eval_every=10**9,
-                                     checkpoint_every=max(10, steps // 4), description=name)  # fmt: skip
+    config = training.trainer_config(
+        stages.dir(name),
+        max_steps=steps,
+        eval_every=10**9,
+        checkpoint_every=max(10, steps // 4),
+        description=name,
+    )
     trainer = peft_trainer.PeftTrainer(
         lora, training.optimizer(learning_rate or recipe.sft_learning_rate, steps), config
     )
     trainer.with_gen_model_input_fn(training.model_inputs_fn(base.tokenizer.pad_id()))
-    result = training.run(trainer, batches, mesh=mesh, metrics_file=stages.dir(name) / "metrics.jsonl",
-                          session=stages.clock(name), label=name)  # fmt: skip
+    result = training.run(
+        trainer,
+        batches,
+        mesh=mesh,
+        metrics_file=stages.dir(name) / "metrics.jsonl",
+        session=stages.clock(name),
+        label=name,
+    )
     return finish_stage(stages, name, lora, base, recipe, mesh, result)
 
 
-def preference_stage(stages: Stages, name: str, pairs: Sequence[dict[str, str]], recipe, *, base_path=None,
-                     mesh=None) -> str | None:  # fmt: skip
+def preference_stage(
+    stages: Stages, name: str, pairs: Sequence[dict[str, str]], recipe, *, base_path=None, mesh=None
+) -> str | None:
     """A LoRA DPO / ORPO / SimPO stage on judged ``pairs``; returns its export."""
     from tunix.sft.dpo import dpo_trainer
 
@@ -352,22 +449,45 @@ def preference_stage(stages: Stages, name: str, pairs: Sequence[dict[str, str]],
         max_prompt_length=recipe.grpo.max_prompt_length,
         max_response_length=recipe.max_response_length,
     )
-    batches = preferences.preference_dataset(pairs, base.tokenizer, batch_size=recipe.batch_size,
-                                             num_batches=recipe.preference_steps, **lengths)  # fmt: skip
-    config = training.trainer_config(stages.dir(name), max_steps=recipe.preference_steps, eval_every=10**9,
-                                     checkpoint_every=max(10, recipe.preference_steps // 3), description=name,
-                                     config_cls=dpo_trainer.DPOTrainingConfig, algorithm="dpo", beta=recipe.beta,
-                                     lambda_orpo=0.1)  # fmt: skip
+    batches = preferences.preference_dataset(
+        pairs,
+        base.tokenizer,
+        batch_size=recipe.batch_size,
+        num_batches=recipe.preference_steps,
+        **lengths,
+    )
+    config = training.trainer_config(
+        stages.dir(name),
+        max_steps=recipe.preference_steps,
+        eval_every=10**9,
+        checkpoint_every=max(10, recipe.preference_steps // 3),
+        description=name,
+        config_cls=dpo_trainer.DPOTrainingConfig,
+        algorithm="dpo",
+        beta=recipe.beta,
+        lambda_orpo=0.1,
+    )
     optimizer = training.optimizer(recipe.preference_learning_rate, recipe.preference_steps)
     trainer = preference_trainer(recipe.algorithm, lora, base.model, optimizer, config)
-    result = training.run(trainer, batches, mesh=mesh, metrics_file=stages.dir(name) / "metrics.jsonl",
-                          metric_names=("loss", "rewards/margin", "rewards/accuracy"), session=stages.clock(name),
-                          label=name)  # fmt: skip
+    result = training.run(
+        trainer,
+        batches,
+        mesh=mesh,
+        metrics_file=stages.dir(name) / "metrics.jsonl",
+        metric_names=("loss", "rewards/margin", "rewards/accuracy"),
+        session=stages.clock(name),
+        label=name,
+    )
     return finish_stage(stages, name, lora, base, recipe, mesh, result)
 
 
-def contested(records: Sequence[dict[str, str]], pairs_file: str | pathlib.Path, system_prompt: str | None, *,
-              family: str = "gemma3") -> list[dict[str, str]]:  # fmt: skip
+def contested(
+    records: Sequence[dict[str, str]],
+    pairs_file: str | pathlib.Path,
+    system_prompt: str | None,
+    *,
+    family: str = "gemma3",
+) -> list[dict[str, str]]:
     """The ``records`` whose prompt appears in ``pairs_file`` (:func:`judged_pairs`' JSONL: the
     prompts on which the judge told the model's samples apart), or all of them when the file is
     missing; ``family``: the chat template the pairs' prompts were written in. GRPO learns only
@@ -416,8 +536,17 @@ def grpo_records(records: Sequence[dict[str, str]]) -> list[dict[str, str]]:
     return rows
 
 
-def grpo_stage(stages: Stages, name: str, records: Sequence[dict[str, str]], reward_fns, recipe, *, system_prompt: str,
-               base_path=None, mesh=None) -> str | None:  # fmt: skip
+def grpo_stage(
+    stages: Stages,
+    name: str,
+    records: Sequence[dict[str, str]],
+    reward_fns,
+    recipe,
+    *,
+    system_prompt: str,
+    base_path=None,
+    mesh=None,
+) -> str | None:
     """A GRPO stage (LoRA on the shared reference, KL) with ``reward_fns``; returns its export."""
     from tunixkit import rl, training
 
@@ -425,18 +554,46 @@ def grpo_stage(stages: Stages, name: str, records: Sequence[dict[str, str]], rew
         return stages.state[name]["export"]
     if not stages.ready(name):
         return None
-    base, lora = start_stage(stages, name, recipe, base_path, mesh, frozen_reference=True,
-                             modules=recipe.grpo_lora_modules)  # fmt: skip
-    learner, _ = rl.build_grpo(lora, base.model, base.tokenizer, mesh=mesh, settings=recipe.grpo, reward_fns=reward_fns,
-                               output_dir=stages.dir(name), eos_ids=base.eos_ids, vocab_size=base.config.num_embed,
-                               family=base.family)  # fmt: skip
-    batches = data.grpo_dataset(records, batch_size=recipe.grpo.batch_size, num_batches=recipe.grpo.num_steps,
-                                seed=0, system_prompt=system_prompt, family=base.family)  # fmt: skip
+    base, lora = start_stage(
+        stages,
+        name,
+        recipe,
+        base_path,
+        mesh,
+        frozen_reference=True,
+        modules=recipe.grpo_lora_modules,
+    )
+    learner, _ = rl.build_grpo(
+        lora,
+        base.model,
+        base.tokenizer,
+        mesh=mesh,
+        settings=recipe.grpo,
+        reward_fns=reward_fns,
+        output_dir=stages.dir(name),
+        eos_ids=base.eos_ids,
+        vocab_size=base.config.num_embed,
+        family=base.family,
+    )
+    batches = data.grpo_dataset(
+        records,
+        batch_size=recipe.grpo.batch_size,
+        num_batches=recipe.grpo.num_steps,
+        seed=0,
+        system_prompt=system_prompt,
+        family=base.family,
+    )
     prompts = {
         data.format_prompt(r["question"], system_prompt, family=base.family) for r in records
     }
     lengths = [len(base.tokenizer.encode(p)) + 1 for p in prompts]  # + BOS
     evaluation.count_cut(name, lengths, recipe.grpo.max_prompt_length)
-    result = training.run(learner, batches, mesh=mesh, metrics_file=stages.dir(name) / "metrics.jsonl",
-                          session=stages.clock(name), label=name)  # fmt: skip
+    result = training.run(
+        learner,
+        batches,
+        mesh=mesh,
+        metrics_file=stages.dir(name) / "metrics.jsonl",
+        session=stages.clock(name),
+        label=name,
+    )
     return finish_stage(stages, name, lora, base, recipe, mesh, result)

@@ -25,9 +25,16 @@ import numpy as np
 from tunixkit import data, evaluation, families
 
 __all__ = [
-    "Pair", "Scores", "dataset_pairs", "on_policy_pairs", "preference_dataset", "score",
-    "sequence_logps", "tokenize", "training_pairs",
-]  # fmt: skip
+    "Pair",
+    "Scores",
+    "dataset_pairs",
+    "on_policy_pairs",
+    "preference_dataset",
+    "score",
+    "sequence_logps",
+    "tokenize",
+    "training_pairs",
+]
 
 Pair = dict[str, str]  # {"prompt", "chosen", "rejected"}
 _REJECT_ORDER = {"broken_format": 0, "no_answer": 1, "truncated": 2, "wrong_number": 3}
@@ -63,11 +70,19 @@ def on_policy_pairs(
         cats = [evaluation.categorize(g.text, r["answer"], g.truncated) for g in group]
         # The sampler drops the stop token; put it back where the answer stopped on its own.
         texts = [g.text + ("" if g.truncated else loaded.chat.end_of_turn) for g in group]
-        good = [t for _, t in sorted((k, t) for k, t, c in zip(keys, texts, cats, strict=True)
-                                     if c == "correct")]  # fmt: skip
+        good = [
+            t
+            for _, t in sorted(
+                (k, t) for k, t, c in zip(keys, texts, cats, strict=True) if c == "correct"
+            )
+        ]
         # The clearest failure is rejected: format errors first, a wrong number last.
-        bad = [t for _, t in sorted((_REJECT_ORDER[c], t) for t, c in zip(texts, cats, strict=True)
-                                    if c != "correct")]  # fmt: skip
+        bad = [
+            t
+            for _, t in sorted(
+                (_REJECT_ORDER[c], t) for t, c in zip(texts, cats, strict=True) if c != "correct"
+            )
+        ]
         if bad and (good or gold_fallback):
             chosen = (
                 good[0]
@@ -78,9 +93,11 @@ def on_policy_pairs(
         all_right += not bad
         all_wrong += not good
     if verbose:
-        print(f"on-policy pairs: {len(pairs)} from {len(records)} questions x {samples} samples "
-              f"({all_right} all correct: no pair; {all_wrong} all wrong"
-              f"{': chosen = reference solution' if gold_fallback else ': no pair'})")  # fmt: skip
+        print(
+            f"on-policy pairs: {len(pairs)} from {len(records)} questions x {samples} samples "
+            f"({all_right} all correct: no pair; {all_wrong} all wrong"
+            f"{': chosen = reference solution' if gold_fallback else ': no pair'})"
+        )
     return pairs
 
 
@@ -97,8 +114,10 @@ def dataset_pairs(
     prompt goes into ``family``'s chat template; responses get its end-of-turn piece."""
     rows = data.load_rows(dataset, split, name=name)[:limit]
     chat = families.get(family).chat
-    return [{"prompt": chat.prompt(p), "chosen": c + chat.end_of_turn, "rejected": r + chat.end_of_turn}
-            for p, c, r in data.columns(rows, fields, source=dataset)]  # fmt: skip
+    return [
+        {"prompt": chat.prompt(p), "chosen": c + chat.end_of_turn, "rejected": r + chat.end_of_turn}
+        for p, c, r in data.columns(rows, fields, source=dataset)
+    ]
 
 
 def training_pairs(
@@ -130,8 +149,10 @@ def training_pairs(
         if config is None or policy is None:
             raise ValueError("on-policy pairs need the policy and a sampling config")
         later = dataclasses.replace(config, seed=config.seed + 1)
-        pairs = {"train": on_policy_pairs(policy, train_records, config, samples=samples),
-                 "heldout": on_policy_pairs(policy, heldout_records[:heldout], later, samples=samples)}  # fmt: skip
+        pairs = {
+            "train": on_policy_pairs(policy, train_records, config, samples=samples),
+            "heldout": on_policy_pairs(policy, heldout_records[:heldout], later, samples=samples),
+        }
     else:
         everything = dataset_pairs(
             source, fields=fields, family=policy.family if policy is not None else "gemma3"
@@ -167,8 +188,13 @@ def tokenize(
             cut += len(ids) > max_response_length
             ids = ids[:max_response_length]
             item[f"{key}_ids"] = np.array(ids + [pad] * (max_response_length - len(ids)), np.int32)
-        out.append(item | {k.replace("_ids", "_mask"): (v != pad).astype(np.int32)
-                           for k, v in list(item.items())})  # fmt: skip
+        out.append(
+            item
+            | {
+                k.replace("_ids", "_mask"): (v != pad).astype(np.int32)
+                for k, v in list(item.items())
+            }
+        )
     if cut:
         print(
             f"preferences.tokenize: {cut} prompts/responses longer than the limits were truncated"
@@ -177,15 +203,25 @@ def tokenize(
 
 
 def preference_dataset(
-    pairs: Sequence[Pair], tokenizer, *, batch_size: int, num_batches: int | None = None,
-    max_prompt_length: int, max_response_length: int, seed: int = 0,
-):  # fmt: skip
+    pairs: Sequence[Pair],
+    tokenizer,
+    *,
+    batch_size: int,
+    num_batches: int | None = None,
+    max_prompt_length: int,
+    max_response_length: int,
+    seed: int = 0,
+):
     """A reproducible grain dataset of tokenized DPO batches (shuffled and repeated to
     ``num_batches`` when given; resume relies on the fixed order)."""
     import grain
 
-    items = tokenize(pairs, tokenizer, max_prompt_length=max_prompt_length,
-                     max_response_length=max_response_length)  # fmt: skip
+    items = tokenize(
+        pairs,
+        tokenizer,
+        max_prompt_length=max_prompt_length,
+        max_response_length=max_response_length,
+    )
     ds = grain.MapDataset.source(items)
     if num_batches is not None:
         ds = ds.shuffle(seed=seed).repeat(-(-num_batches * batch_size // max(len(items), 1)))
@@ -220,12 +256,19 @@ def sequence_logps(model, batch: Mapping[str, Any]) -> tuple[np.ndarray, np.ndar
     )
     # Gemma3 builds its own mask; Gemma2 has no get_attention_mask (tunix's DPO trainer then uses
     # a causal mask, as here)
-    attn = (model.get_attention_mask(ids, inputs_mask=mask) if hasattr(model, "get_attention_mask")
-            else common.make_causal_attn_mask(mask))  # fmt: skip
+    attn = (
+        model.get_attention_mask(ids, inputs_mask=mask)
+        if hasattr(model, "get_attention_mask")
+        else common.make_causal_attn_mask(mask)
+    )
     chosen, rejected = dpo_trainer.compute_logps(
-        model, ids, common.build_positions_from_mask(mask), attn,
-        completion.shape[1], completion_mask,
-    )  # fmt: skip
+        model,
+        ids,
+        common.build_positions_from_mask(mask),
+        attn,
+        completion.shape[1],
+        completion_mask,
+    )
     return np.asarray(chosen), np.asarray(rejected)
 
 

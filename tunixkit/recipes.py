@@ -103,11 +103,22 @@ def _override(recipe: Any, name: str, value: Any) -> Any:
         return dataclasses.replace(
             recipe, **{outer: _override(getattr(recipe, outer), inner, value)}
         )
-    nested = [f for f in fields if dataclasses.is_dataclass(getattr(recipe, f))
-              and name in {g.name for g in dataclasses.fields(getattr(recipe, f))}]  # fmt: skip
+    nested = [
+        f
+        for f in fields
+        if dataclasses.is_dataclass(getattr(recipe, f))
+        and name in {g.name for g in dataclasses.fields(getattr(recipe, f))}
+    ]
     if len(nested) != 1:
-        known = sorted(fields | {f"{f}.{g.name}" for f in fields if dataclasses.is_dataclass(getattr(recipe, f))
-                                 for g in dataclasses.fields(getattr(recipe, f))})  # fmt: skip
+        known = sorted(
+            fields
+            | {
+                f"{f}.{g.name}"
+                for f in fields
+                if dataclasses.is_dataclass(getattr(recipe, f))
+                for g in dataclasses.fields(getattr(recipe, f))
+            }
+        )
         raise TypeError(
             f"{type(recipe).__name__} has no field {name!r}; its fields: {', '.join(known)}"
         )
@@ -124,10 +135,18 @@ class Start(NamedTuple):
     clock: session.Session  # the session clock (SESSION_HOURS from the first cell)
 
 
-def start(preset: type[_Presets], profile: str | None, output_dir: str | pathlib.Path, *,
-          session_hours: float | None = None, resume_from: str | None = None,
-          start_fresh: bool = False, inputs: dict[str, Any] | None = None, verbose: bool = True,
-          **overrides: Any) -> Start:  # fmt: skip
+def start(
+    preset: type[_Presets],
+    profile: str | None,
+    output_dir: str | pathlib.Path,
+    *,
+    session_hours: float | None = None,
+    resume_from: str | None = None,
+    start_fresh: bool = False,
+    inputs: dict[str, Any] | None = None,
+    verbose: bool = True,
+    **overrides: Any,
+) -> Start:
     """Every notebook's setup cell: resolve the profile, pick ``preset``'s smoke or full recipe,
     apply the notebook parameters that are not None (``overrides``, by field name), prepare
     ``output_dir`` (``recipe.json``; continue a run or ``resume_from`` a previous session's output,
@@ -148,8 +167,12 @@ def start(preset: type[_Presets], profile: str | None, output_dir: str | pathlib
         updated = _override(recipe, name, value)  # an unknown name is an error, even when unset
         recipe = updated if value is not None else recipe
     out_dir = pathlib.Path(output_dir).resolve()
-    record = {"notebook": preset.__name__, "profile": rt.profile, "recipe": recipe.as_dict(),
-              "inputs": dict(inputs or {})}  # fmt: skip
+    record = {
+        "notebook": preset.__name__,
+        "profile": rt.profile,
+        "recipe": recipe.as_dict(),
+        "inputs": dict(inputs or {}),
+    }
     said = session.prepare(out_dir, record, resume_from=resume_from, start_fresh=start_fresh)
     clock = session.Session.start(out_dir, session_hours)
     if verbose:
@@ -202,18 +225,42 @@ class SFT(_Presets):
     @classmethod
     def smoke(cls) -> SFT:
         # From the random tiny model: 150 steps take format compliance from 0 to ~1 (~65 s on CI).
-        return cls(model_id="tiny-gemma3", lora_rank=16, lora_alpha=16.0, qlora=True,
-                   learning_rate=3e-3, steps=150, batch_size=16, max_len=144, packing=True, eval_every=25,
-                   eval_examples=64, checkpoint_every=25, eval=evaluation.EvalConfig.smoke(),
-                   eval_questions=None)  # fmt: skip
+        return cls(
+            model_id="tiny-gemma3",
+            lora_rank=16,
+            lora_alpha=16.0,
+            qlora=True,
+            learning_rate=3e-3,
+            steps=150,
+            batch_size=16,
+            max_len=144,
+            packing=True,
+            eval_every=25,
+            eval_examples=64,
+            checkpoint_every=25,
+            eval=evaluation.EvalConfig.smoke(),
+            eval_questions=None,
+        )
 
     @classmethod
     def full(cls) -> SFT:
         # ~2 epochs of GSM8K train (7,473 solutions) at 16 per step.
-        return cls(model_id="gemma-3-1b-it", lora_rank=64, lora_alpha=64.0, qlora=True,
-                   learning_rate=1e-4, steps=930, batch_size=16, max_len=512, packing=True, eval_every=100,
-                   eval_examples=256, checkpoint_every=100, eval=evaluation.EvalConfig.full(),
-                   eval_questions=None)  # fmt: skip
+        return cls(
+            model_id="gemma-3-1b-it",
+            lora_rank=64,
+            lora_alpha=64.0,
+            qlora=True,
+            learning_rate=1e-4,
+            steps=930,
+            batch_size=16,
+            max_len=512,
+            packing=True,
+            eval_every=100,
+            eval_examples=256,
+            checkpoint_every=100,
+            eval=evaluation.EvalConfig.full(),
+            eval_questions=None,
+        )
 
     @classmethod
     def one_chip(cls) -> SFT:
@@ -252,23 +299,55 @@ class GRPO(_Presets):
         # at T=0.7: +0.16, 0.44. Full fine-tuning, lr 1e-4, no KL: +0.36 (seed 7: +0.35, greedy 0.525;
         # embeddings frozen: +0.30).
         settings = rl.GRPOSettings(
-            learning_rate=2e-3, beta=0.04, clip_norm=1.0, weight_decay=0.0, warmup_ratio=0.05,
-            temperature=1.0, max_prompt_length=96, max_generation_steps=64, batch_size=8, num_generations=8,
-            num_steps=120, checkpoint_every=40,
-        )  # fmt: skip
-        return cls(model_id="tiny-gemma3-sft", lora_rank=16, lora_alpha=None, qlora=False,
-                   lora_modules=_MLP_LORA,
-                   grpo=settings, eval=evaluation.EvalConfig.smoke(), eval_questions=None,
-                   heldout_questions=200, heldout_samples=4)  # fmt: skip
+            learning_rate=2e-3,
+            beta=0.04,
+            clip_norm=1.0,
+            weight_decay=0.0,
+            warmup_ratio=0.05,
+            temperature=1.0,
+            max_prompt_length=96,
+            max_generation_steps=64,
+            batch_size=8,
+            num_generations=8,
+            num_steps=120,
+            checkpoint_every=40,
+        )
+        return cls(
+            model_id="tiny-gemma3-sft",
+            lora_rank=16,
+            lora_alpha=None,
+            qlora=False,
+            lora_modules=_MLP_LORA,
+            grpo=settings,
+            eval=evaluation.EvalConfig.smoke(),
+            eval_questions=None,
+            heldout_questions=200,
+            heldout_samples=4,
+        )
 
     @classmethod
     def full(cls) -> GRPO:
         # 9 h Kaggle session: ~0.5 h load + eval before, ~0.75 h eval after + exports, margin.
-        settings = rl.GRPOSettings(max_prompt_length=256, max_generation_steps=768, batch_size=4,
-                                   micro_batch_size=2, num_steps=3_000, checkpoint_every=100)  # fmt: skip
-        return cls(model_id="gemma-3-1b-it", lora_rank=64, lora_alpha=64.0, qlora=False, lora_modules=None,
-                   grpo=settings, eval=evaluation.EvalConfig.full(), eval_questions=None,
-                   heldout_questions=128, heldout_samples=1)  # fmt: skip
+        settings = rl.GRPOSettings(
+            max_prompt_length=256,
+            max_generation_steps=768,
+            batch_size=4,
+            micro_batch_size=2,
+            num_steps=3_000,
+            checkpoint_every=100,
+        )
+        return cls(
+            model_id="gemma-3-1b-it",
+            lora_rank=64,
+            lora_alpha=64.0,
+            qlora=False,
+            lora_modules=None,
+            grpo=settings,
+            eval=evaluation.EvalConfig.full(),
+            eval_questions=None,
+            heldout_questions=128,
+            heldout_samples=1,
+        )
 
     @classmethod
     def one_chip(cls) -> GRPO:
@@ -316,21 +395,53 @@ class DPO(_Presets):
         # 0.515; 1e-3: 0.85, 0.495; 2e-3: 0.88, 0.45.
         # Full fine-tuning (the smoke recipe until 2026-11-23), beta 0.5, lr 1e-4, 80 steps: 0.935,
         # greedy 0.47 -> 0.465 on the warm start of the time.
-        return cls(model_id="tiny-gemma3-sft", lora_rank=16, lora_alpha=None, algorithm="dpo",
-                   beta=1.0, lambda_orpo=0.1, learning_rate=7e-4, clip_norm=1.0, steps=120,
-                   batch_size=16, max_prompt_length=88, max_response_length=48,
-                   pair_questions=1000, pair_samples=3, pair_temperature=1.5, heldout_questions=200,
-                   eval_every=40, checkpoint_every=40, eval=evaluation.EvalConfig.smoke(),
-                   eval_questions=None)  # fmt: skip
+        return cls(
+            model_id="tiny-gemma3-sft",
+            lora_rank=16,
+            lora_alpha=None,
+            algorithm="dpo",
+            beta=1.0,
+            lambda_orpo=0.1,
+            learning_rate=7e-4,
+            clip_norm=1.0,
+            steps=120,
+            batch_size=16,
+            max_prompt_length=88,
+            max_response_length=48,
+            pair_questions=1000,
+            pair_samples=3,
+            pair_temperature=1.5,
+            heldout_questions=200,
+            eval_every=40,
+            checkpoint_every=40,
+            eval=evaluation.EvalConfig.smoke(),
+            eval_questions=None,
+        )
 
     @classmethod
     def full(cls) -> DPO:
-        return cls(model_id="gemma-3-1b-it", lora_rank=64, lora_alpha=64.0, algorithm="dpo",
-                   beta=0.1, lambda_orpo=0.1, learning_rate=3e-5, clip_norm=0.1, steps=1000,
-                   batch_size=8, max_prompt_length=256, max_response_length=512,
-                   pair_questions=2000, pair_samples=4, pair_temperature=1.0, heldout_questions=128,
-                   eval_every=100, checkpoint_every=100, eval=evaluation.EvalConfig.full(),
-                   eval_questions=None)  # fmt: skip
+        return cls(
+            model_id="gemma-3-1b-it",
+            lora_rank=64,
+            lora_alpha=64.0,
+            algorithm="dpo",
+            beta=0.1,
+            lambda_orpo=0.1,
+            learning_rate=3e-5,
+            clip_norm=0.1,
+            steps=1000,
+            batch_size=8,
+            max_prompt_length=256,
+            max_response_length=512,
+            pair_questions=2000,
+            pair_samples=4,
+            pair_temperature=1.0,
+            heldout_questions=128,
+            eval_every=100,
+            checkpoint_every=100,
+            eval=evaluation.EvalConfig.full(),
+            eval_questions=None,
+        )
 
     @classmethod
     def one_chip(cls) -> DPO:
@@ -360,17 +471,39 @@ class Distill(_Presets):
 
     @classmethod
     def smoke(cls) -> Distill:
-        return cls(teacher_id="tiny-gemma3-sft", student_id="tiny-gemma3-student", temperature=2.0,
-                   alpha=0.7, learning_rate=3e-3, steps=150, batch_size=16, max_len=144,
-                   eval_every=25, eval_examples=64, checkpoint_every=25,
-                   eval=evaluation.EvalConfig.smoke(), eval_questions=None)  # fmt: skip
+        return cls(
+            teacher_id="tiny-gemma3-sft",
+            student_id="tiny-gemma3-student",
+            temperature=2.0,
+            alpha=0.7,
+            learning_rate=3e-3,
+            steps=150,
+            batch_size=16,
+            max_len=144,
+            eval_every=25,
+            eval_examples=64,
+            checkpoint_every=25,
+            eval=evaluation.EvalConfig.smoke(),
+            eval_questions=None,
+        )
 
     @classmethod
     def full(cls) -> Distill:
-        return cls(teacher_id="gemma-3-1b-it", student_id="gemma-3-270m-it", temperature=2.0,
-                   alpha=0.7, learning_rate=5e-5, steps=1000, batch_size=16, max_len=512,
-                   eval_every=100, eval_examples=256, checkpoint_every=100,
-                   eval=evaluation.EvalConfig.full(), eval_questions=None)  # fmt: skip
+        return cls(
+            teacher_id="gemma-3-1b-it",
+            student_id="gemma-3-270m-it",
+            temperature=2.0,
+            alpha=0.7,
+            learning_rate=5e-5,
+            steps=1000,
+            batch_size=16,
+            max_len=512,
+            eval_every=100,
+            eval_examples=256,
+            checkpoint_every=100,
+            eval=evaluation.EvalConfig.full(),
+            eval_questions=None,
+        )
 
     @classmethod
     def one_chip(cls) -> Distill:
@@ -411,13 +544,19 @@ class MathEval(_Presets):
 
     @classmethod
     def smoke(cls) -> MathEval:
-        return cls(models={"tiny-random": "tiny-gemma3", "tiny-sft": "tiny-gemma3-sft"},
-                   base_id="tiny-gemma3", eval=evaluation.EvalConfig.smoke())  # fmt: skip
+        return cls(
+            models={"tiny-random": "tiny-gemma3", "tiny-sft": "tiny-gemma3-sft"},
+            base_id="tiny-gemma3",
+            eval=evaluation.EvalConfig.smoke(),
+        )
 
     @classmethod
     def full(cls) -> MathEval:
-        return cls(models={"gemma-3-1b-it": "gemma-3-1b-it", "grpo": "runs/02_grpo_gsm8k/export/hf"},
-                   base_id="gemma-3-1b-it", eval=evaluation.EvalConfig.full())  # fmt: skip
+        return cls(
+            models={"gemma-3-1b-it": "gemma-3-1b-it", "grpo": "runs/02_grpo_gsm8k/export/hf"},
+            base_id="gemma-3-1b-it",
+            eval=evaluation.EvalConfig.full(),
+        )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -477,26 +616,67 @@ class Pipeline(_Presets):
         # Earlier tunings of this stage (on the older set): LoRA on the MLP at lr 2e-3 (02's finding) with
         # k3 KL beat adapters on attention too at 1e-3; tunix's "kl" estimator at lr 1e-3, G=8 ranged
         # -0.03..+0.04 over seven runs; temperature 1.0 with G=4 lost ground at lr 2e-3 and 3e-3.
-        grpo = rl.GRPOSettings(learning_rate=2e-3, beta=0.04, clip_norm=1.0, weight_decay=0.0, temperature=0.7,
-                               max_prompt_length=96, max_generation_steps=64, batch_size=8, num_generations=8,
-                               num_steps=40, checkpoint_every=20)  # fmt: skip
+        grpo = rl.GRPOSettings(
+            learning_rate=2e-3,
+            beta=0.04,
+            clip_norm=1.0,
+            weight_decay=0.0,
+            temperature=0.7,
+            max_prompt_length=96,
+            max_generation_steps=64,
+            batch_size=8,
+            num_generations=8,
+            num_steps=40,
+            checkpoint_every=20,
+        )
         # Stage 1 fine-tunes every weight in smoke: the tiny model learned GSM8K text only, so the other
         # domains' words have untrained embeddings that adapters cannot change. Measured on the held-out
         # prompts (judged 0.107 before): LoRA r32, 300 steps at 1e-2: loss 2.08, judged 0.381, format
         # 0.825; full fine-tuning, 200 steps at 3e-3: loss 0.21, judged 0.688, format 1.0. A real Gemma
         # knows the words; the full profile trains LoRA in every stage.
-        return cls(model_id="tiny-gemma3-sft", judge_id=None, lora_rank=16, lora_alpha=16.0, sft_lora_rank=None,
-                   train_tasks=3000, good_share=0.5,
-                   heldout_per_domain=20, eval_samples=4, sft_steps=300, sft_learning_rate=3e-3, batch_size=16, max_len=144,
-                   improve_prompts=120, improve_threshold=0.9, improve_steps=20, improve_learning_rate=3e-4, algorithm="simpo", beta=2.0,
-                   # SimPO at lr 1e-3 took the judged score from 0.67 to 0.50 (creative 1.0 -> 0.46); 3e-4 kept 0.68
-                   # once, and lost 0.652 -> 0.565 in the whole run of 2026-11-23; 1e-4 on that run: 0.649
-                   preference_steps=30, preference_learning_rate=1e-4, pair_prompts=240, samples=4,
-                   max_response_length=64, grpo=grpo, grpo_lora_modules=_MLP_LORA,
-                   reward_weights={"judge": 4.0, "structure": 1.0, "length_limit": 1.0, "repetition": 1.0,
-                                   "no_boilerplate": 1.0, "relevance": 0.5, "answer_match": 1.0},
-                   shares={"sft": 0.35, "improve": 0.1, "preference": 0.15, "grpo": 0.4},
-                   eval=dataclasses.replace(evaluation.EvalConfig.smoke(), system_prompt=domains.SYSTEM_PROMPT))  # fmt: skip
+        return cls(
+            model_id="tiny-gemma3-sft",
+            judge_id=None,
+            lora_rank=16,
+            lora_alpha=16.0,
+            sft_lora_rank=None,
+            train_tasks=3000,
+            good_share=0.5,
+            heldout_per_domain=20,
+            eval_samples=4,
+            sft_steps=300,
+            sft_learning_rate=3e-3,
+            batch_size=16,
+            max_len=144,
+            improve_prompts=120,
+            improve_threshold=0.9,
+            improve_steps=20,
+            improve_learning_rate=3e-4,
+            algorithm="simpo",
+            beta=2.0,
+            # SimPO at lr 1e-3 took the judged score from 0.67 to 0.50 (creative 1.0 -> 0.46); 3e-4 kept 0.68
+            # once, and lost 0.652 -> 0.565 in the whole run of 2026-11-23; 1e-4 on that run: 0.649
+            preference_steps=30,
+            preference_learning_rate=1e-4,
+            pair_prompts=240,
+            samples=4,
+            max_response_length=64,
+            grpo=grpo,
+            grpo_lora_modules=_MLP_LORA,
+            reward_weights={
+                "judge": 4.0,
+                "structure": 1.0,
+                "length_limit": 1.0,
+                "repetition": 1.0,
+                "no_boilerplate": 1.0,
+                "relevance": 0.5,
+                "answer_match": 1.0,
+            },
+            shares={"sft": 0.35, "improve": 0.1, "preference": 0.15, "grpo": 0.4},
+            eval=dataclasses.replace(
+                evaluation.EvalConfig.smoke(), system_prompt=domains.SYSTEM_PROMPT
+            ),
+        )
 
     @classmethod
     def full(cls) -> Pipeline:
@@ -508,19 +688,58 @@ class Pipeline(_Presets):
         # still longer are left-truncated, counted (evaluation.PROMPTS_CUT) and written to
         # summary.json's prompts_cut by notebook 06. The preference stage uses the same prompt length.
         prompt_tokens = 1024
-        grpo = rl.GRPOSettings(max_prompt_length=prompt_tokens, max_generation_steps=768, batch_size=4,
-                               micro_batch_size=2, num_steps=1500, checkpoint_every=50)  # fmt: skip
-        return cls(model_id="gemma-3-1b-it", judge_id="gemma-3-1b-it", lora_rank=64, lora_alpha=64.0, sft_lora_rank=64,
-                   train_tasks=20000, good_share=1.0, heldout_per_domain=50, eval_samples=2, sft_steps=1200, sft_learning_rate=1e-4, batch_size=16,
-                   max_len=1024, improve_prompts=512, improve_threshold=0.8, improve_steps=200, improve_learning_rate=3e-5, algorithm="simpo",
-                   beta=2.0, preference_steps=600, preference_learning_rate=5e-6, pair_prompts=1024, samples=4,
-                   max_response_length=768, grpo=grpo, grpo_lora_modules=None,
-                   reward_weights={"judge": 4.0, "structure": 1.0, "length_limit": 1.0, "repetition": 1.0,
-                                   "no_boilerplate": 1.0, "relevance": 0.5, "answer_match": 1.0,
-                                   "length_target": 1.0},  # answers under ~600 tokens, none left open
-                   shares={"sft": 0.3, "improve": 0.1, "preference": 0.2, "grpo": 0.4},
-                   eval=dataclasses.replace(evaluation.EvalConfig.full(), system_prompt=domains.SYSTEM_PROMPT,
-                                            max_prompt_length=prompt_tokens))  # fmt: skip
+        grpo = rl.GRPOSettings(
+            max_prompt_length=prompt_tokens,
+            max_generation_steps=768,
+            batch_size=4,
+            micro_batch_size=2,
+            num_steps=1500,
+            checkpoint_every=50,
+        )
+        return cls(
+            model_id="gemma-3-1b-it",
+            judge_id="gemma-3-1b-it",
+            lora_rank=64,
+            lora_alpha=64.0,
+            sft_lora_rank=64,
+            train_tasks=20000,
+            good_share=1.0,
+            heldout_per_domain=50,
+            eval_samples=2,
+            sft_steps=1200,
+            sft_learning_rate=1e-4,
+            batch_size=16,
+            max_len=1024,
+            improve_prompts=512,
+            improve_threshold=0.8,
+            improve_steps=200,
+            improve_learning_rate=3e-5,
+            algorithm="simpo",
+            beta=2.0,
+            preference_steps=600,
+            preference_learning_rate=5e-6,
+            pair_prompts=1024,
+            samples=4,
+            max_response_length=768,
+            grpo=grpo,
+            grpo_lora_modules=None,
+            reward_weights={
+                "judge": 4.0,
+                "structure": 1.0,
+                "length_limit": 1.0,
+                "repetition": 1.0,
+                "no_boilerplate": 1.0,
+                "relevance": 0.5,
+                "answer_match": 1.0,
+                "length_target": 1.0,
+            },  # answers under ~600 tokens, none left open
+            shares={"sft": 0.3, "improve": 0.1, "preference": 0.2, "grpo": 0.4},
+            eval=dataclasses.replace(
+                evaluation.EvalConfig.full(),
+                system_prompt=domains.SYSTEM_PROMPT,
+                max_prompt_length=prompt_tokens,
+            ),
+        )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -560,25 +779,71 @@ class Agentic(_Presets):
         # calculation ("3 * 9 = 27") like the direct answers do, the model recomputed ("3 * 9 = 18").
         # Earlier: at temperature 1.0 nearly every sampled call was malformed (21 JSON tokens in a row);
         # lr 3e-3 moved the KL to 0.8 in one update and broke the call format.
-        grpo = rl.GRPOSettings(learning_rate=1e-3, beta=0.04, clip_norm=1.0, weight_decay=0.0, temperature=0.7,
-                               max_prompt_length=160, max_generation_steps=80, batch_size=4, num_generations=4,
-                               num_steps=30, checkpoint_every=10)  # fmt: skip
+        grpo = rl.GRPOSettings(
+            learning_rate=1e-3,
+            beta=0.04,
+            clip_norm=1.0,
+            weight_decay=0.0,
+            temperature=0.7,
+            max_prompt_length=160,
+            max_generation_steps=80,
+            batch_size=4,
+            num_generations=4,
+            num_steps=30,
+            checkpoint_every=10,
+        )
         # The warm start fine-tunes every weight: the tiny model never saw the tool call's JSON
         # words, and adapters cannot train their embeddings (as in notebook 06's stage 1).
-        return cls(model_id="tiny-gemma3-sft", sft_lora_rank=None, lora_rank=16, lora_alpha=16.0, sft_steps=160,
-                   sft_learning_rate=3e-3, batch_size=16, max_len=192, trace_questions=1200, tool_share=0.3, max_operand=99,
-                   max_turns=2, tools_prompt=agentic.SHORT_TOOL_PROMPT, grpo=grpo,
-                   eval=dataclasses.replace(evaluation.EvalConfig.smoke(), max_prompt_length=160,
-                                            max_generation_steps=48),
-                   eval_questions=128, shares={"sft": 0.3, "grpo": 0.7})  # fmt: skip
+        return cls(
+            model_id="tiny-gemma3-sft",
+            sft_lora_rank=None,
+            lora_rank=16,
+            lora_alpha=16.0,
+            sft_steps=160,
+            sft_learning_rate=3e-3,
+            batch_size=16,
+            max_len=192,
+            trace_questions=1200,
+            tool_share=0.3,
+            max_operand=99,
+            max_turns=2,
+            tools_prompt=agentic.SHORT_TOOL_PROMPT,
+            grpo=grpo,
+            eval=dataclasses.replace(
+                evaluation.EvalConfig.smoke(), max_prompt_length=160, max_generation_steps=48
+            ),
+            eval_questions=128,
+            shares={"sft": 0.3, "grpo": 0.7},
+        )
 
     @classmethod
     def full(cls) -> Agentic:
-        grpo = rl.GRPOSettings(max_prompt_length=1024, max_generation_steps=512, batch_size=4, micro_batch_size=2,
-                               num_steps=1000, checkpoint_every=50)  # fmt: skip
-        return cls(model_id="gemma-3-1b-it", sft_lora_rank=64, lora_rank=64, lora_alpha=64.0, sft_steps=200,
-                   sft_learning_rate=1e-4, batch_size=16, max_len=1024, trace_questions=3000, tool_share=1.0, max_operand=0,
-                   max_turns=4, tools_prompt=None, grpo=grpo,
-                   eval=dataclasses.replace(evaluation.EvalConfig.full(), max_prompt_length=1024,
-                                            max_generation_steps=512),
-                   eval_questions=500, shares={"sft": 0.15, "grpo": 0.85})  # fmt: skip
+        grpo = rl.GRPOSettings(
+            max_prompt_length=1024,
+            max_generation_steps=512,
+            batch_size=4,
+            micro_batch_size=2,
+            num_steps=1000,
+            checkpoint_every=50,
+        )
+        return cls(
+            model_id="gemma-3-1b-it",
+            sft_lora_rank=64,
+            lora_rank=64,
+            lora_alpha=64.0,
+            sft_steps=200,
+            sft_learning_rate=1e-4,
+            batch_size=16,
+            max_len=1024,
+            trace_questions=3000,
+            tool_share=1.0,
+            max_operand=0,
+            max_turns=4,
+            tools_prompt=None,
+            grpo=grpo,
+            eval=dataclasses.replace(
+                evaluation.EvalConfig.full(), max_prompt_length=1024, max_generation_steps=512
+            ),
+            eval_questions=500,
+            shares={"sft": 0.15, "grpo": 0.85},
+        )

@@ -179,8 +179,10 @@ def strict_answer(
     [3.0, 0.0]
     """
     base = answer_match(prompts, completions, answer=answer)
-    return [-1.0 if len(c or "") > max_chars else (b if has_format(c) else 0.0)
-            for c, b in zip(completions, base, strict=True)]  # fmt: skip
+    return [
+        -1.0 if len(c or "") > max_chars else (b if has_format(c) else 0.0)
+        for c, b in zip(completions, base, strict=True)
+    ]
 
 
 DEFAULT_REWARDS = (format_exact, format_approx, answer_match, number_match)

@@ -26,10 +26,20 @@ import numpy as np
 from tunixkit import training
 
 __all__ = [
-    "ENGINES", "GRPOSettings", "HeldOut", "RewardFn", "RolloutEngineUnavailable", "build_grpo", "cluster",
-    "check_rollout_engine", "curves", "heldout_reward", "plot_curves", "rollout_config",
+    "ENGINES",
+    "GRPOSettings",
+    "HeldOut",
+    "RewardFn",
+    "RolloutEngineUnavailable",
+    "build_grpo",
+    "cluster",
+    "check_rollout_engine",
+    "curves",
+    "heldout_reward",
+    "plot_curves",
+    "rollout_config",
     "window_mean",
-]  # fmt: skip
+]
 
 RewardFn = Callable[..., list[float]]
 
@@ -117,8 +127,14 @@ def check_rollout_engine(engine: str, family: str) -> None:
         )
 
 
-def rollout_config(settings: GRPOSettings, *, eos_ids: Sequence[int], vocab_size: int,
-                   return_logprobs: bool = False, kv_cache_size: int | None = None):  # fmt: skip
+def rollout_config(
+    settings: GRPOSettings,
+    *,
+    eos_ids: Sequence[int],
+    vocab_size: int,
+    return_logprobs: bool = False,
+    kv_cache_size: int | None = None,
+):
     """tunix ``RolloutConfig``: stops at every id in ``eos_ids``; ``top_k`` clamped to the vocabulary.
     The KV cache holds prompt + generation (multi-turn rollouts pass a larger ``kv_cache_size``)."""
     from tunix.rl.rollout import base_rollout
@@ -127,14 +143,30 @@ def rollout_config(settings: GRPOSettings, *, eos_ids: Sequence[int], vocab_size
     return base_rollout.RolloutConfig(
         max_tokens_to_generate=settings.max_generation_steps,
         max_prompt_length=settings.max_prompt_length,
-        kv_cache_size=kv_cache_size or settings.max_prompt_length + settings.max_generation_steps + 16,
-        temperature=settings.temperature, top_k=top_k, top_p=settings.top_p,
-        eos_tokens=list(eos_ids), seed=settings.seed, return_logprobs=return_logprobs,
-    )  # fmt: skip
+        kv_cache_size=kv_cache_size
+        or settings.max_prompt_length + settings.max_generation_steps + 16,
+        temperature=settings.temperature,
+        top_k=top_k,
+        top_p=settings.top_p,
+        eos_tokens=list(eos_ids),
+        seed=settings.seed,
+        return_logprobs=return_logprobs,
+    )
 
 
-def cluster(actor, reference, tokenizer, *, mesh, settings: GRPOSettings, output_dir: str | pathlib.Path,
-            eos_ids: Sequence[int], vocab_size: int, family: str = "gemma3", **rollout: Any):  # fmt: skip
+def cluster(
+    actor,
+    reference,
+    tokenizer,
+    *,
+    mesh,
+    settings: GRPOSettings,
+    output_dir: str | pathlib.Path,
+    eos_ids: Sequence[int],
+    vocab_size: int,
+    family: str = "gemma3",
+    **rollout: Any,
+):
     """tunix's ``RLCluster`` for ``settings``: actor, reference and rollout on ``mesh``; checkpoints in
     ``output_dir/checkpoints`` (resumed from when the same folder is used again), TensorBoard logs
     in ``output_dir/tensorboard``. ``rollout``: more :func:`rollout_config` options."""
@@ -159,8 +191,12 @@ def cluster(actor, reference, tokenizer, *, mesh, settings: GRPOSettings, output
         offload_to_cpu=False,
         training_config=rl_cluster_lib.RLTrainingConfig(
             actor_optimizer=training.optimizer(
-                settings.learning_rate, settings.num_steps, warmup_ratio=settings.warmup_ratio,
-                clip_norm=settings.clip_norm, weight_decay=settings.weight_decay, b2=0.99,
+                settings.learning_rate,
+                settings.num_steps,
+                warmup_ratio=settings.warmup_ratio,
+                clip_norm=settings.clip_norm,
+                weight_decay=settings.weight_decay,
+                b2=0.99,
             ),
             eval_every_n_steps=10**9,
             max_steps=settings.num_steps,
@@ -173,7 +209,7 @@ def cluster(actor, reference, tokenizer, *, mesh, settings: GRPOSettings, output
             checkpointing_options=ckpt_opts,
         ),
         rollout_config=rollout_config(settings, eos_ids=eos_ids, vocab_size=vocab_size, **rollout),
-    )  # fmt: skip
+    )
     return rl_cluster_lib.RLCluster(
         actor=actor, reference=reference, tokenizer=tokenizer, cluster_config=cluster_config
     )
@@ -199,8 +235,17 @@ def build_grpo(
     """
     from tunix.rl.grpo import grpo_learner
 
-    rl_cluster = cluster(actor, reference, tokenizer, mesh=mesh, settings=settings, output_dir=output_dir,
-                         eos_ids=eos_ids, vocab_size=vocab_size, family=family)  # fmt: skip
+    rl_cluster = cluster(
+        actor,
+        reference,
+        tokenizer,
+        mesh=mesh,
+        settings=settings,
+        output_dir=output_dir,
+        eos_ids=eos_ids,
+        vocab_size=vocab_size,
+        family=family,
+    )
     algo = grpo_learner.GRPOConfig(
         num_generations=settings.num_generations,
         num_iterations=settings.num_iterations,
@@ -228,8 +273,12 @@ def _logging(fn: RewardFn, path: pathlib.Path, cluster) -> RewardFn:
         scores = fn(prompts, completions, **kwargs)
         if str(kwargs.get("mode", "train")).lower().endswith("train"):
             asked = [str(q) for q in kwargs.get("question", prompts)]
-            row = {"step": cluster.actor_trainer.train_steps + 1, "questions": list(dict.fromkeys(asked)),
-                   "completion": str(completions[0]), "score": float(scores[0])}  # fmt: skip
+            row = {
+                "step": cluster.actor_trainer.train_steps + 1,
+                "questions": list(dict.fromkeys(asked)),
+                "completion": str(completions[0]),
+                "score": float(scores[0]),
+            }
             with path.open("a", encoding="utf-8") as f:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
         return scores
@@ -264,15 +313,21 @@ def window_mean(values: Sequence[float] | np.ndarray, window: int, *, last: bool
 
 
 def plot_curves(
-    series: dict[str, tuple[np.ndarray, np.ndarray]], path: str | pathlib.Path, *, smooth: int = 5,
+    series: dict[str, tuple[np.ndarray, np.ndarray]],
+    path: str | pathlib.Path,
+    *,
+    smooth: int = 5,
     title: str = "GRPO",
-) -> Any:  # fmt: skip
+) -> Any:
     """Reward (total and per function), KL and completion length against step; saved as PNG."""
     import matplotlib.pyplot as plt
 
-    panels = [("reward", [k for k in series if k.startswith("reward")]), ("KL to reference", ["kl"]),
-              ("completion tokens", ["completion_length"]),
-              ("tool use (share of episodes)", [k for k in series if k.startswith("tool/")])]  # fmt: skip
+    panels = [
+        ("reward", [k for k in series if k.startswith("reward")]),
+        ("KL to reference", ["kl"]),
+        ("completion tokens", ["completion_length"]),
+        ("tool use (share of episodes)", [k for k in series if k.startswith("tool/")]),
+    ]
     # beta = 0 skips the reference pass: the KL is then logged as zeros, which is not worth a panel
     panels = [(t, [k for k in keys if k in series and np.any(series[k][1])]) for t, keys in panels]
     panels = [(t, keys) for t, keys in panels if keys]
@@ -324,8 +379,15 @@ def heldout_reward(
     are stored as ``predictions_<name>.jsonl`` in ``output_dir`` (and read back with ``reuse``)."""
     from tunixkit import evaluation
 
-    result = evaluation.evaluate(loaded, list(records) * samples, name=name, config=config,
-                                 output_dir=output_dir, progress=False, reuse=reuse)  # fmt: skip
+    result = evaluation.evaluate(
+        loaded,
+        list(records) * samples,
+        name=name,
+        config=config,
+        output_dir=output_dir,
+        progress=False,
+        reuse=reuse,
+    )
     comps = [p["completion"] for p in result.predictions]
     gold = [p["gold"] for p in result.predictions]
     prompts = [loaded.chat.prompt(p["question"], config.system_prompt) for p in result.predictions]

@@ -18,8 +18,12 @@ import numpy as np
 from tunix.sft import hooks
 
 __all__ = [
-    "MetricsFile", "RLMetricsFile", "digest", "plot_metrics", "read_metrics",
-]  # fmt: skip
+    "MetricsFile",
+    "RLMetricsFile",
+    "digest",
+    "plot_metrics",
+    "read_metrics",
+]
 
 
 class MetricsFile(hooks.TrainingHooks):
@@ -70,8 +74,11 @@ class RLMetricsFile:
 
     # the summed reward (GRPO; the environment's in agentic GRPO), completion length; and as they
     # are, the per-step figures tunixkit's metric functions log under ``tool/``
-    NAMES = {"rewards/score/mean": "reward", "trajectory_rewards/mean": "reward",
-             "completions/mean_length": "completion_length"}  # fmt: skip
+    NAMES = {
+        "rewards/score/mean": "reward",
+        "trajectory_rewards/mean": "reward",
+        "completions/mean_length": "completion_length",
+    }
     KEEP = ("tool/",)
 
     def __init__(self, path: str | pathlib.Path, *, offset: int = 0) -> None:
@@ -121,8 +128,13 @@ def read_metrics(path: str | pathlib.Path) -> dict[str, dict[str, tuple[np.ndarr
             raise ValueError(f"{path}:{n}: not a metrics row ({e}): {line[:80]!r}") from e
         for name, value in row.items():
             table.setdefault(mode, {}).setdefault(name, {})[step] = float(value)
-    return {mode: {name: (np.array(sorted(v)), np.array([v[s] for s in sorted(v)]))
-                   for name, v in names.items()} for mode, names in table.items()}  # fmt: skip
+    return {
+        mode: {
+            name: (np.array(sorted(v)), np.array([v[s] for s in sorted(v)]))
+            for name, v in names.items()
+        }
+        for mode, names in table.items()
+    }
 
 
 def plot_metrics(

@@ -25,11 +25,23 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 __all__ = [
-    "DownloadError", "ENV_PROFILE", "MESH_AXES", "MissingSecretError", "downloading", "PROFILES", "Runtime", "detect_backend",
+    "DownloadError",
+    "ENV_PROFILE",
+    "MESH_AXES",
+    "MissingSecretError",
+    "downloading",
+    "PROFILES",
+    "Runtime",
+    "detect_backend",
     "no_accelerator_message",
-    "detect_environment", "get_secret", "make_mesh", "mesh_context", "mesh_shape", "peak_memory",
+    "detect_environment",
+    "get_secret",
+    "make_mesh",
+    "mesh_context",
+    "mesh_shape",
+    "peak_memory",
     "resolve",
-]  # fmt: skip
+]
 
 PROFILES = ("smoke", "full")
 ENV_PROFILE = "TUNIXKIT_PROFILE"

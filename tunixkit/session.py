@@ -28,9 +28,15 @@ from typing import Any
 from tunixkit import runtime
 
 __all__ = [
-    "DEFAULT_HOURS", "RecipeMismatch", "ResumeError", "Session", "latest_checkpoint_step", "prepare",
-    "publish", "upload_to_kaggle",
-]  # fmt: skip
+    "DEFAULT_HOURS",
+    "RecipeMismatch",
+    "ResumeError",
+    "Session",
+    "latest_checkpoint_step",
+    "prepare",
+    "publish",
+    "upload_to_kaggle",
+]
 
 DEFAULT_HOURS = {"kaggle": 9.0, "colab": 12.0, "local": None}  # a session's hard limit, by platform
 START_ENV = "TUNIXKIT_SESSION_START"  # set by the first cell: when this session's clock started
@@ -157,8 +163,10 @@ class Session:
     def describe(self) -> str:
         if self.hours is None:
             return "session clock: no limit (set SESSION_HOURS to enforce one)"
-        return (f"session clock: {self.hours:g} h from the first cell, {self.remaining() / 3600:.2f} h "
-                f"left; training stops in time for the checkpoint, export and evaluation")  # fmt: skip
+        return (
+            f"session clock: {self.hours:g} h from the first cell, {self.remaining() / 3600:.2f} h "
+            f"left; training stops in time for the checkpoint, export and evaluation"
+        )
 
 
 def _session_start(started: float) -> float:
@@ -176,8 +184,10 @@ def _session_start(started: float) -> float:
         path.write_text(repr(started))
         return started
     if recorded < started:
-        print(f"session clock: counting from this session's first start "
-              f"{(started - recorded) / 60:.0f} min ago (a restarted kernel), recorded in {path}")  # fmt: skip
+        print(
+            f"session clock: counting from this session's first start "
+            f"{(started - recorded) / 60:.0f} min ago (a restarted kernel), recorded in {path}"
+        )
     return recorded
 
 
@@ -236,8 +246,13 @@ def _copy_last_checkpoints(src: pathlib.Path, dst: pathlib.Path) -> None:
         shutil.copytree(newest, dst / newest.relative_to(src), dirs_exist_ok=True)
 
 
-def prepare(out_dir: str | pathlib.Path, recipe: Mapping[str, Any], *, resume_from: str | None = None,
-            start_fresh: bool = False) -> str:  # fmt: skip
+def prepare(
+    out_dir: str | pathlib.Path,
+    recipe: Mapping[str, Any],
+    *,
+    resume_from: str | None = None,
+    start_fresh: bool = False,
+) -> str:
     """Make ``out_dir`` ready for this run and return what was done, in a sentence.
 
     - ``out_dir`` holds a run with other settings: :class:`RecipeMismatch` naming each field, or
@@ -254,10 +269,11 @@ def prepare(out_dir: str | pathlib.Path, recipe: Mapping[str, Any], *, resume_fr
         diff = _diff(json.loads(here.read_text()), recipe)
         if diff and not start_fresh:
             raise RecipeMismatch(
-                f"{out} holds a run made with other settings:\n  " + "\n  ".join(diff)
+                f"{out} holds a run made with other settings:\n  "
+                + "\n  ".join(diff)
                 + "\nUse another OUTPUT_DIR, set the parameters back, or set START_FRESH = True "
                 "(the old run is then moved to OUTPUT_DIR/previous/)."
-            )  # fmt: skip
+            )
         if diff:
             aside = out / "previous" / time.strftime("%Y%m%d-%H%M%S")
             aside.mkdir(parents=True)
@@ -280,9 +296,10 @@ def prepare(out_dir: str | pathlib.Path, recipe: Mapping[str, Any], *, resume_fr
             diff = _diff(json.loads((src / RECIPE_FILE).read_text()), recipe)
             if diff:
                 raise RecipeMismatch(
-                    f"RESUME_FROM={src} was made with other settings:\n  " + "\n  ".join(diff)
+                    f"RESUME_FROM={src} was made with other settings:\n  "
+                    + "\n  ".join(diff)
                     + "\nSet the parameters as they were, or set START_FRESH = True to ignore RESUME_FROM."
-                )  # fmt: skip
+                )
         for p in src.iterdir():
             if p.name in _NOT_CARRIED or p.name.startswith("."):
                 continue
@@ -345,17 +362,23 @@ def publish(
         )
         return None
     if not handle:
-        print(f"unrestricted_kaggle_model = None: not uploaded (set KAGGLE_MODEL = "
-              f"'<user>/<model>/jax/<variation>' to publish {folder})")  # fmt: skip
+        print(
+            f"unrestricted_kaggle_model = None: not uploaded (set KAGGLE_MODEL = "
+            f"'<user>/<model>/jax/<variation>' to publish {folder})"
+        )
         return None
     try:
         upload_to_kaggle(folder, handle, notes=notes)
     except ValueError:
         raise  # a malformed handle: said before any upload starts
     except Exception as exc:  # the run's results are on disk; a failed upload must not lose them
-        print(f"unrestricted_kaggle_model = None: the upload to {handle} failed ({type(exc).__name__}: "
-              f"{str(exc)[:300]}). Upload {folder} later: tunixkit.session.upload_to_kaggle(folder, handle)")  # fmt: skip
+        print(
+            f"unrestricted_kaggle_model = None: the upload to {handle} failed ({type(exc).__name__}: "
+            f"{str(exc)[:300]}). Upload {folder} later: tunixkit.session.upload_to_kaggle(folder, handle)"
+        )
         return None
-    print(f"uploaded {folder} to https://www.kaggle.com/models/{'/'.join(handle.split('/')[:2])} "
-          f"(created private: Settings > Visibility > Public; licence: Gemma's terms)")  # fmt: skip
+    print(
+        f"uploaded {folder} to https://www.kaggle.com/models/{'/'.join(handle.split('/')[:2])} "
+        f"(created private: Settings > Visibility > Public; licence: Gemma's terms)"
+    )
     return handle

@@ -37,12 +37,34 @@ from tunixkit.data import (
 from tunixkit.tokenizer import Tokenizer
 
 __all__ = [
-    "SMOKE_MAX_OPERAND", "SMOKE_MODELS", "SPECIAL_TOKENS", "SPLIT_SEEDS", "TINY_EMBEDDING_STD",
-    "TINY_GEMMA2", "TINY_GEMMA3", "TINY_STUDENT", "TOKENIZER_VOCAB", "TinyShape", "WARM_START",
-    "WarmStart", "build_tokenizer", "cache_dir", "cache_key", "config", "gemma2_config",
-    "gemma3_config", "load_tokenizer", "materialize", "random_model", "randomize_mlp",
-    "synthetic_gsm8k", "tokenizer_corpus", "tokenizer_path", "warm_start", "write_synthetic_gsm8k",
-]  # fmt: skip
+    "SMOKE_MAX_OPERAND",
+    "SMOKE_MODELS",
+    "SPECIAL_TOKENS",
+    "SPLIT_SEEDS",
+    "TINY_EMBEDDING_STD",
+    "TINY_GEMMA2",
+    "TINY_GEMMA3",
+    "TINY_STUDENT",
+    "TOKENIZER_VOCAB",
+    "TinyShape",
+    "WARM_START",
+    "WarmStart",
+    "build_tokenizer",
+    "cache_dir",
+    "cache_key",
+    "config",
+    "gemma2_config",
+    "gemma3_config",
+    "load_tokenizer",
+    "materialize",
+    "random_model",
+    "randomize_mlp",
+    "synthetic_gsm8k",
+    "tokenizer_corpus",
+    "tokenizer_path",
+    "warm_start",
+    "write_synthetic_gsm8k",
+]
 
 SPECIAL_TOKENS = (
     START_OF_TURN,
@@ -185,13 +207,26 @@ def build_tokenizer(
                 "\n".join(tokenizer_corpus()) + "\n", encoding="utf-8"
             )
             spm.SentencePieceTrainer.train(
-                input="corpus.txt", model_prefix="tok", vocab_size=vocab_size, model_type="bpe",
-                character_coverage=1.0, pad_id=0, unk_id=1, bos_id=2, eos_id=3,
-                user_defined_symbols=[*SPECIAL_TOKENS, "\n"], split_digits=True,
-                normalization_rule_name="identity", remove_extra_whitespaces=False,
-                add_dummy_prefix=False, byte_fallback=False, num_threads=1,
-                shuffle_input_sentence=False, input_sentence_size=0, minloglevel=2,
-            )  # fmt: skip
+                input="corpus.txt",
+                model_prefix="tok",
+                vocab_size=vocab_size,
+                model_type="bpe",
+                character_coverage=1.0,
+                pad_id=0,
+                unk_id=1,
+                bos_id=2,
+                eos_id=3,
+                user_defined_symbols=[*SPECIAL_TOKENS, "\n"],
+                split_digits=True,
+                normalization_rule_name="identity",
+                remove_extra_whitespaces=False,
+                add_dummy_prefix=False,
+                byte_fallback=False,
+                num_threads=1,
+                shuffle_input_sentence=False,
+                input_sentence_size=0,
+                minloglevel=2,
+            )
             shutil.copyfile("tok.model", prefix.with_suffix(".model"))
         finally:
             os.chdir(cwd)
@@ -218,12 +253,18 @@ def gemma3_config(vocab_size: int, shape: TinyShape = TINY_GEMMA3, *, dtype=None
     from tunix.models.gemma3 import model as g3
 
     return g3.ModelConfig(
-        num_layers=shape.num_layers, num_embed=vocab_size, embed_dim=shape.embed_dim,
-        hidden_dim=shape.hidden_dim, num_heads=shape.num_heads, head_dim=shape.head_dim,
-        num_kv_heads=shape.num_kv_heads, sliding_window_size=shape.sliding_window_size,
-        local_base_frequency=10_000, global_base_frequency=1_000_000,
+        num_layers=shape.num_layers,
+        num_embed=vocab_size,
+        embed_dim=shape.embed_dim,
+        hidden_dim=shape.hidden_dim,
+        num_heads=shape.num_heads,
+        head_dim=shape.head_dim,
+        num_kv_heads=shape.num_kv_heads,
+        sliding_window_size=shape.sliding_window_size,
+        local_base_frequency=10_000,
+        global_base_frequency=1_000_000,
         param_dtype=dtype or jnp.float32,
-    )  # fmt: skip
+    )
 
 
 def gemma2_config(vocab_size: int, shape: TinyShape):
@@ -231,14 +272,25 @@ def gemma2_config(vocab_size: int, shape: TinyShape):
     0 as in Gemma2-2B, with its soft-caps (50 on attention logits, 30 on the output)."""
     from tunix.models.gemma import model as g2
 
-    types = tuple(g2.AttentionType.LOCAL_SLIDING if i % 2 == 0 else g2.AttentionType.GLOBAL
-                  for i in range(shape.num_layers))  # fmt: skip
+    types = tuple(
+        g2.AttentionType.LOCAL_SLIDING if i % 2 == 0 else g2.AttentionType.GLOBAL
+        for i in range(shape.num_layers)
+    )
     return g2.ModelConfig(
-        num_layers=shape.num_layers, num_embed=vocab_size, embed_dim=shape.embed_dim, hidden_dim=shape.hidden_dim,
-        num_heads=shape.num_heads, head_dim=shape.head_dim, num_kv_heads=shape.num_kv_heads,
-        final_logit_softcap=30.0, use_post_attn_norm=True, use_post_ffw_norm=True, attention_types=types,
-        attn_logits_soft_cap=50.0, sliding_window_size=shape.sliding_window_size,
-    )  # fmt: skip
+        num_layers=shape.num_layers,
+        num_embed=vocab_size,
+        embed_dim=shape.embed_dim,
+        hidden_dim=shape.hidden_dim,
+        num_heads=shape.num_heads,
+        head_dim=shape.head_dim,
+        num_kv_heads=shape.num_kv_heads,
+        final_logit_softcap=30.0,
+        use_post_attn_norm=True,
+        use_post_ffw_norm=True,
+        attention_types=types,
+        attn_logits_soft_cap=50.0,
+        sliding_window_size=shape.sliding_window_size,
+    )
 
 
 def randomize_mlp(model, seed: int = 0, scale: float = 0.02):
@@ -302,8 +354,13 @@ def write_synthetic_gsm8k(
     from tunixkit.data import write_jsonl
 
     folder = pathlib.Path(folder)
-    return {split: write_jsonl(synthetic_gsm8k(n, seed=SPLIT_SEEDS[split], max_operand=max_operand), folder / f"{split}.jsonl")
-            for split, n in (("train", n_train), ("test", n_test))}  # fmt: skip
+    return {
+        split: write_jsonl(
+            synthetic_gsm8k(n, seed=SPLIT_SEEDS[split], max_operand=max_operand),
+            folder / f"{split}.jsonl",
+        )
+        for split, n in (("train", n_train), ("test", n_test))
+    }
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -330,13 +387,21 @@ def warm_start(config, ws: WarmStart = WARM_START):
 
     tok = load_tokenizer()
     model = random_model(config, ws.seed)
-    rows = synthetic_gsm8k(ws.steps * ws.batch_size // 2, seed=SPLIT_SEEDS["train"],
-                           max_operand=ws.max_operand)  # fmt: skip
+    rows = synthetic_gsm8k(
+        ws.steps * ws.batch_size // 2, seed=SPLIT_SEEDS["train"], max_operand=ws.max_operand
+    )
     records, _ = to_records(rows, "synthetic", verbose=False)
-    ds = training.sft_dataset([sft_pair(r) for r in records], tok, max_len=ws.max_len,
-                              batch_size=ws.batch_size, num_batches=ws.steps, seed=ws.seed)  # fmt: skip
-    config = peft_trainer.TrainingConfig(eval_every_n_steps=10**9, max_steps=ws.steps,
-                                         pbar_description="tiny-gemma3-sft warm start")  # fmt: skip
+    ds = training.sft_dataset(
+        [sft_pair(r) for r in records],
+        tok,
+        max_len=ws.max_len,
+        batch_size=ws.batch_size,
+        num_batches=ws.steps,
+        seed=ws.seed,
+    )
+    config = peft_trainer.TrainingConfig(
+        eval_every_n_steps=10**9, max_steps=ws.steps, pbar_description="tiny-gemma3-sft warm start"
+    )
     trainer = peft_trainer.PeftTrainer(
         model, training.optimizer(ws.learning_rate, ws.steps, clip_norm=1.0), config
     )
@@ -429,9 +494,16 @@ def _build(model_id: str, folder: pathlib.Path) -> None:
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = pathlib.Path(tempfile.mkdtemp(dir=folder.parent))
     tok = load_tokenizer()
-    checkpoints.write_hf_checkpoint(model, cfg, tmp, family=family, extra_files={"tokenizer.model": tokenizer_path()},
-                                    eos_token_id=tok.stop_ids(), pad_token_id=tok.pad_id(),
-                                    bos_token_id=tok.bos_id())  # fmt: skip
+    checkpoints.write_hf_checkpoint(
+        model,
+        cfg,
+        tmp,
+        family=family,
+        extra_files={"tokenizer.model": tokenizer_path()},
+        eos_token_id=tok.stop_ids(),
+        pad_token_id=tok.pad_id(),
+        bos_token_id=tok.bos_id(),
+    )
     shutil.rmtree(folder, ignore_errors=True)
     tmp.rename(folder)  # atomic: a killed run leaves no half-written model behind
 

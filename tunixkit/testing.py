@@ -25,9 +25,16 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "kernel_python", "load_orbax_export", "logits", "notebook_script", "randomize_all",
-    "write_gsm8k_hub", "write_hf_tokenizer", "write_preference_rows", "write_trace_rows",
-]  # fmt: skip
+    "kernel_python",
+    "load_orbax_export",
+    "logits",
+    "notebook_script",
+    "randomize_all",
+    "write_gsm8k_hub",
+    "write_hf_tokenizer",
+    "write_preference_rows",
+    "write_trace_rows",
+]
 
 
 def randomize_all(model, seed: int = 1, *, scale: float = 0.1, norm_scale: float | None = None):
@@ -118,11 +125,19 @@ def write_hf_tokenizer(
     spec, norm = proto.trainer_spec, proto.normalizer_spec
     settings = (spec.model_type, norm.name, norm.add_dummy_prefix, spec.byte_fallback)
     if settings != (2, "identity", False, False):  # 2: BPE
-        raise ValueError(f"{sentencepiece_model}: only BPE with identity normalization, no dummy prefix "
-                         "and no byte fallback is converted")  # fmt: skip
+        raise ValueError(
+            f"{sentencepiece_model}: only BPE with identity normalization, no dummy prefix "
+            "and no byte fallback is converted"
+        )
     pieces = SentencePieceExtractor(str(sentencepiece_model)).extract(models.BPE)
-    tok = Tokenizer(models.BPE(vocab=pieces["vocab"], merges=pieces["merges"],
-                               unk_token=proto.pieces[spec.unk_id].piece, fuse_unk=True))  # fmt: skip
+    tok = Tokenizer(
+        models.BPE(
+            vocab=pieces["vocab"],
+            merges=pieces["merges"],
+            unk_token=proto.pieces[spec.unk_id].piece,
+            fuse_unk=True,
+        )
+    )
     tok.normalizer = normalizers.Replace(" ", "\u2581")
     if spec.split_digits:
         tok.pre_tokenizer = pre_tokenizers.Digits(individual_digits=True)
@@ -132,8 +147,13 @@ def write_hf_tokenizer(
     )
     tok.add_tokens([AddedToken(p.piece, normalized=False) for p in proto.pieces if p.type == 4])
     name = {i: proto.pieces[i].piece for i in (spec.bos_id, spec.eos_id, spec.pad_id, spec.unk_id)}
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=name[spec.bos_id], eos_token=name[spec.eos_id],
-                                   pad_token=name[spec.pad_id], unk_token=name[spec.unk_id])  # fmt: skip
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token=name[spec.bos_id],
+        eos_token=name[spec.eos_id],
+        pad_token=name[spec.pad_id],
+        unk_token=name[spec.unk_id],
+    )
     fast.save_pretrained(str(folder))
     return pathlib.Path(folder)
 
@@ -154,8 +174,12 @@ def kernel_python(folder: str | pathlib.Path) -> str:
     site = next(folder.glob("lib/python*/site-packages"))
     (site / "kaggle_image.pth").write_text(f"{site_packages}\n")  # a path line: no .pth inside runs
     python = str(folder / "bin" / "python")
-    probe = subprocess.run([python, "-c", "import importlib.util as u; print(u.find_spec('tunixkit'))"],
-                           capture_output=True, text=True, cwd=folder)  # fmt: skip
+    probe = subprocess.run(
+        [python, "-c", "import importlib.util as u; print(u.find_spec('tunixkit'))"],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+    )
     if probe.stdout.strip() != "None":
         raise RuntimeError(f"{python} imports tunixkit already: {probe.stdout}{probe.stderr}")
     return python
@@ -191,8 +215,13 @@ def write_trace_rows(path: str | pathlib.Path, n: int = 32, *, seed: int = 0) ->
     from tunixkit import data, smoke
 
     records, _ = data.to_records(smoke.synthetic_gsm8k(n, seed=seed), "traces", verbose=False)
-    rows = [{"prompt": r["question"], "response": f"<reasoning>{r['solution']}</reasoning>"
-             f"<answer>{r['answer']}</answer>"} for r in records]  # fmt: skip
+    rows = [
+        {
+            "prompt": r["question"],
+            "response": f"<reasoning>{r['solution']}</reasoning><answer>{r['answer']}</answer>",
+        }
+        for r in records
+    ]
     return data.write_jsonl(rows, pathlib.Path(path))
 
 
@@ -202,8 +231,12 @@ def write_preference_rows(path: str | pathlib.Path, n: int = 32, *, seed: int = 
     from tunixkit import data, smoke
 
     records, _ = data.to_records(smoke.synthetic_gsm8k(n, seed=seed), "pairs", verbose=False)
-    rows = [{"prompt": r["question"],
-             "chosen": f"<reasoning>{r['solution']}</reasoning><answer>{r['answer']}</answer>",
-             "rejected": f"<reasoning>{r['solution']}</reasoning><answer>{int(r['answer']) + 1}</answer>"}
-            for r in records]  # fmt: skip
+    rows = [
+        {
+            "prompt": r["question"],
+            "chosen": f"<reasoning>{r['solution']}</reasoning><answer>{r['answer']}</answer>",
+            "rejected": f"<reasoning>{r['solution']}</reasoning><answer>{int(r['answer']) + 1}</answer>",
+        }
+        for r in records
+    ]
     return _parquet(rows, pathlib.Path(path))

@@ -33,9 +33,18 @@ from tunixkit.runlog import MetricsFile, RLMetricsFile
 from tunixkit.tokenizer import Tokenizer
 
 __all__ = [
-    "PackedInput", "RunResult", "checkpointing", "metrics_logging", "model_inputs_fn", "optimizer",
-    "run", "sft_dataset", "steps_done", "tokenize_pair", "trainer_config",
-]  # fmt: skip
+    "PackedInput",
+    "RunResult",
+    "checkpointing",
+    "metrics_logging",
+    "model_inputs_fn",
+    "optimizer",
+    "run",
+    "sft_dataset",
+    "steps_done",
+    "tokenize_pair",
+    "trainer_config",
+]
 
 
 def tokenize_pair(
@@ -46,8 +55,11 @@ def tokenize_pair(
     ids, mask = (p + t)[:max_len], ([0] * len(p) + [1] * len(t))[:max_len]
     pad = tokenizer.pad_id()
     truncated = len(p) + len(t) > max_len
-    return (np.array(ids + [pad] * (max_len - len(ids)), np.int32),
-            np.array(mask + [0] * (max_len - len(mask)), np.int32), truncated)  # fmt: skip
+    return (
+        np.array(ids + [pad] * (max_len - len(ids)), np.int32),
+        np.array(mask + [0] * (max_len - len(mask)), np.int32),
+        truncated,
+    )
 
 
 def sft_dataset(
@@ -110,8 +122,9 @@ class PackedInput:
     segment_ids: Any  # [B, L]
 
 
-def _pack(items: Iterable[dict[str, np.ndarray]], max_len: int, pad: int,
-          rows_wanted: int | None = None) -> list[dict[str, np.ndarray]]:  # fmt: skip
+def _pack(
+    items: Iterable[dict[str, np.ndarray]], max_len: int, pad: int, rows_wanted: int | None = None
+) -> list[dict[str, np.ndarray]]:
     """First-fit packing of padded examples into rows of ``max_len`` tokens (order kept in a row;
     only the last 64 rows stay open, so it streams and is reproducible); with ``rows_wanted`` it
     stops once that many rows are closed."""
@@ -125,8 +138,13 @@ def _pack(items: Iterable[dict[str, np.ndarray]], max_len: int, pad: int,
             (i for i in range(max(0, len(rows) - 64), len(rows)) if fill[i] + n <= max_len), None
         )
         if r is None:
-            rows.append({"input_tokens": np.full(max_len, pad, np.int32), "input_mask": np.zeros(max_len, np.int32),
-                         "segment_ids": np.zeros(max_len, np.int32)})  # fmt: skip
+            rows.append(
+                {
+                    "input_tokens": np.full(max_len, pad, np.int32),
+                    "input_mask": np.zeros(max_len, np.int32),
+                    "segment_ids": np.zeros(max_len, np.int32),
+                }
+            )
             fill.append(0)
             r = len(rows) - 1
         o, row = fill[r], rows[r]
@@ -150,9 +168,12 @@ def model_inputs_fn(pad_id: int) -> Callable[[Any], dict[str, Any]]:
     def fn(x) -> dict[str, Any]:
         if not isinstance(x, PackedInput):
             valid = x.input_tokens != pad_id
-            return {"input_tokens": x.input_tokens, "input_mask": x.input_mask,
-                    "positions": sft_utils.build_positions_from_mask(valid),
-                    "attention_mask": sft_utils.make_causal_attn_mask(valid)}  # fmt: skip
+            return {
+                "input_tokens": x.input_tokens,
+                "input_mask": x.input_mask,
+                "positions": sft_utils.build_positions_from_mask(valid),
+                "attention_mask": sft_utils.make_causal_attn_mask(valid),
+            }
         seg = x.segment_ids
         idx = jnp.broadcast_to(jnp.arange(seg.shape[-1], dtype=jnp.int32), seg.shape)
         start = jnp.concatenate(
@@ -161,8 +182,12 @@ def model_inputs_fn(pad_id: int) -> Callable[[Any], dict[str, Any]]:
         positions = idx - jax.lax.cummax(jnp.where(start, idx, 0), axis=1)
         same = (seg[:, :, None] == seg[:, None, :]) & (seg[:, :, None] > 0)
         causal = jnp.tril(jnp.ones((seg.shape[-1],) * 2, bool))[None]
-        return {"input_tokens": x.input_tokens, "input_mask": x.input_mask, "positions": positions,
-                "attention_mask": same & causal}  # fmt: skip
+        return {
+            "input_tokens": x.input_tokens,
+            "input_mask": x.input_mask,
+            "positions": positions,
+            "attention_mask": same & causal,
+        }
 
     return fn
 
@@ -181,9 +206,12 @@ def optimizer(
 
     warmup = max(1, int(warmup_ratio * total_steps))
     schedule = optax.warmup_cosine_decay_schedule(
-        init_value=0.0, peak_value=learning_rate, warmup_steps=warmup,
-        decay_steps=max(total_steps, warmup + 1), end_value=0.1 * learning_rate,
-    )  # fmt: skip
+        init_value=0.0,
+        peak_value=learning_rate,
+        warmup_steps=warmup,
+        decay_steps=max(total_steps, warmup + 1),
+        end_value=0.1 * learning_rate,
+    )
     adamw = optax.adamw(schedule, b2=b2, weight_decay=weight_decay)
     return optax.chain(optax.clip_by_global_norm(clip_norm), adamw) if clip_norm else adamw
 
@@ -212,8 +240,11 @@ def metrics_logging(log_dir: str | pathlib.Path, flush_every: int = 10, *, run_n
     from tunixkit import runtime
 
     log_dir = str(pathlib.Path(log_dir).resolve())
-    factories = [lambda: _Closable(metrax_logging.TensorboardBackend(log_dir=log_dir,
-                                                                     flush_every_n_steps=flush_every))]  # fmt: skip
+    factories = [
+        lambda: _Closable(
+            metrax_logging.TensorboardBackend(log_dir=log_dir, flush_every_n_steps=flush_every)
+        )
+    ]
     use_wandb = os.environ.get("WANDB_MODE") != "disabled" and runtime.get_secret(
         "WANDB_API_KEY", purpose="optional Weights & Biases logging", required=False
     )
@@ -223,9 +254,10 @@ def metrics_logging(log_dir: str | pathlib.Path, flush_every: int = 10, *, run_n
             lambda: _Closable(metrax_logging.WandbBackend(project="tunixkit", name=run_name))
         )
     return metrics_logger.MetricsLoggerOptions(
-        log_dir=log_dir, flush_every_n_steps=flush_every,
+        log_dir=log_dir,
+        flush_every_n_steps=flush_every,
         backend_kwargs={"custom_backend": factories},
-    )  # fmt: skip
+    )
 
 
 def trainer_config(
@@ -246,10 +278,14 @@ def trainer_config(
     out = pathlib.Path(output_dir)
     root, opts = checkpointing(out / "checkpoints", every_steps=checkpoint_every)
     return (config_cls or peft_trainer.TrainingConfig)(
-        eval_every_n_steps=eval_every, max_steps=max_steps, checkpoint_root_directory=root,
-        checkpointing_options=opts, pbar_description=description,
-        metrics_logging_options=metrics_logging(out / "tensorboard", run_name=out.name), **fields,
-    )  # fmt: skip
+        eval_every_n_steps=eval_every,
+        max_steps=max_steps,
+        checkpoint_root_directory=root,
+        checkpointing_options=opts,
+        pbar_description=description,
+        metrics_logging_options=metrics_logging(out / "tensorboard", run_name=out.name),
+        **fields,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -322,13 +358,17 @@ class _Feed:
                 stop = self._must_stop(i) if self.decided is None else self.decided
                 self.decided = None
                 if stop and self.stopped == "stop requested":
-                    print(f"{self.label}: stopping after {i} of the run's batches: "
-                          f"{self.session.stop_file} asks to stop")  # fmt: skip
+                    print(
+                        f"{self.label}: stopping after {i} of the run's batches: "
+                        f"{self.session.stop_file} asks to stop"
+                    )
                     return
                 if stop:
-                    print(f"{self.label}: stopping after {i} of the run's batches: {self.session.remaining():.0f}s "
-                          f"are left and {self.session.reserve():.0f}s are kept for the checkpoint, export "
-                          "and evaluation after training")  # fmt: skip
+                    print(
+                        f"{self.label}: stopping after {i} of the run's batches: {self.session.remaining():.0f}s "
+                        f"are left and {self.session.reserve():.0f}s are kept for the checkpoint, export "
+                        "and evaluation after training"
+                    )
                     return
                 if self.last is None or not self.hooked:  # without the hook, steps end here
                     now = time.perf_counter()
@@ -392,8 +432,13 @@ def run(
     if resumed_from:
         print(f"{label}: resuming from the checkpoint at step {resumed_from}")
     rl = hasattr(trainer, "rl_cluster")
-    feed = _Feed(batches, skip=resumed_from, session=session, label=label,
-                 eval_at_end=eval_batches is not None and not rl)  # fmt: skip
+    feed = _Feed(
+        batches,
+        skip=resumed_from,
+        session=session,
+        label=label,
+        eval_at_end=eval_batches is not None and not rl,
+    )
     if rl:
         _check_grpo_skip(trainer, resumed_from)
         RLMetricsFile(metrics_file, offset=resumed_from).attach(trainer.rl_cluster)
@@ -409,8 +454,10 @@ def run(
     steps = steps_done(trainer)
     stopped = "done" if steps >= len(batches) else feed.stopped
     result = RunResult(resumed_from, steps, time.perf_counter() - start, stopped)
-    print(f"{label}: {steps} of {len(batches)} steps ({result.trained} in this run, "
-          f"{result.seconds:.0f}s); ended: {stopped}")  # fmt: skip
+    print(
+        f"{label}: {steps} of {len(batches)} steps ({result.trained} in this run, "
+        f"{result.seconds:.0f}s); ended: {stopped}"
+    )
     return result
 
 
