@@ -77,6 +77,7 @@ OUTPUT_DIR = "runs/01_qlora_sft"  # everything this notebook writes goes here
 SESSION_HOURS = None  # the session's hard limit; None: 9 on Kaggle, 12 on Colab, none elsewhere
 RESUME_FROM = None  # a previous session's OUTPUT_DIR (read-only is fine) to continue from
 START_FRESH = False  # True: move an OUTPUT_DIR made with other settings aside and start again
+REHEARSAL = False  # True: time a few steps at the real shapes, project the session, no long run
 MODEL_ID = None  # None: the profile's model; e.g. "gemma-2-2b-it", "gemma-3-270m-it"
 SOURCE = "auto"  # full profile: "auto" (Kaggle on Kaggle, else Hugging Face), "hf", "kaggle"
 NUM_STEPS = None  # optimizer steps; None: the profile's
@@ -120,6 +121,7 @@ rt, recipe, out_dir, clock = recipes.start(
     session_hours=SESSION_HOURS,
     resume_from=RESUME_FROM,
     start_fresh=START_FRESH,
+    rehearsal=REHEARSAL,
     inputs={
         "data_source": DATA_SOURCE,
         "dataset": DATASET,
@@ -144,6 +146,7 @@ recipe
 load = dict(data_dir=out_dir / "data", source=DATA_SOURCE, path=GSM8K_PATH)
 train_records = recipes.gsm8k(rt, "train", **load)
 test_records = recipes.gsm8k(rt, "test", limit=recipe.eval_questions, **load)
+test_records = test_records[: clock.sized(len(test_records))]  # a rehearsal takes a few
 family = models.get_spec(recipe.model_id).family  # its chat template writes the prompts
 if DATASET is None:
     train_pairs = [data.sft_pair(r, family=family) for r in train_records]
@@ -252,7 +255,7 @@ with clock.timed("export"):
         mesh=mesh,
     )
 unrestricted_kaggle_model = session.publish(
-    exports["orbax"], KAGGLE_MODEL, notes=f"SFT, {trained.steps} steps"
+    exports["orbax"], KAGGLE_MODEL, notes=f"SFT, {trained.steps} steps", rehearsal=REHEARSAL
 )
 print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
@@ -262,9 +265,10 @@ print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %%
 n = clock.fit(len(test_records))
-after = evaluation.evaluate(
-    tuned, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir
-)
+with clock.timed("evaluation", items=n):
+    after = evaluation.evaluate(
+        tuned, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir
+    )
 display(Markdown(evaluation.comparison_table([before.first(n), after])))
 display(Markdown(evaluation.side_by_side([before.first(n), after], k=3)))
 fig = evaluation.plot_comparison(
@@ -314,6 +318,17 @@ summary = {
 {k: v for k, v in summary.items() if not isinstance(v, dict)}
 
 # %% [markdown]
+# ## Rehearsal
+# With `REHEARSAL = True` everything above was a rehearsal at the recipe's real shapes (in
+# `OUTPUT_DIR/rehearsal`, a few steps and evaluation items): here it becomes the real run's schedule
+# for this session (each stage's seconds per step and compile time, the steps that fit, when the
+# export and the last evaluation end, peak memory, disk), written to `OUTPUT_DIR/rehearsal.json`.
+# A real run shows nothing here.
+
+# %%
+rehearsal = clock.rehearsal_report()
+
+# %% [markdown]
 # ## Checks
 # The smoke run must show SFT teaching the format: compliance from at most 0.2 to at least 0.9, and
 # the held-out loss at least halved.
@@ -321,9 +336,9 @@ summary = {
 # %%
 # What must hold is asserted; what learning should show is asserted in smoke and only warned about
 # in full (a noisy figure must not end a long run in an error).
-checks = evaluation.Checks(enforce=rt.smoke)
+checks = evaluation.Checks(enforce=rt.smoke and not REHEARSAL)
 checks.must(
-    trained.stopped in ("done", "stop requested")
+    trained.stopped in ("done", "stop requested", "rehearsal")
     or (clock.hours and trained.stopped == "session clock"),
     trained,
 )

@@ -80,6 +80,7 @@ OUTPUT_DIR = "runs/02_grpo_gsm8k"  # everything this notebook writes goes here
 SESSION_HOURS = None  # the session's hard limit; None: 9 on Kaggle, 12 on Colab, none elsewhere
 RESUME_FROM = None  # a previous session's OUTPUT_DIR (read-only is fine) to continue from
 START_FRESH = False  # True: move an OUTPUT_DIR made with other settings aside and start again
+REHEARSAL = False  # True: time a few steps at the real shapes, project the session, no long run
 MODEL_ID = None  # None: the profile's model ("gemma-3-1b-it" or "gemma-2-2b-it" in full)
 MODEL_PATH = None  # a local HF-layout folder to start from (e.g. 01_qlora_sft's export/hf)
 SOURCE = "auto"  # full profile: "auto" (Kaggle on Kaggle, else Hugging Face), "hf", "kaggle"
@@ -126,6 +127,7 @@ rt, recipe, out_dir, clock = recipes.start(
     session_hours=SESSION_HOURS,
     resume_from=RESUME_FROM,
     start_fresh=START_FRESH,
+    rehearsal=REHEARSAL,
     inputs={"model_path": MODEL_PATH, "data_source": DATA_SOURCE, "use_rubric": USE_RUBRIC},
     model_id=MODEL_ID,
     num_steps=NUM_STEPS,
@@ -150,6 +152,7 @@ recipe
 load = dict(data_dir=out_dir / "data", source=DATA_SOURCE, path=GSM8K_PATH)
 train_records = recipes.gsm8k(rt, "train", **load)
 test_records = recipes.gsm8k(rt, "test", limit=recipe.eval_questions, **load)
+test_records = test_records[: clock.sized(len(test_records))]  # a rehearsal takes a few
 heldout_records = test_records[: recipe.heldout_questions]
 print(data.format_prompt(train_records[0]["question"]))
 
@@ -302,7 +305,7 @@ with clock.timed("export"):
         mesh=mesh,
     )
 unrestricted_kaggle_model = session.publish(
-    exports["orbax"], KAGGLE_MODEL, notes=f"GRPO, {trained.steps} steps"
+    exports["orbax"], KAGGLE_MODEL, notes=f"GRPO, {trained.steps} steps", rehearsal=REHEARSAL
 )
 print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
@@ -371,18 +374,19 @@ print(answer)
 # %%
 n = clock.fit(len(test_records))  # fewer questions only if the session is short of time
 share = n / len(test_records)
-after = evaluation.evaluate(
-    policy, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir
-)
-heldout_after = rl.heldout_reward(
-    policy,
-    heldout_records[: max(1, int(share * len(heldout_records)))],
-    reward_fns,
-    sampled,
-    name="heldout_after",
-    samples=recipe.heldout_samples,
-    output_dir=out_dir,
-)
+with clock.timed("evaluation", items=n):
+    after = evaluation.evaluate(
+        policy, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir
+    )
+    heldout_after = rl.heldout_reward(
+        policy,
+        heldout_records[: max(1, int(share * len(heldout_records)))],
+        reward_fns,
+        sampled,
+        name="heldout_after",
+        samples=recipe.heldout_samples,
+        output_dir=out_dir,
+    )
 display(Markdown(evaluation.comparison_table([before.first(n), after])))
 fig = evaluation.plot_comparison(
     [before.first(n), after], out_dir / "eval.png", title="GSM8K before/after GRPO"
@@ -426,6 +430,17 @@ summary = {
 {k: v for k, v in summary.items() if not isinstance(v, dict)}
 
 # %% [markdown]
+# ## Rehearsal
+# With `REHEARSAL = True` everything above was a rehearsal at the recipe's real shapes (in
+# `OUTPUT_DIR/rehearsal`, a few steps and evaluation items): here it becomes the real run's schedule
+# for this session (each stage's seconds per step and compile time, the steps that fit, when the
+# export and the last evaluation end, peak memory, disk), written to `OUTPUT_DIR/rehearsal.json`.
+# A real run shows nothing here.
+
+# %%
+rehearsal = clock.rehearsal_report()
+
+# %% [markdown]
 # ## Checks
 # The smoke run must show GRPO learning: the held-out reward and the held-out accuracy of sampled
 # answers (the quantities GRPO optimises) rise, and greedy accuracy does not fall beyond noise.
@@ -433,9 +448,9 @@ summary = {
 # %%
 # What must hold is asserted; what learning should show is asserted in smoke and only warned about
 # in full (a noisy gain must not end a 9-hour run in an error).
-checks = evaluation.Checks(enforce=rt.smoke)
+checks = evaluation.Checks(enforce=rt.smoke and not REHEARSAL)
 checks.must(
-    trained.stopped in ("done", "stop requested")
+    trained.stopped in ("done", "stop requested", "rehearsal")
     or (clock.hours and trained.stopped == "session clock"),
     trained,
 )

@@ -76,6 +76,7 @@ OUTPUT_DIR = "runs/04_logit_distillation"  # everything this notebook writes goe
 SESSION_HOURS = None  # the session's hard limit; None: 9 on Kaggle, 12 on Colab, none elsewhere
 RESUME_FROM = None  # a previous session's OUTPUT_DIR (read-only is fine) to continue from
 START_FRESH = False  # True: move an OUTPUT_DIR made with other settings aside and start again
+REHEARSAL = False  # True: time a few steps at the real shapes, project the session, no long run
 SOURCE = "auto"  # full profile: "auto" (Kaggle on Kaggle, else Hugging Face), "hf", "kaggle"
 TEACHER_ID = None  # the teacher model; None: the profile's ("gemma-3-1b-it" in full)
 MODEL_ID = None  # the student model; None: the profile's ("gemma-3-270m-it" in full)
@@ -116,6 +117,7 @@ rt, recipe, out_dir, clock = recipes.start(
     session_hours=SESSION_HOURS,
     resume_from=RESUME_FROM,
     start_fresh=START_FRESH,
+    rehearsal=REHEARSAL,
     inputs={"teacher_path": TEACHER_PATH, "data_source": DATA_SOURCE},
     teacher_id=TEACHER_ID,
     student_id=MODEL_ID,
@@ -160,6 +162,7 @@ display(
 load = dict(data_dir=out_dir / "data", source=DATA_SOURCE, path=GSM8K_PATH)
 train_records = recipes.gsm8k(rt, "train", **load)
 test_records = recipes.gsm8k(rt, "test", limit=recipe.eval_questions, **load)
+test_records = test_records[: clock.sized(len(test_records))]  # a rehearsal takes a few
 tok, pad = teacher.tokenizer, teacher.tokenizer.pad_id()
 batches = training.sft_dataset(
     [data.sft_pair(r, family=teacher.family) for r in train_records],
@@ -248,7 +251,10 @@ fig = runlog.plot_metrics(
 with clock.timed("export"):
     exports = checkpoints.export(student.model, student, out_dir / "export", mesh=mesh)
 unrestricted_kaggle_model = session.publish(
-    exports["orbax"], KAGGLE_MODEL, notes=f"distilled student, {trained.steps} steps"
+    exports["orbax"],
+    KAGGLE_MODEL,
+    notes=f"distilled student, {trained.steps} steps",
+    rehearsal=REHEARSAL,
 )
 print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
@@ -258,9 +264,10 @@ print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 # %%
 losses_after = heldout_losses()
 n = clock.fit(len(test_records))
-after = evaluation.evaluate(
-    student, test_records[:n], name="student_after", config=recipe.eval, output_dir=out_dir
-)
+with clock.timed("evaluation", items=n):
+    after = evaluation.evaluate(
+        student, test_records[:n], name="student_after", config=recipe.eval, output_dir=out_dir
+    )
 rows = [
     ("KL(teacher ‖ student)", "kl"),
     ("soft loss (T²·KL at T)", "soft"),
@@ -317,6 +324,17 @@ summary = {
 {k: v for k, v in summary.items() if not isinstance(v, dict)}
 
 # %% [markdown]
+# ## Rehearsal
+# With `REHEARSAL = True` everything above was a rehearsal at the recipe's real shapes (in
+# `OUTPUT_DIR/rehearsal`, a few steps and evaluation items): here it becomes the real run's schedule
+# for this session (each stage's seconds per step and compile time, the steps that fit, when the
+# export and the last evaluation end, peak memory, disk), written to `OUTPUT_DIR/rehearsal.json`.
+# A real run shows nothing here.
+
+# %%
+rehearsal = clock.rehearsal_report()
+
+# %% [markdown]
 # ## Checks
 # The smoke run must show the student moving onto the teacher: its KL divergence to the teacher on
 # held-out answers at least halved, and its eval loss at least half-way closer to the teacher's.
@@ -324,9 +342,9 @@ summary = {
 # %%
 # What must hold is asserted; what learning should show is asserted in smoke and only warned about
 # in full (a noisy figure must not end a long run in an error).
-checks = evaluation.Checks(enforce=rt.smoke)
+checks = evaluation.Checks(enforce=rt.smoke and not REHEARSAL)
 checks.must(
-    trained.stopped in ("done", "stop requested")
+    trained.stopped in ("done", "stop requested", "rehearsal")
     or (clock.hours and trained.stopped == "session clock"),
     trained,
 )

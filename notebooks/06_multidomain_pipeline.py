@@ -93,6 +93,7 @@ OUTPUT_DIR = "runs/06_multidomain_pipeline"  # everything this notebook writes g
 SESSION_HOURS = None  # the session's hard limit; None: 9 on Kaggle, 12 on Colab, none elsewhere
 RESUME_FROM = None  # a previous session's OUTPUT_DIR (read-only is fine) to continue from
 START_FRESH = False  # True: move an OUTPUT_DIR made with other settings aside and start again
+REHEARSAL = False  # True: time a few steps at the real shapes, project the session, no long run
 MODEL_ID = None  # None: the profile's ("gemma-3-1b-it" in full; "gemma-2-2b-it" also allowed)
 MODEL_PATH = None  # a local HF-layout folder to start from (e.g. 01_qlora_sft's export/hf)
 GSM8K_PATH = (
@@ -136,6 +137,7 @@ rt, recipe, out_dir, clock = recipes.start(
     session_hours=SESSION_HOURS,
     resume_from=RESUME_FROM,
     start_fresh=START_FRESH,
+    rehearsal=REHEARSAL,
     inputs={"model_path": MODEL_PATH, "traces": TRACES, "trace_fields": list(TRACE_FIELDS)},
     model_id=MODEL_ID,
     judge_id=JUDGE_ID,
@@ -172,6 +174,7 @@ else:
     )
     records = traces + domains.math_tasks(gsm + gsm_test)
 heldout, train = domains.split_heldout(records, recipe.heldout_per_domain)
+heldout = heldout[: clock.sized(len(heldout))]  # a rehearsal takes a few
 print(
     f"{len(train)} training and {len(heldout)} held-out prompts over {sorted({r['domain'] for r in records})}"
 )
@@ -266,13 +269,14 @@ if sft_export:
 
 # %%
 improve_report = {}
+improve_tasks = train[: clock.sized(min(len(train), recipe.improve_prompts), label="improve")]
 
 
 def keep_good_answers():
     policy = models.load_model(recipe.model_id, path=sft_export, mesh=mesh, verbose=False)
     kept, report = pipeline.self_improve(
         policy,
-        train[: recipe.improve_prompts],
+        improve_tasks,
         judge,
         sampling,
         samples=recipe.samples,
@@ -283,7 +287,8 @@ def keep_good_answers():
 
 
 if stages.ready("improve") and not stages.done("improve"):
-    kept = stages.cached("improve", "kept.jsonl", keep_good_answers)
+    with clock.timed("improve", items=len(improve_tasks)):
+        kept = stages.cached("improve", "kept.jsonl", keep_good_answers)
     good = [pair for pair in sft_pairs if pair[1] not in domains.WEAK.values()]
     replayed = good[: len(kept)]  # as many good stage-1 traces as answers kept
     pipeline.sft_stage(
@@ -309,7 +314,7 @@ if stages.done("improve"):
 
 
 # %%
-pair_tasks = domains.balanced(train, recipe.pair_prompts)
+pair_tasks = domains.balanced(train, clock.sized(recipe.pair_prompts, label="pairs"))
 data_by_domain = {"pair_prompts": domains.by_domain(pair_tasks)}
 print("pair prompts by domain:", data_by_domain["pair_prompts"])
 
@@ -322,7 +327,8 @@ def judged_pairs():
 
 
 if stages.ready("preference") and not stages.done("preference"):
-    pairs = stages.cached("preference", "pairs.jsonl", judged_pairs)
+    with clock.timed("pairs", items=len(pair_tasks)):
+        pairs = stages.cached("preference", "pairs.jsonl", judged_pairs)
     pipeline.preference_stage(stages, "preference", pairs, recipe, mesh=mesh)
 if stages.done("preference"):
     evals["preference"] = evaluate("preference", stages.state["preference"]["export"])
@@ -394,7 +400,10 @@ display(Markdown(domains.side_by_side(out_dir, [evals["start"].name, list(evals)
 final = next((n for n in reversed(list(recipe.shares)) if stages.done(n)), None)
 final_export = out_dir / final / "export" if final else None
 unrestricted_kaggle_model = session.publish(
-    final_export and final_export / "orbax", KAGGLE_MODEL, notes=f"06 pipeline, last stage {final}"
+    final_export and final_export / "orbax",
+    KAGGLE_MODEL,
+    notes=f"06 pipeline, last stage {final}",
+    rehearsal=REHEARSAL,
 )
 print(f"stages: {stages.summary()}\nunrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
@@ -422,6 +431,17 @@ print("prompts cut:", summary["prompts_cut"], "judge prompts cut:", summary["jud
 {name: round(e.rows["all"]["judged"], 3) for name, e in evals.items()}
 
 # %% [markdown]
+# ## Rehearsal
+# With `REHEARSAL = True` everything above was a rehearsal at the recipe's real shapes (in
+# `OUTPUT_DIR/rehearsal`, a few steps and evaluation items): here it becomes the real run's schedule
+# for this session (each stage's seconds per step and compile time, the steps that fit, when the
+# export and the last evaluation end, peak memory, disk), written to `OUTPUT_DIR/rehearsal.json`.
+# A real run shows nothing here.
+
+# %%
+rehearsal = clock.rehearsal_report()
+
+# %% [markdown]
 # ## Checks
 # A whole run must show the pipeline working: the format is followed; SFT raises the judged score of
 # greedy answers and GRPO that of sampled ones, each as its own paired change with a 95% interval
@@ -430,7 +450,7 @@ print("prompts cut:", summary["prompts_cut"], "judge prompts cut:", summary["jud
 # %%
 # What must hold is asserted; what learning should show is asserted in smoke and only warned about
 # in full (a noisy gain must not end a 9-hour run in an error).
-checks = evaluation.Checks(enforce=rt.smoke)
+checks = evaluation.Checks(enforce=rt.smoke and not REHEARSAL)
 scores = summary["scores"]
 if final == "grpo":
     checks.should(

@@ -19,6 +19,8 @@ from tunixkit import smoke, testing
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FEW = {"NUM_STEPS": 2, "EVAL_QUESTIONS": 4}
+# A rehearsal of a 6-step run: it must train 4 (session.Rehearsal.steps) and project the other 2.
+REHEARSED = {"NUM_STEPS": 6, "EVAL_QUESTIONS": 4, "REHEARSAL": True}
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +47,11 @@ CASES = {  # notebook: parameters beyond PROFILE, OUTPUT_DIR and GSM8K_PATH (inp
     },
     "07_agentic_calculator": FEW | {"MODEL_ID": "tiny-gemma3-sft", "SFT_STEPS": 2},
 }
+REHEARSALS = {  # notebook: (parameters as in CASES, the stages its rehearsal.json must hold)
+    "01_qlora_sft": (CASES["01_qlora_sft"] | REHEARSED, ["SFT"]),
+    "02_grpo_gsm8k": (CASES["02_grpo_gsm8k"] | REHEARSED, ["GRPO"]),
+    "03_dpo": (CASES["03_dpo"] | REHEARSED, ["DPO"]),
+}
 
 
 def _env() -> dict:
@@ -60,11 +67,10 @@ def _env() -> dict:
     }
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_full_profile_runs_end_to_end_on_a_tiny_model(tmp_path, name, inputs):
+def _run(tmp_path: pathlib.Path, name: str, case: dict, inputs: dict) -> str:
+    """Run notebook ``name`` as a script in the full profile; returns what it printed."""
     params = {
-        k: str(inputs[v]) if isinstance(v, str) and v in inputs else v
-        for k, v in CASES[name].items()
+        k: str(inputs[v]) if isinstance(v, str) and v in inputs else v for k, v in case.items()
     }
     params |= {
         "PROFILE": "full",
@@ -85,7 +91,41 @@ def test_full_profile_runs_end_to_end_on_a_tiny_model(tmp_path, name, inputs):
     assert rc == 0, said[-5000:]
     assert "profile: full" in said.lower() or "full (" in said.lower(), said[:2000]
     assert "main/test-00000-of-00001.parquet" in said  # GSM8K came from the hub-layout copy
+    return said
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_full_profile_runs_end_to_end_on_a_tiny_model(tmp_path, name, inputs):
+    said = _run(tmp_path, name, CASES[name], inputs)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["profile"] == "full", summary
     if name == "05_math_eval":  # a folder this session lacks is skipped and named, not an error
         assert "skipped gone: runs/02/export/hf is neither a model id nor a folder here" in said
+
+
+@pytest.mark.parametrize("name", sorted(REHEARSALS))
+def test_rehearsal_times_every_stage_then_stops_before_the_long_run(tmp_path, name, inputs):
+    case, stages = REHEARSALS[name]
+    said = _run(tmp_path, name, case, inputs)
+    out = tmp_path / "run"
+    report = json.loads((out / "rehearsal.json").read_text())
+    assert list(report["stages"]) == stages, report["stages"]
+    for stage in report["stages"].values():
+        assert stage["rehearsed_steps"] == 4 and stage["planned_steps"] == 6, stage
+        assert stage["steps_that_fit"] == 6, stage  # no session limit here
+        assert stage["seconds_per_step"] > 0 and stage["compile_seconds"] >= 0, stage
+        assert stage["projected_seconds"] > 2 * stage["seconds_per_step"], stage
+    ends = report["export_ends_s"], report["last_evaluation_ends_s"], report["projected_seconds"]
+    assert 0 < ends[0] < ends[1] <= ends[2], ends
+    assert report["projected_seconds"] > report["rehearsal_seconds"], report
+    assert report["disk_bytes"] > 0 and report["peak_memory_bytes"] > 0, report
+    # no training beyond the rehearsal's steps, none of it in OUTPUT_DIR itself, nothing uploaded
+    summary = json.loads((out / "rehearsal" / "summary.json").read_text())
+    assert (summary["steps"], summary["stopped"]) == (4, "rehearsal"), summary
+    steps = [
+        json.loads(line).get("step", 0) for line in (out / "rehearsal" / "metrics.jsonl").open()
+    ]
+    assert max(steps) == 4, steps
+    assert not (out / "checkpoints").exists() and not (out / "summary.json").exists()
+    assert not (out / "rehearsal" / "export").exists()  # the rehearsal's weights are removed
+    assert "a rehearsal's export is never uploaded" in said

@@ -216,3 +216,68 @@ def test_publish_gives_the_handle_or_none_with_the_reason(tmp_path, monkeypatch,
     )
     assert session.publish(tmp_path, "me/m/jax/1b") == "me/m/jax/1b"
     assert "license_name" not in calls[0]  # Gemma's terms, not a licence of our choosing
+
+
+def _rehearsed(tmp_path, hours):
+    """A session clock whose rehearsal measured: load, an evaluation of 64 of 1,319 questions (two
+    generation batches: the first 20 s with its compile, the second 2 s), 4 SFT steps of 930 (the
+    first 12 s, then 1 s each), an export, the evaluation after."""
+    clock = session.Session(tmp_path / "rehearsal", hours, time.time() - 100.0)
+    clock.rehearsal = session.Rehearsal(report_dir=tmp_path, items=64)
+    assert clock.sized(1319) == 64 and clock.rehearsal.planned == {"evaluation": 1319}
+    r = clock.rehearsal
+    r.timed("evaluation", 5.0, 22.0, items=64, generate_calls=[[(32, 20.0), (32, 2.0)]])
+    r.stage(
+        "SFT",
+        30.0,
+        15.0,
+        planned_steps=930,
+        steps=4,
+        step_seconds=[12.0, 1.0, 1.0],
+        checkpoint_every=100,
+        checkpoint_seconds=0.5,
+    )
+    r.timed("export", 50.0, 3.0, items=None, generate_calls=[])
+    r.timed("evaluation", 60.0, 4.0, items=64, generate_calls=[[(32, 2.0), (32, 2.0)]])
+    return clock
+
+
+def test_rehearsal_projects_each_part_to_the_real_run(tmp_path):
+    report = _rehearsed(tmp_path, None).rehearsal_report()
+    ev_before, sft, export, ev_after = report["schedule"]
+    # compile as measured, the rest per item: 18 s + 4 s * 1319 / 64
+    assert ev_before["compile_seconds"] == 18.0
+    assert ev_before["projected_seconds"] == pytest.approx(18 + 4 * 1319 / 64, abs=0.01)
+    # the first steps' extra time as measured (15 - 4 x 1 s), then 1 s a step, and 9 checkpoints
+    assert (sft["seconds_per_step"], sft["compile_seconds"]) == (1.0, 11.0)
+    assert sft["projected_seconds"] == pytest.approx(11 + 930 + 9 * 0.5)
+    assert export["projected_seconds"] == 3.0
+    assert ev_after["projected_seconds"] == pytest.approx(4 * 1319 / 64, abs=0.01)
+    # the timeline: each part starts later by what the parts before it grew
+    grown = ev_before["projected_seconds"] - 22 + sft["projected_seconds"] - 15
+    assert export["projected_end_s"] == pytest.approx(50 + grown + 3, abs=0.1)
+    assert report["last_evaluation_ends_s"] == ev_after["projected_end_s"]
+    assert report["stages"]["SFT"]["steps_that_fit"] == 930 and report["fits_session"]
+    assert json.loads((tmp_path / "rehearsal.json").read_text())["stages"] == report["stages"]
+
+
+def test_a_rehearsal_that_does_not_fit_the_session_says_how_many_steps_do(tmp_path, capsys):
+    report = _rehearsed(tmp_path, 0.25).rehearsal_report()  # 900 s, less the 18 s margin
+    assert not report["fits_session"] and report["projected_seconds"] > 900
+    over = report["projected_seconds"] - (900 - 18)
+    fit = report["stages"]["SFT"]["steps_that_fit"]
+    assert fit == int(930 * (1 - over / 930)), fit
+    assert 0 < fit < 930
+    assert f"SFT {fit}" in report["advice"][0] and "SESSION_HOURS" in report["advice"][0]
+    assert "does NOT fit" in capsys.readouterr().out
+
+
+def test_a_rehearsal_trains_its_steps_only_and_is_never_carried(tmp_path):
+    clock = session.Session(tmp_path, None, time.time())
+    clock.rehearsal = session.Rehearsal(report_dir=tmp_path, steps=4)
+    assert "REHEARSAL: 4 steps of every stage" in clock.describe()
+    assert session.publish(tmp_path, "me/m/jax/1b", rehearsal=True) is None  # never uploaded
+    run = _fake_run(tmp_path / "out", steps=(2,))
+    (run / session.REHEARSAL_DIR / "checkpoints" / "4").mkdir(parents=True)
+    (run / session.REHEARSAL_DIR / "checkpoints" / "4" / "commit_success.txt").write_text("ok")
+    assert session.latest_checkpoint_step(run) == 2  # a rehearsal's checkpoint is no stage's

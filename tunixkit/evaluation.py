@@ -14,9 +14,11 @@ import dataclasses
 import json
 import math
 import pathlib
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tunixkit import session
 from tunixkit.answers import extract_answer, is_correct
 from tunixkit.data import SYSTEM_PROMPT
 from tunixkit.rewards import has_format
@@ -190,9 +192,12 @@ def generate(
     top_k = None if config.top_k is None else min(config.top_k, loaded.config.num_embed)
     # tunix samples only when top_p is given; with top_p=None a temperature is silently ignored.
     top_p = config.top_p if config.top_p is not None or not config.temperature else 1.0
+    timings: list[tuple[int, float]] = []
+    session.GENERATE_CALLS.append(timings)  # the rehearsal's compile/pace split
     for start in tqdm(
         range(0, len(order), bs), desc="generating", unit="batch", disable=not progress
     ):
+        t0 = time.perf_counter()
         idx = order[start : start + bs]
         batch = [_clip(prompts[i], encode, loaded.tokenizer, config.max_prompt_length) for i in idx]
         # Pad a short last batch only to the next power of two: a few shapes to compile, and
@@ -214,6 +219,7 @@ def generate(
             n = len(out.tokens[j])
             mean_lp = float(sum(out.logprobs[j]) / max(n, 1)) if logprobs else None
             results[i] = Generation(out.text[j], n, n >= config.max_generation_steps, mean_lp)
+        timings.append((len(idx), time.perf_counter() - t0))
     return [results[i] for i in range(len(prompts))]
 
 

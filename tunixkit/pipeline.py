@@ -60,6 +60,12 @@ class StageClock:
             or time.time() + next_step_seconds > self.deadline
         )
 
+    def __getattr__(self, name: str) -> Any:
+        """Everything else is the session's: its timings, ``OUTPUT_DIR/STOP``, a rehearsal."""
+        if name == "session":  # not set yet (a copy being built)
+            raise AttributeError(name)
+        return getattr(self.session, name)
+
 
 class Stages:
     """The stages of a pipeline and how far it got (``OUTPUT_DIR/stages.json``)."""

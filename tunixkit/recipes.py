@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import shutil
 from typing import Any, NamedTuple
 
 from tunixkit import data, evaluation, rl, session, smoke
@@ -144,6 +145,7 @@ def start(
     resume_from: str | None = None,
     start_fresh: bool = False,
     inputs: dict[str, Any] | None = None,
+    rehearsal: bool = False,
     verbose: bool = True,
     **overrides: Any,
 ) -> Start:
@@ -152,6 +154,11 @@ def start(
     ``output_dir`` (``recipe.json``; continue a run or ``resume_from`` a previous session's output,
     see :func:`tunixkit.session.prepare`) and start the session clock. ``inputs``: the other
     parameters that decide what is trained (data, start model), recorded in ``recipe.json`` too.
+
+    ``rehearsal`` (``REHEARSAL = True``): the run goes to ``output_dir/rehearsal`` (made anew), its
+    stages stop after a few steps and its evaluations take a few items (:class:`session.Rehearsal`),
+    and the notebook's ``clock.rehearsal_report()`` projects the real run into
+    ``output_dir/rehearsal.json``. ``output_dir`` itself, and any run in it, are left as they are.
 
     >>> started = start(Quickstart, "smoke", "/tmp/tunixkit_doctest", verbose=False, num_questions=None)
     >>> started.recipe.num_questions
@@ -167,6 +174,11 @@ def start(
         updated = _override(recipe, name, value)  # an unknown name is an error, even when unset
         recipe = updated if value is not None else recipe
     out_dir = pathlib.Path(output_dir).resolve()
+    report_dir = out_dir
+    if rehearsal:
+        out_dir = out_dir / session.REHEARSAL_DIR
+        shutil.rmtree(out_dir, ignore_errors=True)  # each rehearsal starts from nothing
+        resume_from, start_fresh = None, False
     record = {
         "notebook": preset.__name__,
         "profile": rt.profile,
@@ -175,6 +187,9 @@ def start(
     }
     said = session.prepare(out_dir, record, resume_from=resume_from, start_fresh=start_fresh)
     clock = session.Session.start(out_dir, session_hours)
+    if rehearsal:
+        batch = getattr(getattr(recipe, "eval", None), "batch_size", 8)
+        clock.rehearsal = session.Rehearsal(report_dir=report_dir, items=2 * batch)
     if verbose:
         print(f"output: {out_dir} ({said})\n{clock.describe()}")
     return Start(rt, recipe, out_dir, clock)

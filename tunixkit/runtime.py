@@ -249,6 +249,15 @@ def peak_memory() -> tuple[int, str]:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "peak process RSS (CPU)"
 
 
+def device_memory_limit() -> int | None:
+    """The bytes accelerator device 0 can hold (``bytes_limit`` of its memory stats), or None where
+    the backend does not say (the CPU)."""
+    import jax
+
+    stats = jax.devices()[0].memory_stats() or {}
+    return int(stats["bytes_limit"]) if "bytes_limit" in stats else None
+
+
 def _prod(xs: Sequence[int]) -> int:
     out = 1
     for x in xs:

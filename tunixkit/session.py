@@ -11,6 +11,10 @@ A Kaggle session ends after 9 hours, whatever is running; a new one starts with 
   settings (naming the fields that differ), and continues from ``RESUME_FROM``, a read-only copy of
   a previous session's output: its last checkpoint, metrics and stored evaluations are copied in.
 - :func:`upload_to_kaggle` publishes the Orbax export as a Kaggle Model.
+- :class:`Rehearsal` (``REHEARSAL = True``): the notebook runs at the recipe's real shapes for a
+  few steps of every stage and a few items of every evaluation, timed, in ``OUTPUT_DIR/rehearsal``,
+  and :meth:`Session.rehearsal_report` projects the whole run onto the session (steps that fit,
+  when the export and the last evaluation end, peak memory, disk) into ``OUTPUT_DIR/rehearsal.json``.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ import json
 import os
 import pathlib
 import shutil
+import statistics
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from tunixkit import runtime
@@ -30,6 +35,7 @@ from tunixkit import runtime
 __all__ = [
     "DEFAULT_HOURS",
     "RecipeMismatch",
+    "Rehearsal",
     "ResumeError",
     "Session",
     "latest_checkpoint_step",
@@ -42,13 +48,15 @@ DEFAULT_HOURS = {"kaggle": 9.0, "colab": 12.0, "local": None}  # a session's har
 START_ENV = "TUNIXKIT_SESSION_START"  # set by the first cell: when this session's clock started
 RECIPE_FILE, TIMINGS_FILE = "recipe.json", "timings.json"
 STOP_FILE = "STOP"  # OUTPUT_DIR/STOP: training stops (see Session.stop_requested)
+REHEARSAL_DIR, REHEARSAL_FILE = "rehearsal", "rehearsal.json"  # a rehearsal's run and its report
 _NOT_CARRIED = {
     "export",
     "checkpoints",
     "executed.ipynb",
     "previous",
     STOP_FILE,
-}  # not copied by RESUME_FROM
+    REHEARSAL_DIR,
+}  # not copied by RESUME_FROM (nor taken for a stage's folder)
 
 
 class RecipeMismatch(RuntimeError):
@@ -67,6 +75,7 @@ class Session:
     hours: float | None  # None: no limit (local runs)
     started: float  # time.time() at the notebook's first cell
     timings: dict[str, float] = dataclasses.field(default_factory=dict)
+    rehearsal: Rehearsal | None = None  # REHEARSAL = True: what this run measures for the real one
 
     @classmethod
     def start(cls, out_dir: str | pathlib.Path, hours: float | None = None) -> Session:
@@ -98,10 +107,15 @@ class Session:
     def timed(self, name: str, *, items: int | None = None) -> Iterator[None]:
         """Measure a block and keep its seconds under ``name`` (and ``items``, the questions it
         handled, under ``<name>_items``) in ``timings.json``, so a resumed session knows them too.
-        A block that was skipped (a stored result reused) in well under a second keeps the old time."""
-        t0 = time.perf_counter()
+        A block that was skipped (a stored result reused) in well under a second keeps the old time.
+        In a rehearsal the block is also an event of the projected schedule."""
+        t0, began = time.perf_counter(), self.elapsed()
+        calls = len(GENERATE_CALLS)
         yield
         seconds = time.perf_counter() - t0
+        if self.rehearsal is not None:
+            batches = GENERATE_CALLS[calls:]
+            self.rehearsal.timed(name, began, seconds, items=items, generate_calls=batches)
         if name in self.timings and seconds < 1.0:
             return
         if items is not None:
@@ -147,6 +161,14 @@ class Session:
             )
         return steps >= int(text)
 
+    def sized(self, n: int, *, label: str = "evaluation") -> int:
+        """How many of ``n`` items (questions, prompts) this run handles under ``label``: all of
+        them, or in a rehearsal :attr:`Rehearsal.items` (the projection scales them back to ``n``)."""
+        if self.rehearsal is None:
+            return n
+        self.rehearsal.planned[label] = self.rehearsal.planned.get(label, 0) + n
+        return min(n, self.rehearsal.items)
+
     def fit(self, n: int, *, label: str = "evaluation") -> int:
         """How many of ``n`` questions the evaluation after training can take in the time left
         (at the pace of the evaluation before it); says so when that is fewer than ``n``."""
@@ -160,13 +182,252 @@ class Session:
         )
         return fit
 
+    def rehearsal_report(self) -> dict[str, Any] | None:
+        """In a rehearsal: the projected schedule of the real run, printed and written to
+        ``OUTPUT_DIR/rehearsal.json`` (see :meth:`Rehearsal.report`); else None (nothing to do)."""
+        return None if self.rehearsal is None else self.rehearsal.report(self)
+
     def describe(self) -> str:
+        if self.rehearsal is not None:
+            return (
+                f"REHEARSAL: {self.rehearsal.steps} steps of every stage and at most "
+                f"{self.rehearsal.items} items of every evaluation, at the recipe's real shapes, in "
+                f"{self.out_dir}; then {self.rehearsal.report_dir / REHEARSAL_FILE} projects the real "
+                f"run onto a {self.hours if self.hours is not None else 'limitless'} h session"
+            )
         if self.hours is None:
             return "session clock: no limit (set SESSION_HOURS to enforce one)"
         return (
             f"session clock: {self.hours:g} h from the first cell, {self.remaining() / 3600:.2f} h "
             f"left; training stops in time for the checkpoint, export and evaluation"
         )
+
+
+# Every tunixkit.evaluation.generate call of this process, as the (prompts, seconds) of each of its
+# batches: a rehearsal tells an evaluation's compile time (a call's first batch) from its pace.
+GENERATE_CALLS: list[list[tuple[int, float]]] = []
+KAGGLE_OUTPUT_BYTES = 20 * 10**9  # what a Kaggle notebook may keep in /kaggle/working
+
+
+@dataclasses.dataclass
+class Rehearsal:
+    """A rehearsal (``REHEARSAL = True``): the notebook runs at the recipe's real shapes, but every
+    training stage stops after :attr:`steps` steps and every evaluation or generation pass takes at
+    most :attr:`items` items (:meth:`Session.sized`). What each part took is kept in the order it
+    happened; :meth:`report` scales it to the real run: the first step of a stage (compiles
+    included) as measured, each further step at the pace of the later ones; an evaluation's
+    compiles as measured, the rest per item."""
+
+    report_dir: pathlib.Path  # the user's OUTPUT_DIR: rehearsal.json goes there
+    steps: int = 4  # training steps per stage: the first compiles, the others give the pace
+    items: int = 16  # items per evaluation or pass (two generation batches at least)
+    planned: dict[str, int] = dataclasses.field(default_factory=dict)  # label: the real run's items
+    events: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    def timed(
+        self,
+        name: str,
+        began: float,
+        seconds: float,
+        *,
+        items: int | None,
+        generate_calls: Sequence[Sequence[tuple[int, float]]],
+    ) -> None:
+        """A timed block (:meth:`Session.timed`): ``generate_calls`` are the (prompts, seconds) of
+        each generation batch it ran, by call; each call's first batch over its later ones' median
+        is compile time, which does not grow with the items."""
+        compile_s = 0.0
+        for batches in generate_calls:
+            if len(batches) > 1:
+                steady = statistics.median(s for _, s in batches[1:])
+                compile_s += max(0.0, batches[0][1] - steady)
+        planned = self.planned.get(name, items or 0)
+        scale = planned / items if items and planned > items else 1.0
+        self.events.append(
+            {
+                "what": name,
+                "kind": name,  # evaluation, export, load, or a generation pass
+                "began_s": round(began, 3),
+                "seconds": round(seconds, 3),
+                "items": items,
+                "planned_items": planned if items is not None else None,
+                "compile_seconds": round(compile_s, 3),
+                "projected_seconds": round(compile_s + (seconds - compile_s) * scale, 3),
+            }
+        )
+
+    def stage(
+        self,
+        label: str,
+        began: float,
+        seconds: float,
+        *,
+        planned_steps: int,
+        steps: int,
+        step_seconds: Sequence[float],
+        checkpoint_every: int | None,
+        checkpoint_seconds: float,
+    ) -> None:
+        """A training stage (:func:`tunixkit.training.run`): ``steps`` of its ``planned_steps`` in
+        ``seconds``; ``step_seconds`` as the run measured them (the first ones hold the compiles)."""
+        later = list(step_seconds[1:]) or list(step_seconds)
+        pace = statistics.median(later) if later else seconds / max(1, steps)
+        compile_s = max(0.0, seconds - pace * steps)
+        saves = planned_steps // checkpoint_every if checkpoint_every else 0
+        self.events.append(
+            {
+                "what": label,
+                "kind": "training",
+                "began_s": round(began, 3),
+                "seconds": round(seconds, 3),
+                "steps": steps,
+                "planned_steps": planned_steps,
+                "seconds_per_step": round(pace, 4),
+                "compile_seconds": round(compile_s, 3),
+                "checkpoints": saves,
+                "checkpoint_seconds": round(checkpoint_seconds, 3),
+                "projected_seconds": round(
+                    compile_s + pace * planned_steps + saves * checkpoint_seconds, 3
+                ),
+            }
+        )
+
+    def report(self, session: Session) -> dict[str, Any]:
+        """The real run projected onto the session, printed and written to
+        ``report_dir/rehearsal.json``: per stage its pace, compile seconds, planned steps and the
+        steps that fit; when the last export and the last evaluation end; peak memory; disk."""
+        elapsed = session.elapsed()
+        extra, schedule = 0.0, []
+        for e in self.events:  # the same order as the real run, each stretched to its real size
+            start = e["began_s"] + extra
+            extra += e["projected_seconds"] - e["seconds"]
+            schedule.append(
+                {"items": None, **e, "projected_end_s": round(start + e["projected_seconds"], 1)}
+            )
+        total = elapsed + extra
+        limit = None if session.hours is None else session.hours * 3600 - session.margin
+        training = [e for e in schedule if e["kind"] == "training"]
+        stretch = sum(e["seconds_per_step"] * e["planned_steps"] for e in training)
+        share = 1.0 if limit is None or total <= limit else max(0.0, 1 - (total - limit) / stretch)
+        stages = {
+            e["what"]: {
+                "seconds_per_step": e["seconds_per_step"],
+                "compile_seconds": e["compile_seconds"],
+                "rehearsed_steps": e["steps"],
+                "planned_steps": e["planned_steps"],
+                "steps_that_fit": int(e["planned_steps"] * share)
+                if stretch
+                else e["planned_steps"],
+                "projected_seconds": e["projected_seconds"],
+            }
+            for e in training
+        }
+        exports = [e for e in schedule if e["kind"] == "export"]
+        peak, measured = runtime.peak_memory()
+        limit_bytes = runtime.device_memory_limit()
+        disk = _folder_bytes(session.out_dir)
+        kept = _newest_checkpoint_bytes(session.out_dir)  # tunix keeps two: one more of each
+        report = {
+            "session_hours": session.hours,
+            "rehearsal_seconds": round(elapsed, 1),
+            "projected_seconds": round(total, 1),
+            "projected_hours": round(total / 3600, 3),
+            "fits_session": limit is None or total <= limit,
+            "export_ends_s": exports[-1]["projected_end_s"] if exports else None,
+            "last_evaluation_ends_s": next(
+                (e["projected_end_s"] for e in reversed(schedule) if e["kind"] == "evaluation"),
+                None,
+            ),
+            "stages": stages,
+            "evaluations": [  # evaluations and generation passes, in order
+                {k: e[k] for k in ("what", "items", "planned_items", "compile_seconds", "seconds")}
+                | {"projected_seconds": e["projected_seconds"]}
+                for e in schedule
+                if e["items"] is not None
+            ],
+            "peak_memory_bytes": peak,
+            "peak_memory_measures": measured,
+            "device_memory_bytes": limit_bytes,
+            "fits_memory": None if limit_bytes is None else peak <= 0.95 * limit_bytes,
+            "disk_bytes": disk + kept,
+            "fits_disk": disk + kept <= KAGGLE_OUTPUT_BYTES,
+            "schedule": schedule,
+            "advice": [],
+        }
+        advice = report["advice"]
+        if not report["fits_session"]:
+            fit = ", ".join(f"{n} {s['steps_that_fit']}" for n, s in stages.items())
+            advice.append(
+                f"the run needs {total / 3600:.2f} h of a {session.hours:g} h session: the clock "
+                f"would stop training early. Set the steps to what fits ({fit}) so the learning "
+                "rate schedule ends where the run does, or raise SESSION_HOURS (never past the "
+                "platform's limit)"
+            )
+        if report["fits_memory"] is False:
+            advice.append(
+                f"peak memory {peak / 2**30:.1f} GiB is over 95% of the chip's "
+                f"{limit_bytes / 2**30:.1f} GiB: lower the batch size first, then the maximum "
+                "lengths; QLoRA or a smaller LoRA rank next"
+            )
+        if not report["fits_disk"]:
+            advice.append(
+                f"the run writes about {(disk + kept) / 1e9:.1f} GB, over Kaggle's 20 GB of output: "
+                "keep fewer checkpoints or exports"
+            )
+        path = self.report_dir / REHEARSAL_FILE
+        path.write_text(json.dumps(report, indent=1, default=float))
+        print(_describe_report(report, path))
+        # The rehearsal's weights are of no further use: leave the disk to the real run.
+        heavy = [p for p in session.out_dir.rglob("*") if p.name in ("export", "checkpoints")]
+        freed = sum(_folder_bytes(p) for p in heavy if p.is_dir())
+        for p in heavy:
+            shutil.rmtree(p, ignore_errors=True)
+        print(f"  removed the rehearsal's exports and checkpoints ({freed / 1e9:.2f} GB)")
+        return report
+
+
+def _describe_report(report: dict[str, Any], path: pathlib.Path) -> str:
+    def clock(s: float | None) -> str:
+        return "-" if s is None else f"{int(s // 3600)}:{int(s % 3600 // 60):02d}:{int(s % 60):02d}"
+
+    lines = [
+        f"REHEARSAL took {report['rehearsal_seconds']:.0f}s; the real run, projected "
+        f"({report['session_hours'] or 'no'} h session):",
+        f"  {'stage':<12} {'s/step':>8} {'compile s':>10} {'steps':>7} {'fit':>7} {'hh:mm:ss':>9}",
+    ]
+    for name, s in report["stages"].items():
+        lines.append(
+            f"  {name:<12} {s['seconds_per_step']:>8.3f} {s['compile_seconds']:>10.1f} "
+            f"{s['planned_steps']:>7} {s['steps_that_fit']:>7} "
+            f"{clock(s['projected_seconds']):>9}"
+        )
+    gib = 2**30
+    device = report["device_memory_bytes"]
+    lines += [
+        f"  export written by {clock(report['export_ends_s'])}, last evaluation done by "
+        f"{clock(report['last_evaluation_ends_s'])}, the whole run {clock(report['projected_seconds'])}"
+        f" ({'fits' if report['fits_session'] else 'does NOT fit'} the session)",
+        f"  memory: {report['peak_memory_bytes'] / gib:.2f} GiB ({report['peak_memory_measures']})"
+        + (f" of {device / gib:.1f} GiB" if device else ""),
+        f"  disk: about {report['disk_bytes'] / 1e9:.2f} GB of output",
+        *(f"  ADVICE: {a}" for a in report["advice"]),
+        f"  written to {path}; set REHEARSAL = False for the real run",
+    ]
+    return "\n".join(lines)
+
+
+def _folder_bytes(folder: pathlib.Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def _newest_checkpoint_bytes(folder: pathlib.Path) -> int:
+    """The bytes of the newest step of every checkpoint folder under ``folder`` (stages too)."""
+    roots = [folder / "checkpoints"] + [p / "checkpoints" for p in _subfolders(folder)]
+    total = 0
+    for root in roots:
+        for steps in _committed_steps(root).values():
+            total += _folder_bytes(max(steps, key=lambda p: int(p.name)))
+    return total
 
 
 def _session_start(started: float) -> float:
@@ -351,11 +612,19 @@ def upload_to_kaggle(folder: str | pathlib.Path, handle: str | None, *, notes: s
 
 
 def publish(
-    folder: str | pathlib.Path | None, handle: str | None, *, notes: str = ""
+    folder: str | pathlib.Path | None,
+    handle: str | None,
+    *,
+    notes: str = "",
+    rehearsal: bool = False,
 ) -> str | None:
     """The value of ``unrestricted_kaggle_model``: the Kaggle Model handle ``folder`` (the Orbax
     export) was uploaded to, or None with the reason printed (no ``KAGGLE_MODEL``, nothing to
-    upload, or a failed upload: the run's output stays on disk either way, nothing is lost)."""
+    upload, a rehearsal's export, or a failed upload: the run's output stays on disk either way,
+    nothing is lost)."""
+    if rehearsal:
+        print("unrestricted_kaggle_model = None: a rehearsal's export is never uploaded")
+        return None
     if folder is None:
         print(
             "unrestricted_kaggle_model = None: no stage finished, so there is no export to upload"

@@ -344,6 +344,10 @@ class _Feed:
         step, or ``OUTPUT_DIR/STOP`` asks to stop (``stopped`` says which)."""
         if self.session is None:
             return False
+        rehearsal = getattr(self.session, "rehearsal", None)
+        if rehearsal is not None and steps - self.skip >= rehearsal.steps:
+            self.stopped = "rehearsal"
+            return True
         if hasattr(self.session, "stop_requested") and self.session.stop_requested(steps):
             self.stopped = "stop requested"
             return True
@@ -357,6 +361,9 @@ class _Feed:
             if i >= self.skip:
                 stop = self._must_stop(i) if self.decided is None else self.decided
                 self.decided = None
+                if stop and self.stopped == "rehearsal":
+                    print(f"{self.label}: a rehearsal, stopping after {i - self.skip} steps")
+                    return
                 if stop and self.stopped == "stop requested":
                     print(
                         f"{self.label}: stopping after {i} of the run's batches: "
@@ -444,7 +451,7 @@ def run(
         RLMetricsFile(metrics_file, offset=resumed_from).attach(trainer.rl_cluster)
     else:
         trainer.with_training_hooks(_RunHooks(feed, metrics_file, metric_names, on_eval))
-    start = time.perf_counter()
+    start, began = time.perf_counter(), session.elapsed() if hasattr(session, "elapsed") else 0.0
     with runtime.mesh_context(mesh) if mesh is not None else contextlib.nullcontext():
         trainer.train(feed, eval_batches)
     if feed.ended is not None and hasattr(
@@ -454,11 +461,34 @@ def run(
     steps = steps_done(trainer)
     stopped = "done" if steps >= len(batches) else feed.stopped
     result = RunResult(resumed_from, steps, time.perf_counter() - start, stopped)
+    rehearsal = getattr(session, "rehearsal", None)
+    if rehearsal is not None:  # what the real run's steps of this stage will take
+        rehearsal.stage(
+            label,
+            began,
+            (feed.ended or time.perf_counter()) - start,
+            planned_steps=len(batches) - resumed_from,
+            steps=result.trained,
+            step_seconds=feed.step_seconds,
+            checkpoint_every=_checkpoint_every(trainer),
+            checkpoint_seconds=session.timings.get("checkpoint", 0.0),
+        )
     print(
         f"{label}: {steps} of {len(batches)} steps ({result.trained} in this run, "
         f"{result.seconds:.0f}s); ended: {stopped}"
     )
     return result
+
+
+def _checkpoint_every(trainer: Any) -> int | None:
+    """The steps between a tunix trainer's checkpoints (a GRPO learner's: its actor's)."""
+    config = getattr(trainer, "config", None)
+    if hasattr(trainer, "rl_cluster"):
+        config = trainer.rl_cluster.cluster_config.training_config
+    options = getattr(config, "checkpointing_options", None)
+    every = getattr(options, "save_interval_steps", None)
+    updates = getattr(trainer, "tunixkit_updates_per_step", 1)
+    return max(1, every // updates) if every else None
 
 
 def _check_grpo_skip(learner: Any, resumed_from: int) -> None:
