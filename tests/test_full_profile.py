@@ -2,8 +2,9 @@
 presets' builders, mesh, memory-plan call, clock and exports, a tiny model in place of the real
 weights, and local files in the real data sets' on-disk layout and schema (GSM8K as the Hugging Face
 hub lays it out, SFT trace rows, preference rows) read through the full profile's loaders; counts
-cut to a few steps and questions by the notebooks' own parameters. A full preset that cannot even be
-built fails here. (06 has its own full-profile test.)
+cut to a few steps and questions by the notebooks' own parameters (01, 02 and 03 by a rehearsal,
+``REHEARSAL = True``, whose projection is checked too). A full preset that cannot even be built
+fails here.
 
 The notebook's py:percent source runs as a script (``tunixkit.testing.notebook_script``)."""
 
@@ -36,9 +37,6 @@ def inputs(tmp_path_factory):
 
 CASES = {  # notebook: parameters beyond PROFILE, OUTPUT_DIR and GSM8K_PATH (inputs named by key)
     "00_quickstart": {"SOURCE": "local", "MODEL_PATH": "tiny"},
-    "01_qlora_sft": FEW | {"MODEL_ID": "tiny-gemma3", "DATASET": "traces"},
-    "02_grpo_gsm8k": FEW | {"MODEL_ID": "tiny-gemma3-sft"},
-    "03_dpo": FEW | {"MODEL_ID": "tiny-gemma3-sft", "PAIRS": "pairs"},
     "04_logit_distillation": FEW
     | {"TEACHER_ID": "tiny-gemma3-sft", "MODEL_ID": "tiny-gemma3-student"},
     "05_math_eval": {
@@ -47,10 +45,12 @@ CASES = {  # notebook: parameters beyond PROFILE, OUTPUT_DIR and GSM8K_PATH (inp
     },
     "07_agentic_calculator": FEW | {"MODEL_ID": "tiny-gemma3-sft", "SFT_STEPS": 2},
 }
-REHEARSALS = {  # notebook: (parameters as in CASES, the stages its rehearsal.json must hold)
-    "01_qlora_sft": (CASES["01_qlora_sft"] | REHEARSED, ["SFT"]),
-    "02_grpo_gsm8k": (CASES["02_grpo_gsm8k"] | REHEARSED, ["GRPO"]),
-    "03_dpo": (CASES["03_dpo"] | REHEARSED, ["DPO"]),
+# 01, 02 and 03 run their full path as a rehearsal (the same cells, the export included, cut after
+# 4 steps by the rehearsal instead of by NUM_STEPS): notebook: (parameters, its rehearsal's stages)
+REHEARSALS = {
+    "01_qlora_sft": (REHEARSED | {"MODEL_ID": "tiny-gemma3", "DATASET": "traces"}, ["SFT"]),
+    "02_grpo_gsm8k": (REHEARSED | {"MODEL_ID": "tiny-gemma3-sft"}, ["GRPO"]),
+    "03_dpo": (REHEARSED | {"MODEL_ID": "tiny-gemma3-sft", "PAIRS": "pairs"}, ["DPO"]),
 }
 
 
