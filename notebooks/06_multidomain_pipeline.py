@@ -109,6 +109,17 @@ ALGORITHM = None  # preference stage: "simpo", "dpo" or "orpo"; None: the profil
 LORA_RANK = None  # LoRA rank of the later stages; None: the profile's
 SFT_STEPS = None  # stage 1 steps; None: the profile's
 GRPO_STEPS = None  # stage 4 steps; None: the profile's
+TRAIN_TASKS = None  # full: traces used at most; smoke: synthetic tasks made; None: the profile's
+HELDOUT_PER_DOMAIN = None  # held-out prompts per domain, for every evaluation; None: the profile's
+IMPROVE_PROMPTS = None  # prompts answered in the self-improvement pass; None: the profile's
+PAIR_PROMPTS = None  # prompts answered for judged preference pairs; None: the profile's
+GENERATION_STEPS = None  # answer tokens at most (evaluations, passes, GRPO); None: the profile's
+TEMPERATURE = None  # sampling temperature (GRPO rollouts, passes, sampled evaluations)
+GRPO_LEARNING_RATE = None  # GRPO's peak learning rate; None: the profile's
+GRPO_BETA = None  # GRPO's KL strength; None: the profile's
+SHARES = None  # each stage's share of the training time, {"sft": 0.3, ...}; None: the profile's
+REWARD_WEIGHTS = None  # GRPO's reward weights by name, {"judge": 4.0, ...}; None: the profile's
+SYSTEM_PROMPT = None  # the system prompt of every stage and evaluation; None: the profile's
 KAGGLE_MODEL = None  # to upload the final export: "<user>/<model>/jax/<variation>"; None: no upload
 
 # %%
@@ -145,6 +156,21 @@ rt, recipe, out_dir, clock = recipes.start(
     lora_rank=LORA_RANK,
     sft_steps=SFT_STEPS,
     num_steps=GRPO_STEPS,
+    train_tasks=TRAIN_TASKS,
+    heldout_per_domain=HELDOUT_PER_DOMAIN,
+    improve_prompts=IMPROVE_PROMPTS,
+    pair_prompts=PAIR_PROMPTS,
+    shares=SHARES,
+    reward_weights=REWARD_WEIGHTS,
+    **{  # the nested settings these knobs set
+        "eval.max_generation_steps": GENERATION_STEPS,
+        "grpo.max_generation_steps": GENERATION_STEPS,
+        "max_response_length": GENERATION_STEPS,
+        "grpo.temperature": TEMPERATURE,
+        "grpo.learning_rate": GRPO_LEARNING_RATE,
+        "grpo.beta": GRPO_BETA,
+        "eval.system_prompt": SYSTEM_PROMPT,
+    },
 )
 recipe
 
@@ -248,10 +274,16 @@ display(Markdown(domains.table(list(evals.values()))))
 
 # %%
 family = models.get_spec(recipe.model_id).family
-sft_pairs = [
-    (data.format_prompt(r["prompt"], recipe.eval.system_prompt, family=family), r["response"])
-    for r in domains.uneven(train, recipe.good_share)
+sft_rows = domains.uneven(train, recipe.good_share)
+sft_pairs = [  # every target ends its turn, so that the model learns to stop
+    (
+        data.format_prompt(r["prompt"], recipe.eval.system_prompt, family=family),
+        data.end_turn(r["response"], family=family),
+    )
+    for r in sft_rows
 ]
+lacking = sum(r["response"] != target for r, (_, target) in zip(sft_rows, sft_pairs, strict=True))
+print(f"SFT targets: {len(sft_pairs)}; the end of turn added to {lacking} that lacked it")
 sft_export = pipeline.sft_stage(
     stages, "sft", sft_pairs, recipe, steps=recipe.sft_steps, base_path=MODEL_PATH, mesh=mesh
 )

@@ -11,6 +11,7 @@ The notebook's py:percent source runs as a script (``tunixkit.testing.notebook_s
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -31,6 +32,8 @@ def inputs(tmp_path_factory):
         "gsm8k": testing.write_gsm8k_hub(folder / "gsm8k", n_train=64, n_test=16),
         "traces": testing.write_trace_rows(folder / "traces.jsonl", 32),
         "pairs": testing.write_preference_rows(folder / "pairs.parquet", 160),
+        # chat messages, no domain column, prompts of 300+ words (a document, then the question)
+        "chat": testing.write_chat_traces(folder / "chat.jsonl", 120, preface_words=300),
         "tiny": smoke.materialize("tiny-gemma3-sft"),
     }
 
@@ -48,9 +51,26 @@ CASES = {  # notebook: parameters beyond PROFILE, OUTPUT_DIR and GSM8K_PATH (inp
 # 01, 02 and 03 run their full path as a rehearsal (the same cells, the export included, cut after
 # 4 steps by the rehearsal instead of by NUM_STEPS): notebook: (parameters, its rehearsal's stages)
 REHEARSALS = {
-    "01_qlora_sft": (REHEARSED | {"MODEL_ID": "tiny-gemma3", "DATASET": "traces"}, ["SFT"]),
-    "02_grpo_gsm8k": (REHEARSED | {"MODEL_ID": "tiny-gemma3-sft"}, ["GRPO"]),
-    "03_dpo": (REHEARSED | {"MODEL_ID": "tiny-gemma3-sft", "PAIRS": "pairs"}, ["DPO"]),
+    "01_qlora_sft": (REHEARSED | {"MODEL_ID": "tiny-gemma3", "DATASET": "traces"}, {"SFT": 6}),
+    "02_grpo_gsm8k": (REHEARSED | {"MODEL_ID": "tiny-gemma3-sft"}, {"GRPO": 6}),
+    "03_dpo": (REHEARSED | {"MODEL_ID": "tiny-gemma3-sft", "PAIRS": "pairs"}, {"DPO": 6}),
+    # 06 with a judge model and the user's traces; its stages' steps by knob or by the full preset
+    "06_multidomain_pipeline": (
+        {
+            "REHEARSAL": True,
+            "MODEL_ID": "tiny-gemma3-sft",
+            "JUDGE_ID": "tiny-gemma3-sft",
+            "TRACES": "chat",
+            "TRAIN_TASKS": 96,
+            "HELDOUT_PER_DOMAIN": 4,
+            "IMPROVE_PROMPTS": 8,
+            "PAIR_PROMPTS": 8,
+            "GENERATION_STEPS": 64,
+            "SFT_STEPS": 6,
+            "GRPO_STEPS": 6,
+        },
+        {"sft": 6, "improve": 200, "preference": 600, "grpo": 6},
+    ),
 }
 
 
@@ -105,27 +125,39 @@ def test_full_profile_runs_end_to_end_on_a_tiny_model(tmp_path, name, inputs):
 
 @pytest.mark.parametrize("name", sorted(REHEARSALS))
 def test_rehearsal_times_every_stage_then_stops_before_the_long_run(tmp_path, name, inputs):
-    case, stages = REHEARSALS[name]
+    case, planned = REHEARSALS[name]
     said = _run(tmp_path, name, case, inputs)
     out = tmp_path / "run"
     report = json.loads((out / "rehearsal.json").read_text())
-    assert list(report["stages"]) == stages, report["stages"]
+    assert {n: s["planned_steps"] for n, s in report["stages"].items()} == planned, report
     for stage in report["stages"].values():
-        assert stage["rehearsed_steps"] == 4 and stage["planned_steps"] == 6, stage
-        assert stage["steps_that_fit"] == 6, stage  # no session limit here
+        assert stage["rehearsed_steps"] == 4, stage
+        assert stage["steps_that_fit"] == stage["planned_steps"], stage  # no session limit here
         assert stage["seconds_per_step"] > 0 and stage["compile_seconds"] >= 0, stage
-        assert stage["projected_seconds"] > 2 * stage["seconds_per_step"], stage
+        pace = stage["seconds_per_step"] * stage["planned_steps"]
+        assert stage["projected_seconds"] >= pace - 0.01, stage  # (both rounded)
     ends = report["export_ends_s"], report["last_evaluation_ends_s"], report["projected_seconds"]
     assert 0 < ends[0] < ends[1] <= ends[2], ends
     assert report["projected_seconds"] > report["rehearsal_seconds"], report
     assert report["disk_bytes"] > 0 and report["peak_memory_bytes"] > 0, report
     # no training beyond the rehearsal's steps, none of it in OUTPUT_DIR itself, nothing uploaded
-    summary = json.loads((out / "rehearsal" / "summary.json").read_text())
-    assert (summary["steps"], summary["stopped"]) == (4, "rehearsal"), summary
-    steps = [
-        json.loads(line).get("step", 0) for line in (out / "rehearsal" / "metrics.jsonl").open()
-    ]
-    assert max(steps) == 4, steps
+    run = out / "rehearsal"
+    summary = json.loads((run / "summary.json").read_text())
+    trained = (
+        {n: (s["steps"], s["stopped"]) for n, s in summary["stages"].items()}
+        if "stages" in summary
+        else {"": (summary["steps"], summary["stopped"])}
+    )
+    assert set(trained.values()) == {(4, "rehearsal")}, trained
+    for metrics in run.glob("**/metrics.jsonl"):
+        steps = [json.loads(line).get("step", 0) for line in metrics.open()]
+        assert max(steps) <= 4, (metrics, steps)
     assert not (out / "checkpoints").exists() and not (out / "summary.json").exists()
-    assert not (out / "rehearsal" / "export").exists()  # the rehearsal's weights are removed
+    assert not list(run.glob("**/export")), "the rehearsal's weights are kept"
     assert "a rehearsal's export is never uploaded" in said
+    if name.startswith("06"):  # the user's traces: every target ends its turn, nothing cut
+        added = int(re.search(r"the end of turn added to (\d+) that lacked it", said)[1])
+        assert added > 0, said
+        assert summary["prompts_cut"]["generate"] == 0 < summary["prompts_cut"]["generate_seen"]
+        assert summary["judge_prompts_cut"] == 0, summary
+        assert set(summary["data_by_domain"]["pair_prompts"]) == {"general", "math"}, summary

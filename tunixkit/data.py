@@ -91,6 +91,17 @@ def format_completion(reasoning: str, answer: str, *, family: str = "gemma3") ->
     return f"{REASONING_START}{reasoning}{REASONING_END}\n{ANSWER_START}{answer}{ANSWER_END}{end}"
 
 
+def end_turn(completion: str, *, family: str = "gemma3") -> str:
+    """``completion`` closed by the family's end of turn, which SFT must teach (without it answers
+    run on to the generation limit); a completion that has it is returned as it is.
+
+    >>> end_turn("<answer>4</answer>"), end_turn("<answer>4</answer><end_of_turn>")
+    ('<answer>4</answer><end_of_turn>', '<answer>4</answer><end_of_turn>')
+    """
+    end = families.get(family).end_of_turn
+    return completion if completion.rstrip().endswith(end) else completion.rstrip() + end
+
+
 def spread(n: int, share: float) -> list[bool]:
     """Which of ``n`` items make up ``share`` of them (``round(share * n)``), spread evenly, each at
     the end of its stretch.

@@ -336,14 +336,15 @@ def finish_stage(stages: Stages, name: str, lora, base, recipe, mesh, result) ->
     itself ran out (then the next session continues the stage from its checkpoint)."""
     from tunixkit import checkpoints
 
-    exports = checkpoints.export(
-        lora,
-        base,
-        stages.dir(name) / "export",
-        lora_rank=_rank(recipe, name),
-        lora_alpha=recipe.lora_alpha,
-        mesh=mesh,
-    )
+    with stages.session.timed("export"):  # the session keeps the last export's time in reserve
+        exports = checkpoints.export(
+            lora,
+            base,
+            stages.dir(name) / "export",
+            lora_rank=_rank(recipe, name),
+            lora_alpha=recipe.lora_alpha,
+            mesh=mesh,
+        )
     # a stage that OUTPUT_DIR/STOP stopped is not done: the next run continues it
     if result.stopped == "done" or (
         result.stopped != "stop requested" and not _session_over(stages.session)

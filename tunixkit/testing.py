@@ -31,6 +31,7 @@ __all__ = [
     "notebook_script",
     "randomize_all",
     "write_gsm8k_hub",
+    "write_chat_traces",
     "write_hf_tokenizer",
     "write_preference_rows",
     "write_trace_rows",
@@ -240,3 +241,25 @@ def write_preference_rows(path: str | pathlib.Path, n: int = 32, *, seed: int = 
         for r in records
     ]
     return _parquet(rows, pathlib.Path(path))
+
+
+def write_chat_traces(
+    path: str | pathlib.Path, n: int = 32, *, seed: int = 0, preface_words: int = 0
+) -> pathlib.Path:
+    """SFT traces as a ``.jsonl`` of chat ``messages`` (a user turn, then the assistant's answer in
+    the reasoning format), with no ``domain`` column: the shape of the common chat data sets. Each
+    question follows a document of ``preface_words`` words (for prompts longer than a limit)."""
+    from tunixkit import data, smoke
+
+    records, _ = data.to_records(smoke.synthetic_gsm8k(n, seed=seed), "chat", verbose=False)
+    words = "the shop sells apples and pens to every child who asks".split()
+    rows = []
+    for i, r in enumerate(records):
+        preface = " ".join(words[(i + k) % len(words)] for k in range(preface_words))
+        answer = f"<reasoning>{r['solution']}</reasoning><answer>{r['answer']}</answer>"
+        turns = [
+            {"role": "user", "content": (preface + "\n\n" if preface else "") + r["question"]},
+            {"role": "assistant", "content": answer},
+        ]
+        rows.append({"messages": turns})
+    return data.write_jsonl(rows, pathlib.Path(path))
