@@ -281,3 +281,13 @@ def test_a_rehearsal_trains_its_steps_only_and_is_never_carried(tmp_path):
     (run / session.REHEARSAL_DIR / "checkpoints" / "4").mkdir(parents=True)
     (run / session.REHEARSAL_DIR / "checkpoints" / "4" / "commit_success.txt").write_text("ok")
     assert session.latest_checkpoint_step(run) == 2  # a rehearsal's checkpoint is no stage's
+
+
+def test_a_rehearsal_without_training_that_does_not_fit_says_so(tmp_path):
+    clock = session.Session(tmp_path / "rehearsal", 0.01, time.time() - 30.0)
+    clock.rehearsal = session.Rehearsal(report_dir=tmp_path, items=8)
+    clock.sized(1000)
+    clock.rehearsal.timed("evaluation", 1.0, 8.0, items=8, generate_calls=[])
+    report = clock.rehearsal_report()
+    assert not report["fits_session"] and report["stages"] == {}
+    assert "evaluate fewer questions" in report["advice"][0]

@@ -166,7 +166,7 @@ class Session:
         them, or in a rehearsal :attr:`Rehearsal.items` (the projection scales them back to ``n``)."""
         if self.rehearsal is None:
             return n
-        self.rehearsal.planned[label] = self.rehearsal.planned.get(label, 0) + n
+        self.rehearsal.planned[label] = n
         return min(n, self.rehearsal.items)
 
     def fit(self, n: int, *, label: str = "evaluation") -> int:
@@ -193,7 +193,12 @@ class Session:
                 f"REHEARSAL: {self.rehearsal.steps} steps of every stage and at most "
                 f"{self.rehearsal.items} items of every evaluation, at the recipe's real shapes, in "
                 f"{self.out_dir}; then {self.rehearsal.report_dir / REHEARSAL_FILE} projects the real "
-                f"run onto a {self.hours if self.hours is not None else 'limitless'} h session"
+                "run onto "
+                + (
+                    f"a {self.hours:g} h session"
+                    if self.hours is not None
+                    else "a session without limit"
+                )
             )
         if self.hours is None:
             return "session clock: no limit (set SESSION_HOURS to enforce one)"
@@ -308,7 +313,8 @@ class Rehearsal:
         limit = None if session.hours is None else session.hours * 3600 - session.margin
         training = [e for e in schedule if e["kind"] == "training"]
         stretch = sum(e["seconds_per_step"] * e["planned_steps"] for e in training)
-        share = 1.0 if limit is None or total <= limit else max(0.0, 1 - (total - limit) / stretch)
+        fits = limit is None or total <= limit
+        share = 1.0 if fits or not stretch else max(0.0, 1 - (total - limit) / stretch)
         stages = {
             e["what"]: {
                 "seconds_per_step": e["seconds_per_step"],
@@ -332,7 +338,7 @@ class Rehearsal:
             "rehearsal_seconds": round(elapsed, 1),
             "projected_seconds": round(total, 1),
             "projected_hours": round(total / 3600, 3),
-            "fits_session": limit is None or total <= limit,
+            "fits_session": fits,
             "export_ends_s": exports[-1]["projected_end_s"] if exports else None,
             "last_evaluation_ends_s": next(
                 (e["projected_end_s"] for e in reversed(schedule) if e["kind"] == "evaluation"),
@@ -355,7 +361,12 @@ class Rehearsal:
             "advice": [],
         }
         advice = report["advice"]
-        if not report["fits_session"]:
+        if not report["fits_session"] and not stages:
+            advice.append(
+                f"the run needs {total / 3600:.2f} h of a {session.hours:g} h session without any "
+                "training: evaluate fewer questions"
+            )
+        elif not report["fits_session"]:
             fit = ", ".join(f"{n} {s['steps_that_fit']}" for n, s in stages.items())
             advice.append(
                 f"the run needs {total / 3600:.2f} h of a {session.hours:g} h session: the clock "
@@ -387,12 +398,14 @@ class Rehearsal:
 
 
 def _describe_report(report: dict[str, Any], path: pathlib.Path) -> str:
+    hours = report["session_hours"]
+
     def clock(s: float | None) -> str:
         return "-" if s is None else f"{int(s // 3600)}:{int(s % 3600 // 60):02d}:{int(s % 60):02d}"
 
     lines = [
-        f"REHEARSAL took {report['rehearsal_seconds']:.0f}s; the real run, projected "
-        f"({report['session_hours'] or 'no'} h session):",
+        f"REHEARSAL took {report['rehearsal_seconds']:.0f}s; the real run, projected onto "
+        + (f"a {hours:g} h session:" if hours is not None else "a session without limit:"),
         f"  {'stage':<12} {'s/step':>8} {'compile s':>10} {'steps':>7} {'fit':>7} {'hh:mm:ss':>9}",
     ]
     for name, s in report["stages"].items():
