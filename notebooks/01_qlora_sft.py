@@ -216,7 +216,9 @@ config = training.trainer_config(
     description="SFT",
 )
 trainer = peft_trainer.PeftTrainer(
-    model, training.optimizer(recipe.learning_rate, recipe.steps), config
+    model,
+    training.optimizer(recipe.learning_rate, clock.schedule_steps(recipe.steps, label="SFT")),
+    config,
 ).with_gen_model_input_fn(training.model_inputs_fn(base.tokenizer.pad_id()))
 trained = training.run(
     trainer,

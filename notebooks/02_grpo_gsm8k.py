@@ -267,6 +267,7 @@ learner, cluster = rl.build_grpo(
     eos_ids=reference.eos_ids,
     vocab_size=reference.config.num_embed,
     family=reference.family,
+    schedule_steps=clock.schedule_steps(recipe.grpo.num_steps, label="GRPO"),
 )
 batches = data.grpo_dataset(
     train_records,

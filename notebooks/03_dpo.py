@@ -239,7 +239,11 @@ config = training.trainer_config(
 trainer = dpo_trainer.DPOTrainer(
     actor,
     reference.model if recipe.algorithm == "dpo" else None,
-    training.optimizer(recipe.learning_rate, recipe.steps, clip_norm=recipe.clip_norm),
+    training.optimizer(
+        recipe.learning_rate,
+        clock.schedule_steps(recipe.steps, label=recipe.algorithm.upper()),
+        clip_norm=recipe.clip_norm,
+    ),
     config,
 )
 names = ("loss", "rewards/margin", "rewards/accuracy")

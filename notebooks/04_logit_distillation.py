@@ -220,7 +220,9 @@ trainer = distillation_trainer.DistillationTrainer(
     student.model,
     teacher.model,
     distill.strategy(student.config.num_embed, temperature=recipe.temperature, alpha=recipe.alpha),
-    training.optimizer(recipe.learning_rate, recipe.steps),
+    training.optimizer(
+        recipe.learning_rate, clock.schedule_steps(recipe.steps, label="distillation")
+    ),
     config,
 ).with_gen_model_input_fn(training.model_inputs_fn(pad))
 trained = training.run(

@@ -291,3 +291,16 @@ def test_a_rehearsal_without_training_that_does_not_fit_says_so(tmp_path):
     report = clock.rehearsal_report()
     assert not report["fits_session"] and report["stages"] == {}
     assert "evaluate fewer questions" in report["advice"][0]
+
+
+def test_the_schedule_spans_the_steps_a_rehearsal_says_fit(tmp_path, capsys):
+    clock = session.Session(tmp_path, 9.0, time.time())
+    assert clock.schedule_steps(930, label="SFT") == 930  # no rehearsal: the plan
+    report = {"stages": {"SFT": {"steps_that_fit": 700}}}
+    (tmp_path / session.REHEARSAL_FILE).write_text(json.dumps(report))
+    assert clock.schedule_steps(930, label="SFT") == 700
+    assert "spans 700 of the 930 planned steps" in capsys.readouterr().out
+    assert clock.schedule_steps(500, label="SFT") == 500  # fewer planned than fit
+    assert clock.schedule_steps(930, label="GRPO") == 930  # a stage the rehearsal did not see
+    clock.rehearsal = session.Rehearsal(report_dir=tmp_path)
+    assert clock.schedule_steps(930, label="SFT") == 930  # a rehearsal measures the plan itself

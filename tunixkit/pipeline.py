@@ -423,7 +423,12 @@ def sft_stage(
         description=name,
     )
     trainer = peft_trainer.PeftTrainer(
-        lora, training.optimizer(learning_rate or recipe.sft_learning_rate, steps), config
+        lora,
+        training.optimizer(
+            learning_rate or recipe.sft_learning_rate,
+            stages.session.schedule_steps(steps, label=name),
+        ),
+        config,
     )
     trainer.with_gen_model_input_fn(training.model_inputs_fn(base.tokenizer.pad_id()))
     result = training.run(
@@ -474,7 +479,10 @@ def preference_stage(
         beta=recipe.beta,
         lambda_orpo=0.1,
     )
-    optimizer = training.optimizer(recipe.preference_learning_rate, recipe.preference_steps)
+    optimizer = training.optimizer(
+        recipe.preference_learning_rate,
+        stages.session.schedule_steps(recipe.preference_steps, label=name),
+    )
     trainer = preference_trainer(recipe.algorithm, lora, base.model, optimizer, config)
     result = training.run(
         trainer,
@@ -581,6 +589,7 @@ def grpo_stage(
         eos_ids=base.eos_ids,
         vocab_size=base.config.num_embed,
         family=base.family,
+        schedule_steps=stages.session.schedule_steps(recipe.grpo.num_steps, label=name),
     )
     batches = data.grpo_dataset(
         records,

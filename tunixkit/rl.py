@@ -165,11 +165,14 @@ def cluster(
     eos_ids: Sequence[int],
     vocab_size: int,
     family: str = "gemma3",
+    schedule_steps: int | None = None,
     **rollout: Any,
 ):
     """tunix's ``RLCluster`` for ``settings``: actor, reference and rollout on ``mesh``; checkpoints in
     ``output_dir/checkpoints`` (resumed from when the same folder is used again), TensorBoard logs
-    in ``output_dir/tensorboard``. ``rollout``: more :func:`rollout_config` options."""
+    in ``output_dir/tensorboard``. ``rollout``: more :func:`rollout_config` options.
+    ``schedule_steps``: the steps the learning-rate schedule spans (None: ``settings.num_steps``;
+    see :meth:`tunixkit.session.Session.schedule_steps`)."""
     from tunix.rl import rl_cluster as rl_cluster_lib
 
     check_rollout_engine(settings.rollout_engine, family)
@@ -192,7 +195,7 @@ def cluster(
         training_config=rl_cluster_lib.RLTrainingConfig(
             actor_optimizer=training.optimizer(
                 settings.learning_rate,
-                settings.num_steps,
+                schedule_steps or settings.num_steps,
                 warmup_ratio=settings.warmup_ratio,
                 clip_norm=settings.clip_norm,
                 weight_decay=settings.weight_decay,
@@ -227,11 +230,12 @@ def build_grpo(
     eos_ids: Sequence[int],
     vocab_size: int,
     family: str = "gemma3",
+    schedule_steps: int | None = None,
 ):
     """A ready ``GRPOLearner`` (call ``.train(dataset)``) and its ``RLCluster`` (:func:`cluster`).
 
     ``actor`` and ``reference`` may share a backbone (LoRA applied on the reference object, see
-    :func:`tunixkit.models.apply_lora`).
+    :func:`tunixkit.models.apply_lora`). ``schedule_steps``: as in :func:`cluster`.
     """
     from tunix.rl.grpo import grpo_learner
 
@@ -245,6 +249,7 @@ def build_grpo(
         eos_ids=eos_ids,
         vocab_size=vocab_size,
         family=family,
+        schedule_steps=schedule_steps,
     )
     algo = grpo_learner.GRPOConfig(
         num_generations=settings.num_generations,

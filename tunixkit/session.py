@@ -182,6 +182,24 @@ class Session:
         )
         return fit
 
+    def schedule_steps(self, planned: int, *, label: str) -> int:
+        """The steps the learning-rate schedule of stage ``label`` spans (its warmup and decay):
+        ``planned``, or fewer when a rehearsal (``OUTPUT_DIR/rehearsal.json``) projected that only
+        that many fit the session, where the clock will stop training: a schedule sized to the
+        plan would never decay. Says so when it differs."""
+        path = self.out_dir / REHEARSAL_FILE
+        if self.rehearsal is not None or not path.is_file():
+            return planned
+        fit = json.loads(path.read_text()).get("stages", {}).get(label, {}).get("steps_that_fit")
+        if not fit or fit >= planned:
+            return planned
+        print(
+            f"{label}: the learning-rate schedule spans {fit} of the {planned} planned steps, "
+            f"those the rehearsal ({path}) projected to fit the session; training goes on at the "
+            "schedule's last rate if time is left"
+        )
+        return int(fit)
+
     def rehearsal_report(self) -> dict[str, Any] | None:
         """In a rehearsal: the projected schedule of the real run, printed and written to
         ``OUTPUT_DIR/rehearsal.json`` (see :meth:`Rehearsal.report`); else None (nothing to do)."""
@@ -370,9 +388,9 @@ class Rehearsal:
             fit = ", ".join(f"{n} {s['steps_that_fit']}" for n, s in stages.items())
             advice.append(
                 f"the run needs {total / 3600:.2f} h of a {session.hours:g} h session: the clock "
-                f"would stop training early. Set the steps to what fits ({fit}) so the learning "
-                "rate schedule ends where the run does, or raise SESSION_HOURS (never past the "
-                "platform's limit)"
+                f"would stop training early, after about {fit} steps. A real run with this "
+                "rehearsal.json in its OUTPUT_DIR ends its learning-rate schedule there; or set the "
+                "steps to these, or raise SESSION_HOURS (never past the platform's limit)"
             )
         if report["fits_memory"] is False:
             advice.append(
