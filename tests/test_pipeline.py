@@ -385,3 +385,31 @@ def test_full_grpo_penalizes_answers_that_hit_the_generation_limit():
         pytest.approx(-0.66, abs=0.05),
         -1.0,
     ]
+
+
+def test_judge_calls_compile_once_however_many_there_are():
+    """The judge keeps one sampler: after its first call (the compiles), further calls of the same
+    batch shape compile nothing, as GRPO steps and evaluations call it again and again."""
+    import jax
+
+    from tunixkit import evaluation, models
+
+    judge_model = models.load_model("tiny-gemma3-sft", verbose=False)
+    config = evaluation.EvalConfig(
+        max_prompt_length=256, max_generation_steps=4, batch_size=2, system_prompt=None
+    )
+    grade = judging.llm_grader(judge_model, config=config)
+    compiles = []
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda event, seconds, **kw: compiles.append(event) if "backend_compile" in event else None
+    )
+    grade(["What is 2+2?", "Name a colour."], ["<answer>4</answer>", "<answer>red</answer>"])
+    first = len(compiles)
+    assert first > 0, "the first call compiled nothing: the counter counts nothing"
+    for i in range(3):
+        grade(
+            [f"What is {i}+1?", "Name a fruit."],
+            [f"<answer>{i + 1}</answer>", "<answer>fig</answer>"],
+        )
+    assert len(compiles) == first, f"{len(compiles) - first} compiles in 3 more judge calls"
+    assert grade.judged == 8

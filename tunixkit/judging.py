@@ -312,7 +312,10 @@ def llm_grader(
     on the policy's mesh or one of its own) to score each whole response (reasoning, answer and
     tags, as the judges read it) against ``rubric``, greedily. A rubric prompt over the config's
     ``max_prompt_length`` loses the middle of its question (:func:`fit_prompt`), never the answer;
-    such prompts are printed and counted in the grader's ``cut`` (and ``judged``: all prompts)."""
+    such prompts are printed and counted in the grader's ``cut`` (and ``judged``: all prompts).
+
+    The grader keeps one tunix sampler for the judge (frozen): a sampler compiles its programs once,
+    a new one every call would compile again at every GRPO step and evaluation batch."""
     from tunixkit import evaluation
 
     rubric = rubric or JudgeRubric()
@@ -341,9 +344,15 @@ def llm_grader(
                 f"question was cut, the answer kept whole ({grade.cut} so far)"
             )
         prompts = [judge_model.chat.prompt(text) for text, _ in fitted]
-        return [g.text for g in evaluation.generate(judge_model, prompts, config, progress=False)]
+        if grade.sampler is None:
+            size = config.max_prompt_length + config.max_generation_steps
+            grade.sampler = evaluation.make_sampler(judge_model, size)
+        gens = evaluation.generate(
+            judge_model, prompts, config, progress=False, sampler=grade.sampler
+        )
+        return [g.text for g in gens]
 
-    grade.cut, grade.judged = 0, 0
+    grade.cut, grade.judged, grade.sampler = 0, 0, None
     return grade
 
 
