@@ -39,7 +39,7 @@
 # | | smoke (CPU, CI) | full (TPU) |
 # |---|---|---|
 # | model | `tiny-gemma3-sft`; stage 1 fine-tunes every weight (see the recipe) | `gemma-3-1b-it` (or `gemma-2-2b-it`), LoRA rank 64 in every stage |
-# | data | offline tasks in all six domains, with reference answers | your traces (`TRACES`: a file or a Hugging Face dataset) + GSM8K |
+# | data | offline tasks in all six domains, with reference answers | your traces (`TRACES`: a file or a Hugging Face dataset), or the public mix (`tunixkit.mix`), + GSM8K |
 # | judge | a deterministic rubric playing the judge | a judge model loaded beside the policy (`JUDGE_ID`) |
 #
 # **Sessions.** One clock (`SESSION_HOURS`, 9 on Kaggle) spans the stages: each stage gets its share
@@ -100,7 +100,10 @@ GSM8K_PATH = (
     None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
 )
 JUDGE_ID = None  # the judge model; None: the profile's (the rubric grader in smoke)
-TRACES = None  # full: SFT traces, a .jsonl/.json/.csv/.parquet file or a Hugging Face dataset id
+TRACES = None  # full: SFT traces (a .jsonl/.json/.csv/.parquet file or HF id); None: the public mix
+MIX_PATHS = (
+    None  # local copies of the mix's data sets: {"allenai/sciq": "/kaggle/input/.../x.parquet"}
+)
 TRACE_FIELDS = (
     "prompt",
     "response",
@@ -133,6 +136,7 @@ from tunixkit import (
     domains,
     evaluation,
     judging,
+    mix,
     models,
     pipeline,
     recipes,
@@ -180,18 +184,21 @@ recipe
 # each domain are held out for the evaluations, and no stage trains on them. In smoke they are
 # generated offline; in full they are your traces (chat messages or prompt/response columns; any
 # other shape stops here, naming the columns found) plus GSM8K for math, where answers can be checked.
+# Without `TRACES`, the default public mix (`tunixkit.mix`): dolly-15k's creative writing,
+# brainstorming and summarization (written by people, CC BY-SA 3.0), SciQ for science (exam questions
+# with a supporting paragraph as the reasoning, CC BY-NC 3.0), MBPP for code (CC BY 4.0), GSM8K for
+# math (MIT): an even share per domain, rows that cannot be converted counted by reason.
 
 # %%
 if rt.smoke:
     task_list = domains.synthetic_tasks(recipe.train_tasks, seed=0)
     records = [t.record() for t in task_list]
 else:
-    if TRACES is None:
-        raise ValueError(
-            "the full profile trains on your traces: set TRACES to a file or a Hugging Face "
-            "dataset id of multi-domain reasoning traces (chat messages or prompt/response)"
-        )
-    traces = domains.load_traces(TRACES, fields=TRACE_FIELDS)[: recipe.train_tasks]
+    if TRACES is None:  # the default public mix, an even share per domain
+        family = models.get_spec(recipe.model_id).family
+        traces = mix.load_mix(recipe.train_tasks // 6, paths=MIX_PATHS, family=family)
+    else:
+        traces = domains.load_traces(TRACES, fields=TRACE_FIELDS)[: recipe.train_tasks]
     gsm = recipes.gsm8k(
         rt, "train", data_dir=out_dir / "data", path=GSM8K_PATH, limit=recipe.train_tasks // 6
     )

@@ -1,0 +1,111 @@
+"""The default public data mix (notebook 06 without TRACES): each data set's converter on rows in
+that data set's real schema, written as the parquet files the Hugging Face hub serves, loaded
+through the same path as a download (``data.load_rows``)."""
+
+import pandas as pd
+import pytest
+
+from tunixkit import data, mix, rewards
+
+DOLLY = [  # databricks/databricks-dolly-15k: instruction, context, response, category
+    {
+        "instruction": "Write a haiku about rain.",
+        "context": "",
+        "response": "Soft rain on the roof.",
+        "category": "creative_writing",
+    },
+    {
+        "instruction": "Give ideas for a picnic.",
+        "context": "",
+        "response": "1. Fruit. 2. A ball.",
+        "category": "brainstorming",
+    },
+    {
+        "instruction": "Summarize this passage.",
+        "context": "Bees make honey from nectar in hives.",
+        "response": "Bees turn nectar into honey.",
+        "category": "summarization",
+    },
+    {"instruction": "Summarize it.", "context": "", "response": "?", "category": "summarization"},
+    {
+        "instruction": "Who wrote Hamlet?",
+        "context": "",
+        "response": "Shakespeare.",
+        "category": "open_qa",
+    },
+    {
+        "instruction": "Write a limerick.",
+        "context": "",
+        "response": "There once was a cat.",
+        "category": "creative_writing",
+    },
+]
+SCIQ = [  # allenai/sciq: question, distractor1-3, correct_answer, support
+    {
+        "question": "What do plants need to make food?",
+        "distractor1": "salt",
+        "distractor2": "sand",
+        "distractor3": "oil",
+        "correct_answer": "light",
+        "support": "Plants use light to make food.",
+    },
+    {
+        "question": "What is H2O?",
+        "distractor1": "air",
+        "distractor2": "fire",
+        "distractor3": "rock",
+        "correct_answer": "water",
+        "support": "",
+    },
+]
+MBPP = [  # google-research-datasets/mbpp (full): task_id, text, code, test_list, ...
+    {
+        "task_id": 2,
+        "text": "Write a function to add two numbers.",
+        "code": "def add(a, b):\n    return a + b",
+        "test_list": ["assert add(1, 2) == 3"],
+        "test_setup_code": "",
+        "challenge_test_list": [],
+    },
+]
+
+
+@pytest.fixture
+def paths(tmp_path):
+    out = {}
+    for name, rows in (
+        ("databricks/databricks-dolly-15k", DOLLY),
+        ("allenai/sciq", SCIQ),
+        ("google-research-datasets/mbpp", MBPP),
+    ):
+        path = tmp_path / (name.replace("/", "_") + ".parquet")
+        pd.DataFrame(rows).to_parquet(path)
+        out[name] = str(path)
+    return out
+
+
+def test_the_default_mix_covers_every_judged_domain_and_counts_what_it_skips(paths, capsys):
+    traces = mix.load_mix(2, paths=paths)
+    said = capsys.readouterr().out
+    by = [t["domain"] for t in traces]
+    assert by[:5] == ["creative", "ideation", "summarization", "science", "code"]  # interleaved
+    assert sorted(by) == ["code", "creative", "creative", "ideation", "science", "summarization"]
+    for t in traces:
+        assert rewards.has_format(t["response"]) and t["response"].endswith("<end_of_turn>"), t
+    summary = next(t for t in traces if t["domain"] == "summarization")
+    assert "Bees make honey" in summary["prompt"]  # the passage travels with the instruction
+    code = next(t for t in traces if t["domain"] == "code")
+    assert "assert add(1, 2) == 3" in code["prompt"] and "return a + b" in code["response"]
+    science = next(t for t in traces if t["domain"] == "science")
+    assert "<reasoning>Plants use light to make food.</reasoning>" in science["response"]
+    # nothing dropped unsaid: each data set's skipped rows, by reason
+    assert "1 skipped: category 'open_qa' is not a judged domain" in said
+    assert "1 skipped: summarization without its passage" in said
+    assert "1 skipped: no supporting paragraph to reason from" in said
+
+
+def test_a_data_set_with_no_convertible_row_is_named(paths, tmp_path):
+    bad = tmp_path / "sciq.parquet"
+    pd.DataFrame([{"q": "x", "a": "y"}]).to_parquet(bad)
+    with pytest.raises(data.DataError, match=r"sciq.parquet: none of its 1 rows.*allenai/sciq"):
+        mix.load_mix(2, paths=paths | {"allenai/sciq": str(bad)})

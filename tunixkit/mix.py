@@ -1,0 +1,182 @@
+"""The default public data mix of notebook 06: traces for the six judged domains from public
+Hugging Face data sets, when the user brings none (``TRACES = None`` in the full profile).
+
+| domain | data set | licence | why |
+|---|---|---|---|
+| creative, ideation, summarization | ``databricks/databricks-dolly-15k`` (categories ``creative_writing``, ``brainstorming``, ``summarization``) | CC BY-SA 3.0 | written by people, not a model; one file of 15k rows; summarization rows carry their passage |
+| science | ``allenai/sciq`` | CC BY-NC 3.0 | 11.7k science exam questions, most with a supporting paragraph to reason from |
+| code | ``google-research-datasets/mbpp`` (``full``) | CC BY 4.0 | short Python tasks with a reference solution |
+
+Math comes from GSM8K (MIT: worked solutions and a checkable answer, for GRPO's answer reward),
+read by :func:`tunixkit.recipes.gsm8k` as in every notebook (``GSM8K_PATH`` for a local copy).
+
+Each converter turns one row into ``{domain, prompt, response}`` with the response in the
+``<reasoning>``/``<answer>`` format and closed by the model's end of turn, or says why it cannot
+(:class:`Skip`); :func:`load_mix` counts the skipped rows per data set and reason, and takes an
+even share of each domain. The human-written data sets have no reasoning of their own: their
+reasoning is the domain's one-line plan (:data:`PLANS`), which the later stages (self-improvement,
+preference pairs, GRPO with the judge) are there to improve on.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from tunixkit import data
+
+__all__ = ["PLANS", "SOURCES", "Skip", "Source", "convert", "load_mix"]
+
+PLANS = {  # the reasoning of an answer whose data set has none
+    "creative": "I write the piece the request asks for, in its form and tone, with a clear ending.",
+    "ideation": "I give distinct, practical ideas that answer the request, one after another.",
+    "summarization": "I keep the passage's main points, in my own words, and leave out details.",
+}
+DOLLY_DOMAINS = {
+    "creative_writing": "creative",
+    "brainstorming": "ideation",
+    "summarization": "summarization",
+}
+
+
+class Skip(Exception):
+    """A row that cannot become a trace, with the reason (counted by :func:`load_mix`)."""
+
+
+def _text(row: Mapping[str, Any], field: str) -> str:
+    value = row.get(field)
+    if not isinstance(value, str) or not value.strip():
+        raise Skip(f"empty {field!r}")
+    return value.strip()
+
+
+def dolly(row: Mapping[str, Any], family: str = "gemma3") -> dict[str, str]:
+    """A ``databricks-dolly-15k`` row (``instruction``, ``context``, ``response``, ``category``).
+
+    >>> dolly({"instruction": "Name two uses of a brick.", "context": "", "response": "Build; paint.",
+    ...        "category": "brainstorming"})["domain"]
+    'ideation'
+    """
+    domain = DOLLY_DOMAINS.get(str(row.get("category")))
+    if domain is None:
+        raise Skip(f"category {row.get('category')!r} is not a judged domain")
+    prompt = _text(row, "instruction")
+    context = str(row.get("context") or "").strip()
+    if domain == "summarization":
+        if not context:
+            raise Skip("summarization without its passage")
+        prompt = f"{prompt}\n\n{context}"
+    answer = _text(row, "response")
+    return {
+        "domain": domain,
+        "prompt": prompt,
+        "response": _completion(PLANS[domain], answer, family),
+    }
+
+
+def sciq(row: Mapping[str, Any], family: str = "gemma3") -> dict[str, str]:
+    """An ``allenai/sciq`` row: the supporting paragraph is the reasoning.
+
+    >>> sciq({"question": "What do plants need to grow?", "correct_answer": "light",
+    ...       "support": "Plants make food from light."})["response"]
+    '<reasoning>Plants make food from light.</reasoning>\\n<answer>light</answer><end_of_turn>'
+    """
+    support = _text(row, "support") if row.get("support") else None
+    if support is None:
+        raise Skip("no supporting paragraph to reason from")
+    answer = _text(row, "correct_answer")
+    return {
+        "domain": "science",
+        "prompt": _text(row, "question"),
+        "response": _completion(support, answer, family),
+    }
+
+
+def mbpp(row: Mapping[str, Any], family: str = "gemma3") -> dict[str, str]:
+    """A ``google-research-datasets/mbpp`` row (``text``, ``code``, ``test_list``): the task, the
+    tests the function must pass, and the reference solution as the answer."""
+    task = _text(row, "text")
+    tests = [str(t) for t in row.get("test_list") or []]
+    prompt = task + ("\nIt must pass:\n" + "\n".join(tests) if tests else "")
+    reasoning = "I write one Python function that does this and passes the tests."
+    return {
+        "domain": "code",
+        "prompt": prompt,
+        "response": _completion(reasoning, _text(row, "code"), family),
+    }
+
+
+def _completion(reasoning: str, answer: str, family: str) -> str:
+    return data.format_completion(reasoning, answer, family=family)
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """One data set of the mix: where it is, which split and config, and its converter."""
+
+    dataset: str  # a Hugging Face id
+    convert: Callable[..., dict[str, str]]
+    split: str = "train"
+    config: str | None = None
+
+
+SOURCES = (
+    Source("databricks/databricks-dolly-15k", dolly),
+    Source("allenai/sciq", sciq),
+    Source("google-research-datasets/mbpp", mbpp, split="train+test", config="full"),
+)
+
+
+def convert(
+    rows: Sequence[Mapping[str, Any]], source: Source, *, family: str = "gemma3"
+) -> tuple[list[dict[str, str]], collections.Counter]:
+    """(traces, skipped rows by reason) of ``rows`` of ``source``.
+
+    >>> traces, skipped = convert([{"question": "q", "correct_answer": "a", "support": ""}],
+    ...                           SOURCES[1])
+    >>> traces, dict(skipped)
+    ([], {'no supporting paragraph to reason from': 1})
+    """
+    out, skipped = [], collections.Counter()
+    for row in rows:
+        try:
+            out.append(source.convert(row, family))
+        except Skip as why:
+            skipped[str(why)] += 1
+    return out, skipped
+
+
+def load_mix(
+    per_domain: int,
+    *,
+    paths: Mapping[str, str] | None = None,
+    family: str = "gemma3",
+    load: Callable[..., list[dict[str, Any]]] = data.load_rows,
+) -> list[dict[str, str]]:
+    """At most ``per_domain`` traces of each domain of :data:`SOURCES` (all but math), in the data
+    sets' order, interleaved by domain. ``paths``: a local file for a data set id (attached on Kaggle,
+    or a test's fixture). Skipped rows are printed per data set and reason; a data set that gives
+    no trace at all raises :class:`tunixkit.data.DataError` naming it."""
+    by_domain: dict[str, list[dict[str, str]]] = collections.defaultdict(list)
+    for source in SOURCES:
+        where = (paths or {}).get(source.dataset, source.dataset)
+        rows = load(where, source.split, name=source.config)
+        traces, skipped = convert(rows, source, family=family)
+        if not traces:
+            raise data.DataError(
+                f"{where}: none of its {len(rows)} rows could be converted ({dict(skipped)}); "
+                f"expected the columns of {source.dataset}"
+            )
+        kept = collections.Counter()
+        for t in traces:
+            if len(by_domain[t["domain"]]) < per_domain:
+                by_domain[t["domain"]].append(t)
+                kept[t["domain"]] += 1
+        said = ", ".join(f"{n} skipped: {why}" for why, n in skipped.most_common())
+        print(f"{where}: {len(rows)} rows, {dict(kept)} taken" + (f" ({said})" if said else ""))
+    lists = list(by_domain.values())
+    return [t for group in zip(*lists, strict=False) for t in group] + [
+        t for rows in lists for t in rows[min(map(len, lists)) :]
+    ]
