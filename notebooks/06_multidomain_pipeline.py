@@ -101,9 +101,8 @@ GSM8K_PATH = (
 )
 JUDGE_ID = None  # the judge model; None: the profile's (the rubric grader in smoke)
 TRACES = None  # full: SFT traces (a .jsonl/.json/.csv/.parquet file or HF id); None: the public mix
-MIX_PATHS = (
-    None  # local copies of the mix's data sets: {"allenai/sciq": "/kaggle/input/.../x.parquet"}
-)
+DOMAIN_FIELD = "domain"  # the traces' domain column; a row without one is classified by keywords
+MIX_PATHS = None  # local copies of the mix's data sets, {"allenai/sciq": ".../train.parquet"}
 TRACE_FIELDS = (
     "prompt",
     "response",
@@ -153,7 +152,12 @@ rt, recipe, out_dir, clock = recipes.start(
     resume_from=RESUME_FROM,
     start_fresh=START_FRESH,
     rehearsal=REHEARSAL,
-    inputs={"model_path": MODEL_PATH, "traces": TRACES, "trace_fields": list(TRACE_FIELDS)},
+    inputs={
+        "model_path": MODEL_PATH,
+        "traces": TRACES,
+        "trace_fields": list(TRACE_FIELDS),
+        "domain_field": DOMAIN_FIELD,
+    },
     model_id=MODEL_ID,
     judge_id=JUDGE_ID,
     algorithm=ALGORITHM,
@@ -198,7 +202,8 @@ else:
         family = models.get_spec(recipe.model_id).family
         traces = mix.load_mix(recipe.train_tasks // 6, paths=MIX_PATHS, family=family)
     else:
-        traces = domains.load_traces(TRACES, fields=TRACE_FIELDS)[: recipe.train_tasks]
+        traces = domains.load_traces(TRACES, fields=TRACE_FIELDS, domain_field=DOMAIN_FIELD)
+        traces = traces[: recipe.train_tasks]
     gsm = recipes.gsm8k(
         rt, "train", data_dir=out_dir / "data", path=GSM8K_PATH, limit=recipe.train_tasks // 6
     )

@@ -26,6 +26,7 @@ import json
 import math
 import pathlib
 import random
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -40,6 +41,7 @@ __all__ = [
     "Task",
     "evaluate",
     "examples",
+    "classify",
     "load_traces",
     "math_tasks",
     "plot",
@@ -85,11 +87,53 @@ class Task:
         }
 
 
+_KEYWORDS = (  # classify(): the first domain one of whose words starts a word of the prompt
+    ("code", ("python", "function", "code", "program", "script", "sql", "javascript", "regex")),
+    ("summarization", ("summar", "tl;dr", "main points", "key points", "in a nutshell")),
+    ("creative", ("poem", "story", "haiku", "limerick", "song", "lyrics", "fiction", "sonnet")),
+    ("ideation", ("ideas", "brainstorm", "suggest", "ways to", "tips", "names for")),
+    (
+        "science",
+        (
+            "science",
+            "physics",
+            "chemi",
+            "biolog",
+            "atom",
+            "molecul",
+            "energy",
+            "planet",
+            "gravity",
+            "cells",
+            "evolution",
+            "climate",
+        ),
+    ),
+    ("math", ("how many", "how much", "calculate", "solve", "equation", "percent", "sum of")),
+)
+
+
+def classify(prompt: str) -> str:
+    """The domain of a prompt by the keywords of :data:`_KEYWORDS`, tried in that order (code,
+    summarization, creative, ideation, science, math); ``"general"`` when none matches.
+
+    >>> [classify(p) for p in ("Write a Python function to sort.", "Summarize the text above.",
+    ...                        "A haiku about rain, please.", "How many apples are left?", "Hi!")]
+    ['code', 'summarization', 'creative', 'math', 'general']
+    """
+    text = prompt.lower()
+    for domain, words in _KEYWORDS:
+        if re.search(r"\b(?:" + "|".join(re.escape(w) for w in words) + ")", text):
+            return domain
+    return "general"
+
+
 def load_traces(
     source: str,
     split: str = "train",
     *,
-    domain: str = "general",
+    domain: str | None = None,
+    domain_field: str = "domain",
     fields: Sequence[str] = ("prompt", "response"),
 ) -> list[dict[str, str]]:
     """SFT traces from a local ``.jsonl``/``.json``/``.csv``/``.parquet`` file or a HF dataset id.
@@ -97,7 +141,8 @@ def load_traces(
     Two shapes are understood: chat messages (a ``messages`` or ``conversations`` column holding
     ``[{"role": "user", "content": ...}, {"role": "assistant", "content": ...}]``, the last user
     turn is the prompt, the assistant turn after it the response) and prompt/response columns
-    (``fields``). A ``domain`` column is kept when present. Anything else raises
+    (``fields``). Each trace's domain is its ``domain_field`` column's, else ``domain``, else its
+    prompt's by :func:`classify` (counted and printed). Anything else raises
     :class:`tunixkit.data.DataError` naming the columns found and the ones expected.
     """
     rows = data.load_rows(source, split)
@@ -110,7 +155,7 @@ def load_traces(
             f"{source}: columns {cols}; expected a 'messages' (or 'conversations') column of chat turns, "
             f"or the columns {list(fields)} (set the field names to yours)"
         )
-    out, skipped = [], 0
+    out, skipped, classified = [], 0, collections.Counter()
     for i, row in enumerate(rows, start=1):
         if chat is not None:
             turns = row[chat]
@@ -132,16 +177,19 @@ def load_traces(
         if not prompt.strip() or not response.strip():
             skipped += 1
             continue
-        out.append(
-            {
-                "domain": str(row.get("domain") or domain),
-                "prompt": prompt.strip(),
-                "response": response.strip(),
-            }
-        )
+        named = row.get(domain_field) or domain
+        if not named:
+            named = classify(prompt)
+            classified[named] += 1
+        out.append({"domain": str(named), "prompt": prompt.strip(), "response": response.strip()})
     print(
         f"{source}: {len(out)} traces"
         + (f", {skipped} skipped (empty prompt or response)" if skipped else "")
+        + (
+            f"; without a {domain_field!r} column, classified by keywords: {dict(classified)}"
+            if classified
+            else ""
+        )
     )
     return out
 

@@ -248,17 +248,26 @@ def write_chat_traces(
 ) -> pathlib.Path:
     """SFT traces as a ``.jsonl`` of chat ``messages`` (a user turn, then the assistant's answer in
     the reasoning format), with no ``domain`` column: the shape of the common chat data sets. Each
-    question follows a document of ``preface_words`` words (for prompts longer than a limit)."""
+    prompt starts with a document of ``preface_words`` words (for prompts longer than a limit);
+    even rows then ask a GSM8K-style question, odd rows for a summary of the document."""
     from tunixkit import data, smoke
 
     records, _ = data.to_records(smoke.synthetic_gsm8k(n, seed=seed), "chat", verbose=False)
     words = "the shop sells apples and pens to every child who asks".split()
     rows = []
     for i, r in enumerate(records):
-        preface = " ".join(words[(i + k) % len(words)] for k in range(preface_words))
+        preface = f"Note {i}: " + " ".join(
+            words[(i + k) % len(words)] for k in range(preface_words)
+        )
         answer = f"<reasoning>{r['solution']}</reasoning><answer>{r['answer']}</answer>"
+        question = r["question"]
+        if i % 2:
+            question = "Summarize the text above in one sentence."
+            answer = (
+                "<reasoning>It is about a shop.</reasoning><answer>A shop sells things.</answer>"
+            )
         turns = [
-            {"role": "user", "content": (preface + "\n\n" if preface else "") + r["question"]},
+            {"role": "user", "content": (preface + "\n\n" if preface else "") + question},
             {"role": "assistant", "content": answer},
         ]
         rows.append({"messages": turns})
