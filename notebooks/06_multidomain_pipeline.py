@@ -469,8 +469,11 @@ summary = {
     "scores": {name: e.rows for name, e in evals.items()},
     "changes": changes,  # "<before>-><after>" -> judged/sampled -> domain -> (change, 95% CI, prompts)
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
+    # what OUTPUT_DIR holds (a stage's export replaces the one before; Kaggle keeps 20 GB)
+    "output_bytes": session.disk_usage(out_dir),
 }
 (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+print(f"output: {summary['output_bytes'] / 1e9:.2f} GB in {out_dir} (Kaggle keeps 20 GB)")
 print("prompts cut:", summary["prompts_cut"], "judge prompts cut:", summary["judge_prompts_cut"])
 {name: round(e.rows["all"]["judged"], 3) for name, e in evals.items()}
 

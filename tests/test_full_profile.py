@@ -160,5 +160,6 @@ def test_rehearsal_times_every_stage_then_stops_before_the_long_run(tmp_path, na
         assert added > 0, said
         assert summary["prompts_cut"]["generate"] == 0 < summary["prompts_cut"]["generate_seen"]
         assert summary["judge_prompts_cut"] == 0, summary
+        assert "removed sft's export" in said and "removed preference's export" in said
         assert "classified by keywords: {'math': 60, 'summarization': 60}" in said
         assert set(summary["data_by_domain"]["pair_prompts"]) == {"math", "summarization"}

@@ -81,6 +81,12 @@ def test_stages_share_the_session_and_hand_over_exports(tmp_path):
         tmp_path / "a" / "export" / "hf"
     )
     assert json.loads((tmp_path / "stages.json").read_text())["a"]["steps"] == 10
+    # b's export supersedes a's, which is removed (disk); b's own stays
+    for stage in "ab":
+        (tmp_path / stage / "export" / "hf").mkdir(parents=True)
+        (tmp_path / stage / "export" / "hf" / "model.safetensors").write_bytes(b"x" * 1000)
+    again.finish("b", tmp_path / "b" / "export" / "hf", steps=5)
+    assert not (tmp_path / "a" / "export").exists() and (tmp_path / "b" / "export" / "hf").is_dir()
     late = pipeline.StageClock(clock, deadline=time.time() - 1)
     assert late.must_stop(0.0) and not clock.must_stop(0.0)
 

@@ -35,6 +35,7 @@ from tunixkit import runtime
 __all__ = [
     "DEFAULT_HOURS",
     "RecipeMismatch",
+    "disk_usage",
     "Rehearsal",
     "ResumeError",
     "Session",
@@ -349,7 +350,7 @@ class Rehearsal:
         exports = [e for e in schedule if e["kind"] == "export"]
         peak, measured = runtime.peak_memory()
         limit_bytes = runtime.device_memory_limit()
-        disk = _folder_bytes(session.out_dir)
+        disk = disk_usage(session.out_dir)
         kept = _newest_checkpoint_bytes(session.out_dir)  # tunix keeps two: one more of each
         report = {
             "session_hours": session.hours,
@@ -408,7 +409,7 @@ class Rehearsal:
         print(_describe_report(report, path))
         # The rehearsal's weights are of no further use: leave the disk to the real run.
         heavy = [p for p in session.out_dir.rglob("*") if p.name in ("export", "checkpoints")]
-        freed = sum(_folder_bytes(p) for p in heavy if p.is_dir())
+        freed = sum(disk_usage(p) for p in heavy if p.is_dir())
         for p in heavy:
             shutil.rmtree(p, ignore_errors=True)
         print(f"  removed the rehearsal's exports and checkpoints ({freed / 1e9:.2f} GB)")
@@ -447,8 +448,9 @@ def _describe_report(report: dict[str, Any], path: pathlib.Path) -> str:
     return "\n".join(lines)
 
 
-def _folder_bytes(folder: pathlib.Path) -> int:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+def disk_usage(folder: str | pathlib.Path) -> int:
+    """The bytes of the files under ``folder`` (what a Kaggle notebook's output counts)."""
+    return sum(p.stat().st_size for p in pathlib.Path(folder).rglob("*") if p.is_file())
 
 
 def _newest_checkpoint_bytes(folder: pathlib.Path) -> int:
@@ -457,7 +459,7 @@ def _newest_checkpoint_bytes(folder: pathlib.Path) -> int:
     total = 0
     for root in roots:
         for steps in _committed_steps(root).values():
-            total += _folder_bytes(max(steps, key=lambda p: int(p.name)))
+            total += disk_usage(max(steps, key=lambda p: int(p.name)))
     return total
 
 
