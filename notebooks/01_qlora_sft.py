@@ -245,6 +245,8 @@ print(
 # `export/hf`: the adapters merged into the base weights in the Hugging Face layout (loads in tunix
 # and `transformers`; 02_grpo_gsm8k's `MODEL_PATH`). `export/orbax`: params, their tunix config and
 # the tokenizer, for a Kaggle Model; with `KAGGLE_MODEL` set it is uploaded.
+# `ckpts/actor/<step>/model_params`: the merged model where the competition's template writes its
+# last checkpoint, the judged model (02 and 06 load it with tunix alone).
 
 # %%
 with clock.timed("export"):
@@ -256,6 +258,8 @@ with clock.timed("export"):
         lora_alpha=recipe.lora_alpha,
         mesh=mesh,
     )
+    judged_path = checkpoints.write_judged(exports["orbax"], out_dir, step=trained.steps)
+print(f"the judged model: {judged_path}")
 unrestricted_kaggle_model = session.publish(
     exports["orbax"], KAGGLE_MODEL, notes=f"SFT, {trained.steps} steps", rehearsal=REHEARSAL
 )

@@ -293,7 +293,8 @@ fig = rl.plot_curves(
 # Written before the final evaluation, so a session that runs out of time still leaves a model.
 # `export/hf`: the Hugging Face layout (LoRA merged), loadable by tunix and `transformers`.
 # `export/orbax`: params, their tunix config and the tokenizer, for a Kaggle Model (the
-# multi-session track wants Orbax, not safetensors).
+# multi-session track wants Orbax, not safetensors). `ckpts/actor/<step>/model_params`: the same
+# merged model where the competition's template writes its last checkpoint: **the judged model**.
 
 # %%
 with clock.timed("export"):
@@ -305,67 +306,140 @@ with clock.timed("export"):
         lora_alpha=recipe.lora_alpha,
         mesh=mesh,
     )
+    judged_path = checkpoints.write_judged(exports["orbax"], out_dir, step=trained.steps)
+print(f"the judged model: {judged_path}")
 unrestricted_kaggle_model = session.publish(
     exports["orbax"], KAGGLE_MODEL, notes=f"GRPO, {trained.steps} steps", rehearsal=REHEARSAL
 )
 print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %% [markdown]
-# ## The judges' check: load the export with tunix alone
-# No tunixkit here: tunix's own model class, its config and Orbax restore the exported params, and
-# tunix's sampler answers one question. (After an upload, `kagglehub.model_download(KAGGLE_MODEL)`
-# gives the same folder.)
+# ## The judges' check: the judged model, with tunix alone
+# The judged model is `OUTPUT_DIR/ckpts/actor/<step>/model_params` (the highest step; the path where
+# the competition's template writes its last checkpoint): the whole merged model, not LoRA adapters,
+# with its `tunix_config.json` and tokenizer beside it. This cell uses no tunixkit, as the judges
+# would: tunix's own Gemma class and config, Orbax, and tunix's sampler with the judges' decoding
+# (temperature 1e-4, top-k 1, top-p 1, 768 steps, seed 42) answer two prompts of every judged domain.
+# It prints each answer's length and whether it is in the `<reasoning>`/`<answer>` format, and
+# writes them to `OUTPUT_DIR/judges_check.jsonl`. Copy it into a submission as it is.
 
 # %%
 import importlib
+import json  # noqa: F811 (the cell stands alone, to be copied)
 import pathlib
+import re
 
 import jax.numpy as jnp
 import orbax.checkpoint as ocp
-import sentencepiece as spm
 from flax import nnx
 from tunix.generate import sampler as sampler_lib
 
-folder = pathlib.Path(exports["orbax"])  # or kagglehub.model_download(KAGGLE_MODEL)
-meta = json.loads((folder / "tunix_config.json").read_text())
-arch = importlib.import_module(meta["module"])  # tunix.models.gemma3.model (or .gemma.model)
-if meta["preset"]:  # a released size, e.g. ModelConfig.gemma3_1b_it()
-    config = getattr(arch.ModelConfig, meta["preset"])()
-else:  # a custom (smoke) size: the config's fields as written (enums by name, dtypes by name)
+JUDGED_PROMPTS = [  # (domain, prompt): two per judged domain
+    ("creative writing", "Write a short poem about a lighthouse keeper's last night on duty."),
+    ("creative writing", "Tell a 150-word story in which a lost umbrella changes someone's day."),
+    ("ideation", "Suggest three ways a small town library could attract more teenagers."),
+    ("ideation", "Give five names for a bakery that only sells bread made from old grains."),
+    (
+        "summarization",
+        "Summarize in one sentence: The city council voted on Tuesday to turn the old rail yard "
+        "into a park with a playground, a community garden and a bike path; work starts in "
+        "spring and is paid for by a state grant.",
+    ),
+    (
+        "summarization",
+        "Summarize for a ten-year-old: Bees carry pollen from flower to flower. This lets plants "
+        "make seeds and fruit. Without bees, many of the foods people eat would be rare.",
+    ),
+    ("science", "Why does ice float on liquid water?"),
+    ("science", "What causes the seasons on Earth?"),
+    ("math", "A train travels 60 km in 45 minutes. What is its average speed in km/h?"),
+    ("math", "What is the sum of the first 20 odd numbers?"),
+    ("code", "Write a Python function that returns the n-th Fibonacci number."),
+    ("code", "Write a Python function that checks whether a string is a palindrome."),
+]
 
-    def value(v):
-        if isinstance(v, dict):
-            return getattr(arch, v["enum"])[v["name"]]
-        return tuple(value(x) for x in v) if isinstance(v, list) else v
 
-    fields = {k: value(v) for k, v in meta["config"].items()}
-    if "param_dtype" in fields:  # Gemma3 has one, Gemma2 not
-        fields["param_dtype"] = jnp.dtype(fields["param_dtype"])
-    config = arch.ModelConfig(**fields)
-abstract = nnx.eval_shape(lambda: getattr(arch, meta["model_class"])(config, rngs=nnx.Rngs(0)))
-graph, state = nnx.split(abstract)
-judged = nnx.merge(graph, ocp.StandardCheckpointer().restore(folder / "params", state))
-if (folder / "tokenizer.model").is_file():  # SentencePiece (Gemma's own)
-    tok = spm.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
-    stop = [tok.eos_id(), tok.PieceToId("<end_of_turn>")]
-else:  # a Hugging Face tokenizer.json
-    from transformers import AutoTokenizer
+def load_judged(folder):
+    """The model in ``folder`` (``ckpts/actor/<step>``), with tunix's own class and config."""
+    meta = json.loads((folder / "tunix_config.json").read_text())
+    arch = importlib.import_module(meta["module"])  # tunix.models.gemma3.model (or .gemma.model)
+    if meta["preset"]:  # a released size, e.g. ModelConfig.gemma3_1b_it()
+        config = getattr(arch.ModelConfig, meta["preset"])()
+    else:  # a custom (smoke) size: the config's fields as written (enums and dtypes by name)
 
-    tok = AutoTokenizer.from_pretrained(folder)
-    stop = [tok.eos_token_id, tok.convert_tokens_to_ids("<end_of_turn>")]
-cache = sampler_lib.CacheConfig(
-    cache_size=512,
-    num_layers=config.num_layers,
-    num_kv_heads=config.num_kv_heads,
-    head_dim=config.head_dim,
-)
-question = (
-    f"<start_of_turn>user\n{test_records[0]['question']}<end_of_turn>\n<start_of_turn>model\n"
-)
-answer = sampler_lib.Sampler(judged, tok, cache)(
-    [question], max_generation_steps=64, echo=False, eos_tokens=stop
-).text[0]
-print(answer)
+        def value(v):
+            if isinstance(v, dict):
+                return getattr(arch, v["enum"])[v["name"]]
+            return tuple(value(x) for x in v) if isinstance(v, list) else v
+
+        fields = {k: value(v) for k, v in meta["config"].items()}
+        if "param_dtype" in fields:  # Gemma3 has one, Gemma2 not
+            fields["param_dtype"] = jnp.dtype(fields["param_dtype"])
+        config = arch.ModelConfig(**fields)
+    model_class = getattr(arch, meta["model_class"])
+    graph, state = nnx.split(nnx.eval_shape(lambda: model_class(config, rngs=nnx.Rngs(0))))
+    model = nnx.merge(graph, ocp.StandardCheckpointer().restore(folder / "model_params", state))
+    return model, config
+
+
+def judges_check(out_dir, system_prompt=None):
+    """Answer ``JUDGED_PROMPTS`` with the judged model in ``out_dir/ckpts/actor`` and the judges'
+    decoding; returns (its answers, its folder), or ([], None) when there is none yet."""
+    actor = pathlib.Path(out_dir) / "ckpts" / "actor"
+    steps = sorted((p for p in actor.glob("*") if p.name.isdigit()), key=lambda p: int(p.name))
+    if not steps:
+        print(f"no judged model in {actor} yet: nothing finished training")
+        return [], None
+    folder = steps[-1]
+    model, config = load_judged(folder)
+    if (folder / "tokenizer.model").is_file():  # SentencePiece (Gemma's own)
+        import sentencepiece as spm
+
+        tok = spm.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+        stop = [tok.eos_id(), tok.PieceToId("<end_of_turn>")]
+    else:  # a Hugging Face tokenizer.json
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(folder)
+        stop = [tok.eos_token_id, tok.convert_tokens_to_ids("<end_of_turn>")]
+    turns = [f"{system_prompt}\n\n{p}" if system_prompt else p for _, p in JUDGED_PROMPTS]
+    cache = sampler_lib.CacheConfig(
+        cache_size=2048,  # the longest prompt and 768 generated tokens
+        num_layers=config.num_layers,
+        num_kv_heads=config.num_kv_heads,
+        head_dim=config.head_dim,
+    )
+    out = sampler_lib.Sampler(model, tok, cache)(
+        [f"<start_of_turn>user\n{t}<end_of_turn>\n<start_of_turn>model\n" for t in turns],
+        max_generation_steps=768,
+        temperature=1e-4,
+        top_k=1,
+        top_p=1.0,
+        seed=42,
+        eos_tokens=stop,
+    )
+    form = re.compile(r"<reasoning>.+</reasoning>\s*<answer>.+</answer>", re.DOTALL)
+    answers = []
+    for (domain, prompt), text, tokens in zip(JUDGED_PROMPTS, out.text, out.tokens, strict=True):
+        ok = bool(form.search(text))
+        answers.append(
+            {
+                "domain": domain,
+                "prompt": prompt,
+                "answer": text,
+                "tokens": len(tokens),
+                "format": ok,
+            }
+        )
+        print(f"--- {domain}: {len(tokens)} tokens, format {'ok' if ok else 'NOT followed'}")
+        print(text[:600])
+    with open(pathlib.Path(out_dir) / "judges_check.jsonl", "w") as f:
+        f.writelines(json.dumps(a) + "\n" for a in answers)
+    print(f"the judged model: {folder / 'model_params'}")
+    return answers, folder  # the model is freed: the device memory is the run's
+
+
+judged_answers, judged_folder = judges_check(out_dir, recipe.eval.system_prompt)
 
 # %% [markdown]
 # ## After training
@@ -456,7 +530,10 @@ checks.must(
     trained,
 )
 checks.must(trained.steps == recipe.grpo.num_steps or trained.stopped != "done", trained)
-checks.must(answer.strip(), "the exported checkpoint, loaded by tunix alone, produced no text")
+checks.must(
+    len(judged_answers) == len(JUDGED_PROMPTS) and all(a["answer"].strip() for a in judged_answers),
+    "the judged model, loaded by tunix alone, left a judged domain's prompt without an answer",
+)
 if trained.steps >= 20:  # enough logged steps to compare windows
     rewards_seen = summary["reward_first"], summary["reward_last"]
     checks.should(

@@ -270,6 +270,7 @@ fig = runlog.plot_metrics(
 # %% [markdown]
 # ## Export
 # Before the final evaluation, so a session short of time still leaves a model.
+# `export/{hf,orbax}`, and the judged model `ckpts/actor/<step>/model_params` (merged).
 
 # %%
 with clock.timed("export"):
@@ -281,6 +282,8 @@ with clock.timed("export"):
         lora_alpha=recipe.lora_alpha,
         mesh=mesh,
     )
+    judged_path = checkpoints.write_judged(exports["orbax"], out_dir, step=trained.steps)
+print(f"the judged model: {judged_path}")
 unrestricted_kaggle_model = session.publish(
     exports["orbax"],
     KAGGLE_MODEL,

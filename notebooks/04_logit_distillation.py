@@ -248,10 +248,13 @@ fig = runlog.plot_metrics(
 # %% [markdown]
 # ## Export (the student)
 # Before the final evaluation, so a session short of time still leaves a model.
+# `export/{hf,orbax}`, and the judged model `ckpts/actor/<step>/model_params` (merged).
 
 # %%
 with clock.timed("export"):
     exports = checkpoints.export(student.model, student, out_dir / "export", mesh=mesh)
+    judged_path = checkpoints.write_judged(exports["orbax"], out_dir, step=trained.steps)
+print(f"the judged model: {judged_path}")
 unrestricted_kaggle_model = session.publish(
     exports["orbax"],
     KAGGLE_MODEL,

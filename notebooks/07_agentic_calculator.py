@@ -265,7 +265,8 @@ fig = agentic.plot_eval(
 # %% [markdown]
 # ## Export
 # The GRPO stage's export (`grpo/export/hf` merged, `grpo/export/orbax` for a Kaggle Model; notebook
-# 02 shows the judges' load check). With `KAGGLE_MODEL` set, it is uploaded.
+# 02 shows the judges' load check). The judged model, the last finished stage's merged model, is
+# `OUTPUT_DIR/ckpts/actor/<step>/model_params`. With `KAGGLE_MODEL` set, the export is uploaded.
 
 # %%
 final = next((n for n in reversed(list(recipe.shares)) if stages.done(n)), None)

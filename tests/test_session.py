@@ -150,9 +150,53 @@ def test_upload_needs_a_handle_and_calls_kagglehub(tmp_path, monkeypatch):
     calls = []
     fake = types.SimpleNamespace(model_upload=lambda *a, **k: calls.append((a, k)))
     monkeypatch.setitem(sys.modules, "kagglehub", fake)
+    monkeypatch.setattr(
+        session, "_make_public", lambda owner, model: calls.append(owner) or "public"
+    )
     monkeypatch.setenv("KAGGLE_API_TOKEN", "token")
     assert session.upload_to_kaggle(tmp_path, "me/model/jax/1b", notes="n") == "me/model/jax/1b"
-    assert calls[0][0] == ("me/model/jax/1b", str(tmp_path)) and calls[0][1]["version_notes"] == "n"
+    assert calls[0] == "me"  # made public before the upload
+    assert calls[1][0] == ("me/model/jax/1b", str(tmp_path)) and calls[1][1]["version_notes"] == "n"
+    session.upload_to_kaggle(tmp_path, "me/model/jax/1b", public=False)
+    assert calls[2][0][0] == "me/model/jax/1b"  # not made public
+
+
+class _FakeModels:
+    """kagglehub's client, as far as creating a model goes: ``existing`` maps slugs to privacy."""
+
+    def __init__(self, existing):
+        self.existing, self.created = existing, []
+        self.models = types.SimpleNamespace(model_api_client=self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def get_model(self, request):
+        import requests
+
+        if request.model_slug not in self.existing:
+            response = requests.Response()
+            response.status_code, response.url = 404, f"https://kaggle/{request.model_slug}"
+            raise requests.HTTPError("404", response=response)
+        return types.SimpleNamespace(is_private=self.existing[request.model_slug])
+
+    def create_model(self, request):
+        self.created.append((request.owner_slug, request.slug, request.is_private))
+        return types.SimpleNamespace(to_dict=lambda: {})
+
+
+def test_a_new_kaggle_model_is_created_public_an_existing_one_kept(monkeypatch):
+    import kagglehub.clients
+
+    fake = _FakeModels({"mine": True, "shared": False})
+    monkeypatch.setattr(kagglehub.clients, "build_kaggle_client", lambda: fake)
+    assert session._make_public("me", "new-model") == "public"
+    assert fake.created == [("me", "new-model", False)]
+    assert session._make_public("me", "mine") == "private"  # said, not changed
+    assert session._make_public("me", "shared") == "public" and len(fake.created) == 1
 
 
 def test_stop_file_stops_at_its_step_and_stays_behind(tmp_path):
@@ -203,6 +247,7 @@ def test_publish_gives_the_handle_or_none_with_the_reason(tmp_path, monkeypatch,
         raise ConnectionError("no route to www.kaggle.com")
 
     monkeypatch.setitem(sys.modules, "kagglehub", types.SimpleNamespace(model_upload=fail))
+    monkeypatch.setattr(session, "_make_public", lambda owner, model: "public")  # no network
     monkeypatch.setenv("KAGGLE_API_TOKEN", "token")
     assert session.publish(tmp_path, "me/m/jax/1b") is None  # the run does not end red
     said = capsys.readouterr().out
@@ -216,6 +261,8 @@ def test_publish_gives_the_handle_or_none_with_the_reason(tmp_path, monkeypatch,
     )
     assert session.publish(tmp_path, "me/m/jax/1b") == "me/m/jax/1b"
     assert "license_name" not in calls[0]  # Gemma's terms, not a licence of our choosing
+    said = capsys.readouterr().out
+    assert "https://www.kaggle.com/models/me/m (public; licence: Gemma's terms of use)" in said
 
 
 def _rehearsed(tmp_path, hours):
@@ -304,3 +351,16 @@ def test_the_schedule_spans_the_steps_a_rehearsal_says_fit(tmp_path, capsys):
     assert clock.schedule_steps(930, label="GRPO") == 930  # a stage the rehearsal did not see
     clock.rehearsal = session.Rehearsal(report_dir=tmp_path)
     assert clock.schedule_steps(930, label="SFT") == 930  # a rehearsal measures the plan itself
+
+
+def test_a_run_continues_only_with_the_release_that_wrote_it(tmp_path):
+    old = _fake_run(tmp_path / "old", recipe=dict(RECIPE, tunixkit="0.2.0"))
+    now = dict(RECIPE, tunixkit="0.3.0")
+    with pytest.raises(session.RecipeMismatch, match=r"tunixkit 0\.2\.0; this is tunixkit 0\.3\.0"):
+        session.prepare(tmp_path / "out", now, resume_from=str(old))
+    with pytest.raises(session.RecipeMismatch, match=r"TUNIXKIT_RELEASE = 'v0\.2\.0'"):
+        session.prepare(old, now)  # the same folder, rerun after an upgrade
+    said = session.prepare(old, now, start_fresh=True)  # a new run; the old one is kept
+    assert "moved to" in said and list((old / "previous").iterdir())
+    unrecorded = _fake_run(tmp_path / "unrecorded", recipe=RECIPE)  # written before versions were
+    assert "continuing" in session.prepare(tmp_path / "out2", now, resume_from=str(unrecorded))

@@ -504,9 +504,11 @@ def build(
     tools_prompt: str | None = None,
     reward_fns: Sequence[Any] = (),
     family: str = "gemma3",
+    schedule_steps: int | None = None,
 ):
     """A ready agentic ``GRPOLearner`` with the calculator, its ``RLCluster``, and the
-    :class:`Episodes` its environments fill (also written to ``output_dir/episodes.jsonl``)."""
+    :class:`Episodes` its environments fill (also written to ``output_dir/episodes.jsonl``).
+    ``schedule_steps``: the steps the learning-rate schedule spans, as in :func:`rl.cluster`."""
     from tunix.rl.agentic import agentic_grpo_learner
 
     out = pathlib.Path(output_dir)
@@ -521,6 +523,7 @@ def build(
         eos_ids=eos_ids,
         vocab_size=vocab_size,
         family=family,
+        schedule_steps=schedule_steps,
         return_logprobs=True,
         kv_cache_size=2 * settings.max_prompt_length + settings.max_generation_steps + 16,
     )
@@ -577,6 +580,7 @@ def stage(stages, name: str, records: Sequence[dict[str, str]], recipe, *, mesh=
         max_turns=recipe.max_turns,
         tools_prompt=recipe.tools_prompt,
         family=base.family,
+        schedule_steps=stages.session.schedule_steps(recipe.grpo.num_steps, label=name),
     )
     batches = data.grpo_dataset(
         records,

@@ -10,6 +10,8 @@
   QKV and sharded bases included).
 - :func:`export`: a trained model as ``hf/`` (merged, HF layout) and ``orbax/`` (params, its tunix
   config and tokenizer: what Kaggle Models and the competition's tunix loader take).
+- :func:`write_judged`: the one judged artifact, ``OUTPUT_DIR/ckpts/actor/<step>/model_params``
+  (where the competition's template writes its last checkpoint), the whole merged model.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import os
 import pathlib
 import shutil
 import struct
@@ -40,6 +43,7 @@ __all__ = [
     "tunix_config_dict",
     "validate_hf_checkpoint",
     "write_hf_checkpoint",
+    "write_judged",
 ]
 
 CONFIG_FILE, WEIGHTS_FILE, INDEX_FILE = (
@@ -49,6 +53,7 @@ CONFIG_FILE, WEIGHTS_FILE, INDEX_FILE = (
 )
 TUNIX_CONFIG_FILE = "tunix_config.json"  # beside an Orbax export: how to build the tunix model
 _NOT_COPIED = {CONFIG_FILE, INDEX_FILE}
+JUDGED_DIR = pathlib.Path("ckpts", "actor")  # under OUTPUT_DIR: the template's checkpoint path
 
 
 class CheckpointError(ValueError):
@@ -289,3 +294,47 @@ def export(
         if name.startswith("tokenizer") or name == "special_tokens_map.json":
             shutil.copyfile(path, orbax_dir / name)
     return {"hf": hf_dir, "orbax": orbax_dir}
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """A hard link (no second copy on this disk; the export is never rewritten in place, only
+    removed and written anew), else a copy (another file system)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def write_judged(
+    orbax_dir: str | pathlib.Path, out_dir: str | pathlib.Path, step: int
+) -> pathlib.Path:
+    """The judged artifact: ``out_dir/ckpts/actor/<step>/model_params``, the whole merged model of
+    an Orbax export (``export``'s ``orbax/``), beside its ``tunix_config.json`` and tokenizer.
+
+    The competition's template writes its checkpoints to ``ckpts/actor/<step>/model_params`` and
+    the judges take the last one. Here it is never LoRA adapters (a delta on a base the judges do
+    not have) but every parameter: ``StandardCheckpointer().restore(model_params,
+    nnx.state(model))`` of tunix's own Gemma model gives the trained model. Only the newest step is
+    kept: the new folder is complete before the older ones are removed, so a kill at any moment
+    leaves a whole model as the highest step. Returns the ``model_params`` folder.
+    """
+    orbax_dir, actor = pathlib.Path(orbax_dir), pathlib.Path(out_dir) / JUDGED_DIR
+    if not (orbax_dir / "params").is_dir():
+        raise FileNotFoundError(f"{orbax_dir}: no params/ here; pass export(...)['orbax']")
+    actor.mkdir(parents=True, exist_ok=True)
+    staging = actor / f".{step}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(orbax_dir / "params", staging / "model_params", copy_function=_link_or_copy)
+    for extra in orbax_dir.iterdir():
+        if extra.is_file():
+            _link_or_copy(str(extra), str(staging / extra.name))
+    target = actor / str(step)
+    if target.exists():  # the same step written again (a rerun): set the old one aside first
+        superseded = actor / f".{step}.superseded"
+        shutil.rmtree(superseded, ignore_errors=True)
+        target.rename(superseded)
+    staging.rename(target)
+    for other in actor.iterdir():
+        if other != target:
+            shutil.rmtree(other, ignore_errors=True)
+    return target / "model_params"

@@ -49,6 +49,7 @@ DEFAULT_HOURS = {"kaggle": 9.0, "colab": 12.0, "local": None}  # a session's har
 START_ENV = "TUNIXKIT_SESSION_START"  # set by the first cell: when this session's clock started
 RECIPE_FILE, TIMINGS_FILE = "recipe.json", "timings.json"
 STOP_FILE = "STOP"  # OUTPUT_DIR/STOP: training stops (see Session.stop_requested)
+VERSION_KEY = "tunixkit"  # recipe.json: the release that wrote the run
 REHEARSAL_DIR, REHEARSAL_FILE = "rehearsal", "rehearsal.json"  # a rehearsal's run and its report
 _NOT_CARRIED = {
     "export",
@@ -408,7 +409,9 @@ class Rehearsal:
         path.write_text(json.dumps(report, indent=1, default=float))
         print(_describe_report(report, path))
         # The rehearsal's weights are of no further use: leave the disk to the real run.
-        heavy = [p for p in session.out_dir.rglob("*") if p.name in ("export", "checkpoints")]
+        heavy = [
+            p for p in session.out_dir.rglob("*") if p.name in ("export", "checkpoints", "ckpts")
+        ]
         freed = sum(disk_usage(p) for p in heavy if p.is_dir())
         for p in heavy:
             shutil.rmtree(p, ignore_errors=True)
@@ -522,9 +525,29 @@ def latest_checkpoint_step(folder: str | pathlib.Path) -> int | None:
     return max((int(p.name) for p in found), default=None)
 
 
-def _diff(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
+def _same_version(old: Mapping[str, Any], new: Mapping[str, Any], what: str) -> None:
+    """A run continues only with the tunixkit release that wrote it (``recipe.json``'s
+    ``tunixkit``; runs recorded before it was kept are not checked)."""
+    was, now = old.get(VERSION_KEY), new.get(VERSION_KEY)
+    if was and now and was != now:
+        raise RecipeMismatch(
+            f"{what} was written by tunixkit {was}; this is tunixkit {now}. A checkpoint continues "
+            f"only with the code that wrote it: in a new session, set TUNIXKIT_RELEASE = 'v{was}' "
+            "in the notebook's first cell to continue that run, or set START_FRESH = True to begin "
+            "a new one with this release (the earlier run is kept, nothing is deleted)."
+        )
+
+
+def _diff(
+    old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "", *, versions: bool = False
+) -> list[str]:
+    """The fields that differ, as ``name: old -> new``; the release (``VERSION_KEY``) only with
+    ``versions`` and where both record it."""
     out = []
-    for key in sorted(set(old) | set(new)):
+    was, now = old.get(VERSION_KEY), new.get(VERSION_KEY)
+    if versions and was and now and was != now:
+        out.append(f"{VERSION_KEY}: {was!r} -> {now!r}")
+    for key in sorted((set(old) | set(new)) - {VERSION_KEY}):
         a, b = old.get(key, "<absent>"), new.get(key, "<absent>")
         if isinstance(a, dict) and isinstance(b, dict):
             out += _diff(a, b, f"{prefix}{key}.")
@@ -560,7 +583,9 @@ def prepare(
     said = "a new run"
     here = out / RECIPE_FILE
     if here.is_file():
-        diff = _diff(json.loads(here.read_text()), recipe)
+        if not start_fresh:
+            _same_version(json.loads(here.read_text()), recipe, f"{out} holds a run that")
+        diff = _diff(json.loads(here.read_text()), recipe, versions=True)
         if diff and not start_fresh:
             raise RecipeMismatch(
                 f"{out} holds a run made with other settings:\n  "
@@ -587,6 +612,7 @@ def prepare(
                 "and use /kaggle/input/<its name>/<its OUTPUT_DIR>; or set RESUME_FROM = None."
             )
         if (src / RECIPE_FILE).is_file():
+            _same_version(json.loads((src / RECIPE_FILE).read_text()), recipe, f"RESUME_FROM={src}")
             diff = _diff(json.loads((src / RECIPE_FILE).read_text()), recipe)
             if diff:
                 raise RecipeMismatch(
@@ -620,9 +646,38 @@ def _make_writable(folder: pathlib.Path) -> None:
         p.chmod(p.stat().st_mode | 0o200)
 
 
-def upload_to_kaggle(folder: str | pathlib.Path, handle: str | None, *, notes: str = "") -> str:
+def _make_public(owner: str, model: str) -> str:
+    """Create the Kaggle Model ``owner/model`` public if it does not exist yet (kagglehub's upload
+    creates a missing model private); returns its visibility: "public" or "private"."""
+    from kagglehub.clients import build_kaggle_client
+    from kagglehub.exceptions import KaggleApiHTTPError, handle_call, handle_mutate_call
+    from kagglesdk.models.types.model_api_service import ApiCreateModelRequest, ApiGetModelRequest
+
+    with build_kaggle_client() as api:
+        get = ApiGetModelRequest()
+        get.owner_slug, get.model_slug = owner, model
+        try:
+            found = handle_call(lambda: api.models.model_api_client.get_model(get))
+            return "private" if found.is_private else "public"
+        except KaggleApiHTTPError as exc:
+            if exc.response is None or exc.response.status_code not in (403, 404):
+                raise
+        create = ApiCreateModelRequest()
+        create.owner_slug, create.slug, create.title = owner, model, model
+        create.is_private = False
+        handle_mutate_call(lambda: api.models.model_api_client.create_model(create))
+        return "public"
+
+
+def upload_to_kaggle(
+    folder: str | pathlib.Path, handle: str | None, *, notes: str = "", public: bool = True
+) -> str:
     """Upload ``folder`` (the Orbax export) as a new version of the Kaggle Model ``handle``
-    (``<owner>/<model>/<framework>/<variation>``, e.g. ``me/gemma3-grpo/jax/1b``); returns it."""
+    (``<owner>/<model>/<framework>/<variation>``, e.g. ``me/gemma3-grpo/jax/1b``); returns it.
+
+    ``public``: a model that does not exist yet is created public (what the multi-session track
+    judges need to load it); an existing model keeps its visibility, which is printed. No licence
+    is named: Gemma's terms of use apply to the weights (state them on the model's page)."""
     if not handle or handle.count("/") != 3:
         raise ValueError(
             f"KAGGLE_MODEL={handle!r}: set it to '<your Kaggle user>/<model name>/jax/<variation>', "
@@ -638,9 +693,14 @@ def upload_to_kaggle(folder: str | pathlib.Path, handle: str | None, *, notes: s
             )
     import kagglehub
 
-    # No licence name: Gemma's own terms apply to the weights (set them on the model's page; the
-    # Kaggle Model is created private, Settings > Visibility makes it public for the judges).
+    owner, model = handle.split("/")[:2]
+    visibility = _make_public(owner, model) if public else "private unless it existed public"
     kagglehub.model_upload(handle, str(folder), version_notes=notes)
+    print(
+        f"uploaded {folder} to https://www.kaggle.com/models/{owner}/{model} ({visibility}"
+        + ("" if visibility == "public" else ": Settings > Visibility makes it public")
+        + "; licence: Gemma's terms of use)"
+    )
     return handle
 
 
@@ -650,6 +710,7 @@ def publish(
     *,
     notes: str = "",
     rehearsal: bool = False,
+    public: bool = True,
 ) -> str | None:
     """The value of ``unrestricted_kaggle_model``: the Kaggle Model handle ``folder`` (the Orbax
     export) was uploaded to, or None with the reason printed (no ``KAGGLE_MODEL``, nothing to
@@ -670,7 +731,7 @@ def publish(
         )
         return None
     try:
-        upload_to_kaggle(folder, handle, notes=notes)
+        upload_to_kaggle(folder, handle, notes=notes, public=public)
     except ValueError:
         raise  # a malformed handle: said before any upload starts
     except Exception as exc:  # the run's results are on disk; a failed upload must not lose them
@@ -679,8 +740,4 @@ def publish(
             f"{str(exc)[:300]}). Upload {folder} later: tunixkit.session.upload_to_kaggle(folder, handle)"
         )
         return None
-    print(
-        f"uploaded {folder} to https://www.kaggle.com/models/{'/'.join(handle.split('/')[:2])} "
-        f"(created private: Settings > Visibility > Public; licence: Gemma's terms)"
-    )
     return handle
