@@ -108,6 +108,8 @@ TRACE_FIELDS = (
     "response",
 )  # the prompt/response columns, if the traces are not chat messages
 ALGORITHM = None  # preference stage: "simpo", "dpo" or "orpo"; None: the profile's
+PREFERENCE_BETA = None  # DPO's KL strength / SimPO's reward scale; None: the profile's
+SIMPO_GAMMA = None  # SimPO's target margin (higher: a clearer preference is asked for)
 LORA_RANK = None  # LoRA rank of the later stages; None: the profile's
 SFT_STEPS = None  # stage 1 steps; None: the profile's
 GRPO_STEPS = None  # stage 4 steps; None: the profile's
@@ -161,6 +163,8 @@ rt, recipe, out_dir, clock = recipes.start(
     model_id=MODEL_ID,
     judge_id=JUDGE_ID,
     algorithm=ALGORITHM,
+    beta=PREFERENCE_BETA,
+    simpo_gamma=SIMPO_GAMMA,
     lora_rank=LORA_RANK,
     sft_steps=SFT_STEPS,
     num_steps=GRPO_STEPS,
@@ -202,8 +206,9 @@ else:
         family = models.get_spec(recipe.model_id).family
         traces = mix.load_mix(recipe.train_tasks // 6, paths=MIX_PATHS, family=family)
     else:
-        traces = domains.load_traces(TRACES, fields=TRACE_FIELDS, domain_field=DOMAIN_FIELD)
-        traces = traces[: recipe.train_tasks]
+        traces = domains.load_traces(
+            TRACES, fields=TRACE_FIELDS, domain_field=DOMAIN_FIELD, limit=recipe.train_tasks
+        )
     gsm = recipes.gsm8k(
         rt, "train", data_dir=out_dir / "data", path=GSM8K_PATH, limit=recipe.train_tasks // 6
     )
@@ -224,7 +229,10 @@ display(Markdown(domains.examples(train)))
 # its domain's criteria (`judging.JudgeRubric`); any reply, garbage included,
 # becomes a number in [0, 1] and never an exception. Repeated answers are not judged again, and the
 # judge's time per call is kept. In full the judge is a model loaded with the same loader, on the
-# policy's mesh; in smoke a deterministic rubric plays the judge.
+# policy's mesh; in smoke a deterministic rubric plays the judge. Before training relies on it, the
+# judge is calibrated on the held-out prompts: per domain, their reference answers should score
+# clearly above another prompt's reference (relevance) and the reference without its tags (format);
+# a domain where they do not is named (a weak judge trains the policy toward its own blind spots).
 
 # %%
 mesh = runtime.make_mesh()
@@ -235,11 +243,8 @@ else:
     # each question is graded with its domain's criteria (judging.JudgeRubric.CRITERIA)
     rubric = judging.JudgeRubric(domain_of={r["prompt"]: r["domain"] for r in records})
     judge = judging.Judge(judging.llm_grader(judge_model, rubric=rubric), name="judge")
-reference = [r["response"] for r in heldout]
-print(
-    "held-out reference answers judged:",
-    round(sum(judge.scores([r["prompt"] for r in heldout], reference)) / len(heldout), 3),
-)
+calibration = domains.calibrate(judge, heldout)
+display(Markdown(domains.calibration_table(calibration)))
 
 # %% [markdown]
 # ## Before training
@@ -306,7 +311,8 @@ if sft_export:
 # ## Stage 2: self-improvement
 # The SFT model answers `improve_prompts` training prompts `samples` times; the best answer of each
 # prompt is kept if the judge scores it at least `improve_threshold`, and a short LoRA SFT trains on
-# what was kept, mixed with as many stage-1 traces: the kept answers crowd into the easy domains,
+# what was kept, mixed with as many stage-1 traces (the pass takes half the stage's time at most,
+# then stops and keeps what it made): the kept answers crowd into the easy domains,
 # and on them alone the model forgot the rest (in smoke, poems about the wind came back about snow:
 # creative 1.0 -> 0.75). The kept answers are written to `improve/kept.jsonl` (a resumed stage trains
 # on the same ones).
@@ -325,6 +331,7 @@ def keep_good_answers():
         sampling,
         samples=recipe.samples,
         threshold=recipe.improve_threshold,
+        clock=stages.clock("improve", part=0.5),  # half the stage's time at most; then it trains
     )
     improve_report.update(report)
     return [{"prompt": p, "completion": c} for p, c in kept]
@@ -367,7 +374,14 @@ def judged_pairs():
     policy = models.load_model(
         recipe.model_id, path=stages.start_path("preference", MODEL_PATH), mesh=mesh, verbose=False
     )
-    return pipeline.judged_pairs(policy, pair_tasks, judge, sampling, samples=recipe.samples)
+    return pipeline.judged_pairs(
+        policy,
+        pair_tasks,
+        judge,
+        sampling,
+        samples=recipe.samples,
+        clock=stages.clock("preference", part=0.5),  # half the stage's time at most
+    )
 
 
 if stages.ready("preference") and not stages.done("preference"):
@@ -416,10 +430,13 @@ if (out_dir / "grpo" / "metrics.jsonl").is_file():
 # The judged score (95% interval) of greedy answers, the mean judged score of `eval_samples` sampled
 # answers, and the format rate, per domain after each stage; math accuracy below. Then each stage's
 # own effect: the change from the stage before, paired prompt by prompt (greedy / sampled), whose
-# interval is far narrower than that of the scores themselves.
+# interval is far narrower than that of the scores themselves. Then the answers' lengths (median
+# and 90th percentile, in tokens) and the share cut by the generation limit, per domain.
 
 # %%
 display(Markdown(domains.table(list(evals.values()))))
+limit = recipe.eval.max_generation_steps
+display(Markdown(domains.length_table(list(evals.values()), limit=limit)))
 fig = domains.plot(
     list(evals.values()),
     out_dir / "domains.png",
@@ -437,8 +454,10 @@ display(Markdown(domains.side_by_side(out_dir, [evals["start"].name, list(evals)
 # %% [markdown]
 # ## The final model
 # The last finished stage's export: `hf/` (merged, loads in tunix and `transformers`) and `orbax/`
-# (params + tunix config + tokenizer, what a Kaggle Model holds for the multi-session track; notebook
-# 02 shows the judges' load check with tunix alone). With `KAGGLE_MODEL` set, it is uploaded.
+# (params + tunix config + tokenizer, what a Kaggle Model holds for the multi-session track). Every
+# finished stage also wrote its merged model to `OUTPUT_DIR/ckpts/actor/<step>/model_params`
+# (step: the stages' training steps so far), replacing the one before: **the judged model** is
+# always the last finished stage's. With `KAGGLE_MODEL` set, the export is uploaded.
 
 # %%
 final = next((n for n in reversed(list(recipe.shares)) if stages.done(n)), None)
@@ -451,6 +470,134 @@ unrestricted_kaggle_model = session.publish(
 )
 print(f"stages: {stages.summary()}\nunrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
+# %% [markdown]
+# ## The judges' check: the judged model, with tunix alone
+# The judged model is `OUTPUT_DIR/ckpts/actor/<step>/model_params` (the highest step; the path where
+# the competition's template writes its last checkpoint): the whole merged model, not LoRA adapters,
+# with its `tunix_config.json` and tokenizer beside it. This cell uses no tunixkit, as the judges
+# would: tunix's own Gemma class and config, Orbax, and tunix's sampler with the judges' decoding
+# (temperature 1e-4, top-k 1, top-p 1, 768 steps, seed 42) answer two prompts of every judged domain.
+# It prints each answer's length and whether it is in the `<reasoning>`/`<answer>` format, and
+# writes them to `OUTPUT_DIR/judges_check.jsonl`. Copy it into a submission as it is.
+
+# %%
+import importlib
+import json  # noqa: F811 (the cell stands alone, to be copied)
+import pathlib
+import re
+
+import jax.numpy as jnp
+import orbax.checkpoint as ocp
+from flax import nnx
+from tunix.generate import sampler as sampler_lib
+
+JUDGED_PROMPTS = [  # (domain, prompt): two per judged domain
+    ("creative writing", "Write a short poem about a lighthouse keeper's last night on duty."),
+    ("creative writing", "Tell a 150-word story in which a lost umbrella changes someone's day."),
+    ("ideation", "Suggest three ways a small town library could attract more teenagers."),
+    ("ideation", "Give five names for a bakery that only sells bread made from old grains."),
+    (
+        "summarization",
+        "Summarize in one sentence: The city council voted on Tuesday to turn the old rail yard "
+        "into a park with a playground, a community garden and a bike path; work starts in "
+        "spring and is paid for by a state grant.",
+    ),
+    (
+        "summarization",
+        "Summarize for a ten-year-old: Bees carry pollen from flower to flower. This lets plants "
+        "make seeds and fruit. Without bees, many of the foods people eat would be rare.",
+    ),
+    ("science", "Why does ice float on liquid water?"),
+    ("science", "What causes the seasons on Earth?"),
+    ("math", "A train travels 60 km in 45 minutes. What is its average speed in km/h?"),
+    ("math", "What is the sum of the first 20 odd numbers?"),
+    ("code", "Write a Python function that returns the n-th Fibonacci number."),
+    ("code", "Write a Python function that checks whether a string is a palindrome."),
+]
+
+
+def load_judged(folder):
+    """The model in ``folder`` (``ckpts/actor/<step>``), with tunix's own class and config."""
+    meta = json.loads((folder / "tunix_config.json").read_text())
+    arch = importlib.import_module(meta["module"])  # tunix.models.gemma3.model (or .gemma.model)
+    if meta["preset"]:  # a released size, e.g. ModelConfig.gemma3_1b_it()
+        config = getattr(arch.ModelConfig, meta["preset"])()
+    else:  # a custom (smoke) size: the config's fields as written (enums and dtypes by name)
+
+        def value(v):
+            if isinstance(v, dict):
+                return getattr(arch, v["enum"])[v["name"]]
+            return tuple(value(x) for x in v) if isinstance(v, list) else v
+
+        fields = {k: value(v) for k, v in meta["config"].items()}
+        if "param_dtype" in fields:  # Gemma3 has one, Gemma2 not
+            fields["param_dtype"] = jnp.dtype(fields["param_dtype"])
+        config = arch.ModelConfig(**fields)
+    model_class = getattr(arch, meta["model_class"])
+    graph, state = nnx.split(nnx.eval_shape(lambda: model_class(config, rngs=nnx.Rngs(0))))
+    model = nnx.merge(graph, ocp.StandardCheckpointer().restore(folder / "model_params", state))
+    return model, config
+
+
+def judges_check(out_dir, system_prompt=None):
+    """Answer ``JUDGED_PROMPTS`` with the judged model in ``out_dir/ckpts/actor`` and the judges'
+    decoding; returns (its answers, its folder), or ([], None) when there is none yet."""
+    actor = pathlib.Path(out_dir) / "ckpts" / "actor"
+    steps = sorted((p for p in actor.glob("*") if p.name.isdigit()), key=lambda p: int(p.name))
+    if not steps:
+        print(f"no judged model in {actor} yet: nothing finished training")
+        return [], None
+    folder = steps[-1]
+    model, config = load_judged(folder)
+    if (folder / "tokenizer.model").is_file():  # SentencePiece (Gemma's own)
+        import sentencepiece as spm
+
+        tok = spm.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+        stop = [tok.eos_id(), tok.PieceToId("<end_of_turn>")]
+    else:  # a Hugging Face tokenizer.json
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(folder)
+        stop = [tok.eos_token_id, tok.convert_tokens_to_ids("<end_of_turn>")]
+    turns = [f"{system_prompt}\n\n{p}" if system_prompt else p for _, p in JUDGED_PROMPTS]
+    cache = sampler_lib.CacheConfig(
+        cache_size=2048,  # the longest prompt and 768 generated tokens
+        num_layers=config.num_layers,
+        num_kv_heads=config.num_kv_heads,
+        head_dim=config.head_dim,
+    )
+    out = sampler_lib.Sampler(model, tok, cache)(
+        [f"<start_of_turn>user\n{t}<end_of_turn>\n<start_of_turn>model\n" for t in turns],
+        max_generation_steps=768,
+        temperature=1e-4,
+        top_k=1,
+        top_p=1.0,
+        seed=42,
+        eos_tokens=stop,
+    )
+    form = re.compile(r"<reasoning>.+</reasoning>\s*<answer>.+</answer>", re.DOTALL)
+    answers = []
+    for (domain, prompt), text, tokens in zip(JUDGED_PROMPTS, out.text, out.tokens, strict=True):
+        ok = bool(form.search(text))
+        answers.append(
+            {
+                "domain": domain,
+                "prompt": prompt,
+                "answer": text,
+                "tokens": len(tokens),
+                "format": ok,
+            }
+        )
+        print(f"--- {domain}: {len(tokens)} tokens, format {'ok' if ok else 'NOT followed'}")
+        print(text[:600])
+    with open(pathlib.Path(out_dir) / "judges_check.jsonl", "w") as f:
+        f.writelines(json.dumps(a) + "\n" for a in answers)
+    print(f"the judged model: {folder / 'model_params'}")
+    return answers, folder  # the model is freed: the device memory is the run's
+
+
+judged_answers, judged_folder = judges_check(out_dir, recipe.eval.system_prompt)
+
 # %%
 summary = {
     "profile": rt.profile,
@@ -461,6 +608,7 @@ summary = {
     "self_improvement": improve_report or None,
     "judge_seconds_per_call": sum(judge.seconds) / max(1, len(judge.seconds)),
     "judged_completions": judge.calls,
+    "judge_calibration": calibration,
     # judge prompts whose question lost its middle to fit the whole answer
     "judge_prompts_cut": judge.prompts_cut,
     # prompts left-truncated by where (generate: evaluations and passes; grpo), <where>_seen: all
@@ -469,6 +617,7 @@ summary = {
     "scores": {name: e.rows for name, e in evals.items()},
     "changes": changes,  # "<before>-><after>" -> judged/sampled -> domain -> (change, 95% CI, prompts)
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
+    "judged_model": str(judged_folder / "model_params") if judged_folder else None,
     # what OUTPUT_DIR holds (a stage's export replaces the one before; Kaggle keeps 20 GB)
     "output_bytes": session.disk_usage(out_dir),
 }
@@ -519,7 +668,13 @@ if final == "grpo":
         acc[1] >= acc[0] - noise,
         f"math accuracy fell from {acc[0]:.2f} to {acc[1]:.2f} (noise {noise:.2f})",
     )
-else:
+checks.must(
+    final is None
+    or len(judged_answers) == len(JUDGED_PROMPTS)
+    and all(a["answer"].strip() for a in judged_answers),
+    "the judged model, loaded by tunix alone, left a judged domain's prompt without an answer",
+)
+if final != "grpo":
     checks.must(
         clock.hours or clock.stop_file.is_file(),
         f"the pipeline stopped at {final} without a session limit or a STOP file",

@@ -141,3 +141,20 @@ def test_a_preference_data_set_smaller_than_the_held_out_part_is_refused(tmp_pat
     got = preferences.training_pairs(tmp_path / "out", str(pairs), heldout=4)
     assert (len(got["train"]), len(got["heldout"])) == (6, 4)
     assert got["train"][0]["prompt"].startswith("<start_of_turn>user")
+
+
+def test_a_hugging_face_split_is_sliced_not_read_whole(monkeypatch, tmp_path):
+    import datasets
+
+    asked = []
+
+    def load_dataset(path, name=None, split=None):
+        asked.append(split)
+        return [{"prompt": "p", "response": "r"}] * 3
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    assert len(data.load_rows("someone/traces", "train", limit=3)) == 3
+    assert data.load_rows("someone/traces", "train") and asked == ["train[:3]", "train"]
+    path = tmp_path / "rows.jsonl"  # a local file gives its first rows too
+    path.write_text("".join(f'{{"prompt": "p{i}", "response": "r"}}\n' for i in range(5)))
+    assert [r["prompt"] for r in data.load_rows(str(path), limit=2)] == ["p0", "p1"]

@@ -154,6 +154,14 @@ def test_rehearsal_times_every_stage_then_stops_before_the_long_run(tmp_path, na
         assert max(steps) <= 4, (metrics, steps)
     assert not (out / "checkpoints").exists() and not (out / "summary.json").exists()
     assert not list(run.glob("**/export")), "the rehearsal's weights are kept"
+    # the judged model was written where the template's harness looks (then removed with the rest)
+    steps = sum(steps for steps, _ in trained.values())
+    judged = re.findall(r"judged model(?: is now|:) (\S+)", said)
+    assert judged and judged[-1].endswith(f"/ckpts/actor/{steps}/model_params"), judged
+    assert not list(run.glob("**/ckpts")), "the rehearsal's judged model is kept"
+    if name.startswith(("02", "06")):  # the judges' check: tunix alone answered every domain
+        answers = [json.loads(line) for line in (run / "judges_check.jsonl").open()]
+        assert len({a["domain"] for a in answers}) == 6 and all(a["tokens"] for a in answers)
     assert "a rehearsal's export is never uploaded" in said
     if name.startswith("06"):  # the user's traces: every target ends its turn, nothing cut
         added = int(re.search(r"the end of turn added to (\d+) that lacked it", said)[1])
@@ -161,5 +169,9 @@ def test_rehearsal_times_every_stage_then_stops_before_the_long_run(tmp_path, na
         assert summary["prompts_cut"]["generate"] == 0 < summary["prompts_cut"]["generate_seen"]
         assert summary["judge_prompts_cut"] == 0, summary
         assert "removed sft's export" in said and "removed preference's export" in said
-        assert "classified by keywords: {'math': 60, 'summarization': 60}" in said
+        # TRAIN_TASKS=96: the first 96 of the file's 120 rows are read (a split is sliced, not read whole)
+        assert (
+            "96 traces; without a 'domain' column, classified by keywords: {'math': 48, 'summarization': 48}"
+            in said
+        )
         assert set(summary["data_by_domain"]["pair_prompts"]) == {"math", "summarization"}

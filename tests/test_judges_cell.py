@@ -1,37 +1,82 @@
-"""Notebook 02's "judges' check" cell, run as it is written, on Gemma3 and Gemma2 exports.
+"""The judges' check cell of notebooks 02 and 06, run as it is written, on the judged model.
 
-The cell loads an Orbax export with tunix's own classes and Orbax alone (what the competition's
-judges run), so it cannot call tunixkit; this test executes its source from the notebook, so the
-code a user copies is the code that was tested, for both families the competition allows.
+The cell loads ``OUTPUT_DIR/ckpts/actor/<step>/model_params`` (:func:`checkpoints.write_judged`)
+with tunix's own classes and Orbax alone (what the competition's judges run), so it cannot call
+tunixkit: here it runs with ``import tunixkit`` made impossible, from the notebook's own source, so
+the code a user copies into a submission is the code that was tested, for both families the
+competition allows. Notebook 06's own judged model is checked by its full-profile test.
 """
 
 import json
 import pathlib
+import sys
+import types
 
 import numpy as np
 import pytest
 
 from tunixkit import checkpoints, models, testing
 
-NOTEBOOK = pathlib.Path(__file__).resolve().parents[1] / "notebooks" / "02_grpo_gsm8k.py"
+NOTEBOOKS = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
 
 
-def _judges_cell() -> str:
-    cells = NOTEBOOK.read_text(encoding="utf-8").split("# %%")
+def judges_cell(notebook: str) -> str:
+    """The source of ``notebook``'s judges' check code cell."""
+    cells = (NOTEBOOKS / notebook).read_text(encoding="utf-8").split("# %%")
     start = next(i for i, c in enumerate(cells) if "## The judges' check" in c)
     return cells[start + 1]
 
 
+def run_judges_cell(out_dir: pathlib.Path, system_prompt: str | None = None) -> dict:
+    """Execute the judges' cell on ``out_dir`` with tunixkit unimportable; returns its variables."""
+    source = judges_cell("02_grpo_gsm8k.py")
+    recipe = types.SimpleNamespace(eval=types.SimpleNamespace(system_prompt=system_prompt))
+    scope = {"out_dir": out_dir, "recipe": recipe}
+    saved = {k: v for k, v in sys.modules.items() if k == "tunixkit" or k.startswith("tunixkit.")}
+    sys.modules.update({k: None for k in saved})  # `import tunixkit...` raises ImportError
+    try:
+        exec(compile(source, "judges_cell", "exec"), scope)
+    finally:
+        sys.modules.update(saved)
+    return scope
+
+
+def test_02_and_06_have_the_same_judges_cell_without_tunixkit():
+    source = judges_cell("02_grpo_gsm8k.py")
+    assert source == judges_cell("06_multidomain_pipeline.py")
+    assert "tunixkit" not in source, "the judges' cell must not use tunixkit"
+
+
 @pytest.mark.parametrize("model_id", ["tiny-gemma3", "tiny-gemma2"])
-def test_the_judges_cell_loads_the_export_with_tunix_alone(tmp_path, model_id):
+def test_the_judges_cell_loads_the_judged_model_with_tunix_alone(tmp_path, model_id):
     base = models.load_model(model_id, verbose=False)
     testing.randomize_all(base.model, seed=3)
     exports = checkpoints.export(base.model, base, tmp_path / "export")
-    source = _judges_cell()
-    assert "tunixkit" not in source, "the judges' cell must not use tunixkit"
-    scope = {"exports": exports, "test_records": [{"question": "What is 2 + 3?"}], "json": json}
-    exec(compile(source, str(NOTEBOOK), "exec"), scope)
-    assert isinstance(scope["answer"], str)
-    np.testing.assert_allclose(
-        testing.logits(scope["judged"]), testing.logits(base.model), atol=1e-5
-    )
+    checkpoints.write_judged(exports["orbax"], tmp_path, step=5)
+    judged = checkpoints.write_judged(exports["orbax"], tmp_path, step=12)  # a later one
+    assert judged == tmp_path / "ckpts" / "actor" / "12" / "model_params"
+    assert [p.name for p in (tmp_path / "ckpts" / "actor").iterdir()] == ["12"]
+    scope = run_judges_cell(tmp_path, system_prompt="Answer in <reasoning>/<answer> form.")
+    assert scope["judged_folder"].name == "12"
+    judged, _ = scope["load_judged"](scope["judged_folder"])
+    np.testing.assert_allclose(testing.logits(judged), testing.logits(base.model), atol=1e-5)
+    rows = [json.loads(line) for line in (tmp_path / "judges_check.jsonl").read_text().splitlines()]
+    assert rows == scope["judged_answers"]
+    assert [r["domain"] for r in rows] == [domain for domain, _ in scope["JUDGED_PROMPTS"]]
+    assert {"creative writing", "summarization", "science", "math", "code"} <= {
+        r["domain"] for r in rows
+    }
+    for r in rows:  # a random model rambles in no format, within the judges' 768 steps
+        assert isinstance(r["answer"], str) and 0 < r["tokens"] <= 768
+        assert r["format"] is False
+
+
+def test_a_rerun_of_the_same_step_replaces_it_and_an_export_is_required(tmp_path):
+    base = models.load_model("tiny-gemma3", verbose=False)
+    exports = checkpoints.export(base.model, base, tmp_path / "export")
+    first = checkpoints.write_judged(exports["orbax"], tmp_path, step=3)
+    again = checkpoints.write_judged(exports["orbax"], tmp_path, step=3)
+    assert first == again and again.is_dir()
+    assert sorted(p.name for p in again.parent.parent.iterdir()) == ["3"]
+    with pytest.raises(FileNotFoundError, match="no params"):
+        checkpoints.write_judged(tmp_path / "export", tmp_path, step=4)

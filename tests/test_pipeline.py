@@ -91,7 +91,7 @@ def test_stages_share_the_session_and_hand_over_exports(tmp_path):
     assert late.must_stop(0.0) and not clock.must_stop(0.0)
 
 
-def test_simpo_loss_prefers_the_answer_with_the_higher_mean_log_probability():
+def test_simpo_loss_prefers_the_answer_with_the_higher_mean_log_probability(tmp_path):
     import types
 
     import jax.numpy as jnp
@@ -129,6 +129,30 @@ def test_simpo_loss_prefers_the_answer_with_the_higher_mean_log_probability():
     )  # the warm start knows arithmetic, not noise
     loss, aux = pipeline.simpo_loss_fn(lm.model, ex, beta=2.0, gamma=0.5)
     assert float(aux["rewards/accuracy"]) == 1.0 and float(loss) < float(np.log(2))
+    # the recipe's simpo_gamma (06's SIMPO_GAMMA) is the margin asked for: a larger one, a larger loss
+    wider, _ = pipeline.simpo_loss_fn(lm.model, ex, beta=2.0, gamma=3.0)
+    assert float(wider) > float(loss)
+    import optax
+
+    from tunixkit import recipes, training
+
+    recipe = recipes.Pipeline.smoke()
+    assert recipe.simpo_gamma == 0.5 and recipe.algorithm == "simpo"
+    config = training.trainer_config(
+        tmp_path,
+        max_steps=1,
+        eval_every=10**9,
+        checkpoint_every=10,
+        description="simpo",
+        config_cls=dpo_trainer.DPOTrainingConfig,
+        algorithm="dpo",
+        beta=2.0,
+        lambda_orpo=0.1,
+    )
+    trainer = pipeline.preference_trainer(
+        "simpo", lm.model, None, optax.sgd(0.0), config, simpo_gamma=3.0
+    )
+    assert trainer.gen_model_input_fn(ex) == {"train_example": ex, "beta": 2.0, "gamma": 3.0}
 
 
 def test_a_stage_waits_for_the_ones_before_and_its_data_is_made_once(tmp_path, capsys):
@@ -310,6 +334,8 @@ def test_evaluations_judge_greedy_and_sampled_answers_and_stages_compare_paired(
     table = domains.changes_table({"before->after": changes})
     assert f"| all | +0.00 (±0.00) / +{gain:.2f} (±{ci:.2f}) |" in table
     assert "sampled" in domains.table(list(results.values()))
+    assert before["tokens_p50"] == before["tokens_p90"] == 10 and before["truncated"] == 0
+    assert "| all | 10 / 10 | 0% | 10 / 10 | 0% |" in domains.length_table(list(results.values()))
     assert "no stage to compare" in domains.changes_table(
         domains.stage_changes(tmp_path, ["before"])
     )
@@ -419,3 +445,75 @@ def test_judge_calls_compile_once_however_many_there_are():
         )
     assert len(compiles) == first, f"{len(compiles) - first} compiles in 3 more judge calls"
     assert grade.judged == 8
+
+
+def test_a_pass_stops_when_its_clock_says_and_keeps_what_it_made(tmp_path, monkeypatch, capsys):
+    """The self-improvement and pair passes run in chunks; a clock that says stop (here after the
+    second chunk: by event, not by time) ends the pass there, and the tasks done are kept."""
+    from types import SimpleNamespace
+
+    from tunixkit import evaluation, families
+
+    tasks = domains.synthetic_tasks(40, seed=1)
+    records = [t.record() for t in tasks]
+    reference = {t.prompt: t.response for t in tasks}
+    made = []
+
+    def generate(loaded, prompts, config, progress=False):
+        made.extend(prompts)
+        weak = "<reasoning>x</reasoning><answer>no</answer>"
+        return [
+            evaluation.Generation(
+                weak if i % 2 else reference[next(q for q in reference if q in p)], 10, False
+            )
+            for i, p in enumerate(prompts)
+        ]
+
+    class Clock:  # says stop at its second question
+        asked = 0
+
+        def must_stop(self, next_seconds):
+            self.asked += 1
+            return self.asked >= 2
+
+    monkeypatch.setattr(evaluation, "generate", generate)
+    loaded = SimpleNamespace(chat=families.GEMMA_CHAT)
+    judge = judging.Judge(domains.rubric_grader(tasks), name="judge")
+    config = evaluation.EvalConfig(temperature=0.7, top_p=1.0, batch_size=8)  # chunks of 8 prompts
+    pairs = pipeline.judged_pairs(loaded, records, judge, config, samples=4, clock=Clock())
+    assert "judged pairs: the session clock stopped the pass after 16 of 40 prompts" in (
+        capsys.readouterr().out
+    )
+    assert len(made) == 16 * 4 and 0 < len(pairs) <= 16
+    kept, report = pipeline.self_improve(loaded, records, judge, config, samples=4, clock=Clock())
+    assert report["prompts"] == 16 and report["prompts_planned"] == 40 and report["samples"] == 64
+    assert "self-improvement: the session clock stopped" in capsys.readouterr().out
+    made.clear()
+    pipeline.judged_pairs(loaded, records, judge, config, samples=4)  # no clock: every prompt
+    assert len(made) == 40 * 4
+    # a pass's clock is part of its stage's share of the session
+    clock = session.Session(tmp_path, hours=1.0, started=time.time())
+    stages = pipeline.Stages(tmp_path, {"a": 0.5, "b": 0.5}, clock)
+    whole, half = stages.clock("a").deadline, stages.clock("a", part=0.5).deadline
+    left = clock.remaining() - clock.reserve()
+    assert whole - half == pytest.approx(left / 4, rel=0.01)
+
+
+def test_the_judge_is_calibrated_per_domain_before_training_relies_on_it():
+    """The smoke judge (rubric rules) tells a reference from another prompt's answer in every domain
+    but code (another function also has def and return), and misses absent tags in code (its
+    content points already reach the cap): calibration names exactly those."""
+    tasks = domains.synthetic_tasks(60, seed=3)
+    records = [t.record() for t in tasks][:24]
+    judge = judging.Judge(domains.rubric_grader(tasks), name="judge")
+    found = domains.calibrate(judge, records)
+    rows = found["rows"]
+    assert set(rows) == {r["domain"] for r in records} | {"all"} and rows["all"]["n"] == 24
+    assert all(r["reference"] == 1.0 for r in rows.values())
+    assert rows["math"]["untagged"] == 0.0 and rows["creative"]["other_prompt"] < 0.5
+    assert [w.split(":")[0] for w in found["warnings"]] == ["code", "code"]
+    table = domains.calibration_table(found)
+    assert "| math | 4 | 1.00 |" in table and "does not tell these apart" in table
+    garbage = judging.Judge(lambda q, c: ["no idea"] * len(q), name="garbage")
+    blind = domains.calibrate(garbage, records)  # a judge that says nothing is named everywhere
+    assert len(blind["warnings"]) == 2 * len(set(r["domain"] for r in records))

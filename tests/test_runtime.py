@@ -96,3 +96,32 @@ def test_a_kaggle_session_without_accelerator_is_warned_loudly(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # chosen on purpose: no warning
         assert runtime.resolve("smoke", verbose=False).profile == "smoke"
+
+
+@pytest.mark.parametrize("preset", ["SFT", "GRPO", "DPO", "Distill", "Pipeline", "Agentic"])
+def test_one_chip_gets_every_training_notebooks_smaller_preset(preset):
+    """Colab's one chip (the full profile on one device) gets each training notebook's one-chip
+    preset: fewer rows per step than Kaggle's eight chips, the model the competition allows."""
+    import dataclasses
+
+    from tunixkit import recipes
+
+    cls = getattr(recipes, preset)
+    chip = runtime.Runtime(
+        profile="full",
+        reason="test",
+        backend="tpu",
+        environment="colab",
+        device_count=1,
+        process_count=1,
+    )
+    eight = dataclasses.replace(chip, device_count=8, environment="kaggle")
+    one, full = cls.for_runtime(chip), cls.for_runtime(eight)
+    assert one == cls.one_chip() and full == cls.full() and one != full
+    rows = [getattr(r, "batch_size", None) or r.grpo.batch_size for r in (one, full)]
+    assert rows[0] < rows[1], rows
+    if hasattr(one, "grpo"):
+        assert one.grpo.batch_size < full.grpo.batch_size
+    assert getattr(one, "model_id", getattr(one, "student_id", None)) == getattr(
+        full, "model_id", getattr(full, "student_id", None)
+    )

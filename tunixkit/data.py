@@ -374,18 +374,20 @@ def grpo_dataset(
 
 
 def load_rows(
-    dataset: str, split: str = "train", *, name: str | None = None
+    dataset: str, split: str = "train", *, name: str | None = None, limit: int | None = None
 ) -> list[dict[str, Any]]:
     """Rows of any dataset: a local ``.jsonl``/``.json``/``.csv``/``.parquet`` file, or a Hugging
-    Face dataset id (``name`` is its config)."""
+    Face dataset id (``name`` is its config). ``limit``: the first rows only; a Hugging Face split
+    is then sliced (``train[:limit]``), never read whole into memory."""
     if pathlib.Path(dataset).suffix in (".jsonl", ".json", ".csv", ".parquet"):
-        return read_rows(dataset)
+        return read_rows(dataset)[:limit]
     import datasets
 
     with runtime.downloading(
         f"{dataset} from Hugging Face", "attach it and pass its .jsonl/.csv/.parquet file instead"
     ):
-        return [dict(r) for r in datasets.load_dataset(dataset, name, split=split)]
+        part = split if limit is None else f"{split}[:{limit}]"
+        return [dict(r) for r in datasets.load_dataset(dataset, name, split=part)]
 
 
 def columns(

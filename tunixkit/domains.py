@@ -53,6 +53,9 @@ __all__ = [
     "changes_table",
     "split_heldout",
     "synthetic_tasks",
+    "calibrate",
+    "calibration_table",
+    "length_table",
     "table",
     "uneven",
     "WEAK",
@@ -135,8 +138,10 @@ def load_traces(
     domain: str | None = None,
     domain_field: str = "domain",
     fields: Sequence[str] = ("prompt", "response"),
+    limit: int | None = None,
 ) -> list[dict[str, str]]:
-    """SFT traces from a local ``.jsonl``/``.json``/``.csv``/``.parquet`` file or a HF dataset id.
+    """SFT traces from a local ``.jsonl``/``.json``/``.csv``/``.parquet`` file or a HF dataset id
+    (its first ``limit`` rows at most: a split is sliced, never read whole).
 
     Two shapes are understood: chat messages (a ``messages`` or ``conversations`` column holding
     ``[{"role": "user", "content": ...}, {"role": "assistant", "content": ...}]``, the last user
@@ -145,7 +150,7 @@ def load_traces(
     prompt's by :func:`classify` (counted and printed). Anything else raises
     :class:`tunixkit.data.DataError` naming the columns found and the ones expected.
     """
-    rows = data.load_rows(source, split)
+    rows = data.load_rows(source, split, limit=limit)
     if not rows:
         raise data.DataError(f"{source}: no rows")
     cols = sorted(rows[0])
@@ -482,13 +487,85 @@ def rubric_grader(tasks: Sequence[Task]) -> Callable[[list[str], list[str]], lis
     return grade
 
 
+CALIBRATION_MARGINS = {"other_prompt": 0.2, "untagged": 0.05}  # reference above each, at least
+
+
+def calibrate(judge, records: Sequence[Mapping[str, str]]) -> dict:
+    """The judge's calibration before training relies on it: per domain, the mean judged score
+    of each held-out prompt's reference answer, of *another* prompt's reference (a good answer to
+    the wrong question), and of the reference stripped of its ``<reasoning>``/``<answer>`` tags
+    (the format the judges ask for, missing). A judge worth training against scores the reference
+    above both (by :data:`CALIBRATION_MARGINS`); each domain where it does not is named in
+    ``warnings``.
+
+    Returns ``{"rows": {domain: {"n", "reference", "other_prompt", "untagged"}}, "warnings": [...]}``.
+    """
+    prompts = [r["prompt"] for r in records]
+    good = [r["response"] for r in records]
+    shifted = []  # the answer of the next other prompt of the same domain (else of any domain)
+    for i, r in enumerate(records):
+        other = [j for j, o in enumerate(records) if o["prompt"] != r["prompt"]]
+        same = [j for j in other if records[j]["domain"] == r["domain"]] or other or [i]
+        shifted.append(good[next((j for j in same if j > i), same[0])])
+    untagged = [re.sub(r"</?(reasoning|answer)>", "", g) for g in good]
+    scores = judge.scores(prompts * 3, good + shifted + untagged)
+    n = len(records)
+    kinds = {
+        "reference": scores[:n],
+        "other_prompt": scores[n : 2 * n],
+        "untagged": scores[2 * n :],
+    }
+    rows, warnings = {}, []
+    for domain in [*sorted({r["domain"] for r in records}), "all"]:
+        idx = [i for i, r in enumerate(records) if domain in ("all", r["domain"])]
+        row = {"n": len(idx)} | {k: sum(v[i] for i in idx) / len(idx) for k, v in kinds.items()}
+        rows[domain] = row
+        for bad, margin in CALIBRATION_MARGINS.items():
+            if domain != "all" and row["reference"] - row[bad] < margin:
+                warnings.append(
+                    f"{domain}: the judge scores {bad.replace('_', ' ')} answers "
+                    f"{row[bad]:.2f} against {row['reference']:.2f} for the references"
+                )
+    return {"rows": rows, "warnings": warnings}
+
+
+def calibration_table(calibration: Mapping[str, Any]) -> str:
+    """Markdown of :func:`calibrate`: one row per domain, then its warnings.
+
+    >>> row = {"n": 4, "reference": 0.9, "other_prompt": 0.3, "untagged": 0.75}
+    >>> print(calibration_table({"rows": {"code": row}, "warnings": ["code: ..."]}))
+    | domain | n | reference answer | another prompt's answer | untagged reference |
+    |---|---|---|---|---|
+    | code | 4 | 0.90 | 0.30 | 0.75 |
+    <BLANKLINE>
+    **The judge does not tell these apart** (JUDGE_ID, or its rubric, needs a look): code: ...
+    """
+    rows = [
+        "| domain | n | reference answer | another prompt's answer | untagged reference |",
+        "|---|---|---|---|---|",
+    ]
+    for domain, r in calibration["rows"].items():
+        rows.append(
+            f"| {domain} | {r['n']} | {r['reference']:.2f} | {r['other_prompt']:.2f} "
+            f"| {r['untagged']:.2f} |"
+        )
+    if calibration["warnings"]:
+        rows += [
+            "",
+            "**The judge does not tell these apart** (JUDGE_ID, or its rubric, needs a look): "
+            + "; ".join(calibration["warnings"]),
+        ]
+    return "\n".join(rows)
+
+
 @dataclasses.dataclass
 class DomainScores:
     """One stage's evaluation: per domain, and over all domains."""
 
     name: str
-    # domain -> {"n", "prompts", "format", "under_limit", "judged", "judged_ci", "accuracy"}, and
-    # "sampled", "sampled_ci" where sampled answers were judged too
+    # domain -> {"n", "prompts", "format", "under_limit", "tokens_p50", "tokens_p90", "truncated",
+    # "judged", "judged_ci", "accuracy"}, and "sampled", "sampled_ci" where sampled answers were
+    # judged too
     rows: dict[str, dict[str, float]]
 
     def summary(self) -> dict[str, Any]:
@@ -568,6 +645,10 @@ def evaluate(
             "prompts": n_prompts,
             "format": sum(has_format(texts[i]) for i in idx) / len(idx),
             "under_limit": sum(gens[i].num_tokens < MAX_ANSWER_TOKENS for i in idx) / len(idx),
+            # the answers' lengths, and the share cut by the generation limit (never closed)
+            "tokens_p50": _percentile([gens[i].num_tokens for i in idx], 50),
+            "tokens_p90": _percentile([gens[i].num_tokens for i in idx], 90),
+            "truncated": sum(gens[i].truncated for i in idx) / len(idx),
             "judged": mean,
             "judged_ci": ci,
         }
@@ -696,6 +777,43 @@ def side_by_side(output_dir: str | pathlib.Path, names: Sequence[str], per_domai
                 f"{_cell(r[i]['completion'])} *({r[i]['judged']:.2f})*" for r in runs
             )
             rows.append(f"| {first['domain']} | {_cell(first['prompt'])} | {answers} |")
+    return "\n".join(rows)
+
+
+def _percentile(values: Sequence[int], q: float) -> float:
+    """The ``q``-th percentile (linear interpolation, numpy's default).
+
+    >>> _percentile([10, 20, 30, 40], 50), _percentile([10, 20, 30, 40], 90)
+    (25.0, 37.0)
+    """
+    import numpy as np
+
+    return float(np.percentile(np.asarray(values, dtype=float), q))
+
+
+def length_table(stages: Sequence[DomainScores], limit: int | None = None) -> str:
+    """Markdown: per domain and stage, the answers' median and 90th-percentile length in tokens
+    and the share truncated (cut by the generation limit ``limit``, never closed): length control
+    at a glance, the answers the judges read being under 1K tokens.
+
+    >>> row = {"tokens_p50": 180.0, "tokens_p90": 420.5, "truncated": 0.125}
+    >>> print(length_table([DomainScores("sft", {"code": row, "all": row})], limit=768))
+    | domain | sft: tokens p50 / p90 | truncated at 768 |
+    |---|---|---|
+    | code | 180 / 420 | 12% |
+    | all | 180 / 420 | 12% |
+    """
+    cut = f"truncated at {limit}" if limit else "truncated"
+    head = "| domain | " + " | ".join(f"{s.name}: tokens p50 / p90 | {cut}" for s in stages) + " |"
+    rows = [head, "|---|" + "---|---|" * len(stages)]
+    for domain in stages[0].rows:
+        cells = []
+        for s in stages:
+            row = s.rows[domain]
+            cells.append(
+                f"{row['tokens_p50']:.0f} / {row['tokens_p90']:.0f} | {row['truncated']:.0%}"
+            )
+        rows.append(f"| {domain} | {' | '.join(cells)} |")
     return "\n".join(rows)
 
 

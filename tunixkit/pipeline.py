@@ -84,14 +84,15 @@ class Stages:
     def done(self, name: str) -> bool:
         return self.state.get(name, {}).get("done", False)
 
-    def clock(self, name: str) -> StageClock:
+    def clock(self, name: str, part: float = 1.0) -> StageClock:
         """This stage's share of the training time left (the time after the reserve for the final
-        export and evaluation), over the shares of this and the later stages."""
+        export and evaluation), over the shares of this and the later stages; ``part`` of it for
+        a pass that makes the stage's data (the rest is left to its training)."""
         names = list(self.shares)
         later = sum(self.shares[n] for n in names[names.index(name) :])
         left = max(0.0, self.session.remaining() - self.session.reserve())
         budget = float("inf") if left == float("inf") else left * self.shares[name] / later
-        return StageClock(self.session, time.time() + budget)
+        return StageClock(self.session, time.time() + budget * part)
 
     def finish(self, name: str, export: str | pathlib.Path, **figures: Any) -> None:
         """Mark ``name`` done, with the export the next stage starts from. The earlier stages'
@@ -106,6 +107,11 @@ class Stages:
                 freed = session.disk_usage(folder)
                 shutil.rmtree(folder)
                 print(f"{name}: removed {earlier}'s export ({freed / 1e9:.2f} GB), superseded")
+
+    def steps(self) -> int:
+        """The training steps of the finished stages, together: the step the judged model
+        (``ckpts/actor/<step>``) is written under, higher after every stage."""
+        return sum(int(s.get("steps") or 0) for s in self.state.values() if s.get("done"))
 
     def ready(self, name: str) -> bool:
         """Whether every stage before ``name`` is done (a stage never starts on an unfinished one)."""
@@ -183,6 +189,42 @@ class Stages:
         return result
 
 
+def sample_and_judge(
+    loaded,
+    tasks: Sequence[dict[str, str]],
+    judge: judging.Judge,
+    config: evaluation.EvalConfig,
+    *,
+    samples: int,
+    clock: Any = None,
+    what: str = "pass",
+) -> tuple[list[str], list[evaluation.Generation], list[float]]:
+    """``samples`` answers to each task's prompt, judged: (prompts, generations, scores), each
+    task's answers together. In chunks of a few generation batches; with ``clock`` (a
+    :class:`StageClock`) the pass stops before a chunk that would not end in time, keeps the tasks
+    it finished and says how far it got: a slow pass never eats the session's later stages."""
+    prompts = [loaded.chat.prompt(t["prompt"], config.system_prompt) for t in tasks]
+    chunk = max(1, 4 * config.batch_size // samples)
+    gens: list[evaluation.Generation] = []
+    scores: list[float] = []
+    started = time.time()
+    for i in range(0, len(tasks), chunk):
+        per_chunk = (time.time() - started) / max(1, i // chunk)
+        if i and clock is not None and clock.must_stop(per_chunk):
+            print(
+                f"{what}: the session clock stopped the pass after {i} of {len(tasks)} prompts "
+                "(what they gave is kept; the stage trains on it)"
+            )
+            prompts = prompts[:i]
+            break
+        part = [p for p in prompts[i : i + chunk] for _ in range(samples)]
+        made = evaluation.generate(loaded, part, config, progress=False)
+        questions = [t["prompt"] for t in tasks[i : i + chunk] for _ in range(samples)]
+        scores += judge.scores(questions, [g.text for g in made])
+        gens += made
+    return prompts, gens, scores
+
+
 def judged_pairs(
     loaded,
     tasks: Sequence[dict[str, str]],
@@ -191,15 +233,15 @@ def judged_pairs(
     *,
     samples: int = 4,
     min_gap: float = 0.2,
+    clock: Any = None,
 ) -> list[dict[str, str]]:
     """Preference pairs without a ground truth: ``samples`` answers per task, graded by ``judge``;
-    the best becomes *chosen* and the worst *rejected* when their scores differ by ``min_gap``."""
-    prompts = [loaded.chat.prompt(t["prompt"], config.system_prompt) for t in tasks]
-    gens = evaluation.generate(
-        loaded, [p for p in prompts for _ in range(samples)], config, progress=False
+    the best becomes *chosen* and the worst *rejected* when their scores differ by ``min_gap``.
+    ``clock``: as in :func:`sample_and_judge`."""
+    prompts, gens, scores = sample_and_judge(
+        loaded, tasks, judge, config, samples=samples, clock=clock, what="judged pairs"
     )
     texts = [g.text + ("" if g.truncated else loaded.chat.end_of_turn) for g in gens]
-    scores = judge.scores([t["prompt"] for t in tasks for _ in range(samples)], texts)
     pairs = []
     for i, prompt in enumerate(prompts):
         group = sorted(
@@ -213,7 +255,7 @@ def judged_pairs(
         if high - low >= min_gap:
             pairs.append({"prompt": prompt, "chosen": best, "rejected": worst})
     print(
-        f"judged pairs: {len(pairs)} of {len(tasks)} prompts had answers {min_gap:g} or more apart"
+        f"judged pairs: {len(pairs)} of {len(prompts)} prompts had answers {min_gap:g} or more apart"
     )
     return pairs
 
@@ -226,16 +268,14 @@ def self_improve(
     *,
     samples: int = 4,
     threshold: float = 0.7,
+    clock: Any = None,
 ) -> tuple[list[tuple[str, str]], dict[str, float]]:
     """One round of self-improvement: sample ``samples`` answers per task, keep the best one of each
     task that the judge scores at least ``threshold``. Returns the (prompt, answer) pairs to train on
-    and a report (how many were kept, and the mean judged score of what was sampled)."""
-    prompts = [loaded.chat.prompt(t["prompt"], config.system_prompt) for t in tasks]
-    gens = evaluation.generate(
-        loaded, [p for p in prompts for _ in range(samples)], config, progress=False
-    )
-    scores = judge.scores(
-        [t["prompt"] for t in tasks for _ in range(samples)], [g.text for g in gens]
+    and a report (how many were kept, and the mean judged score of what was sampled). ``clock``:
+    as in :func:`sample_and_judge`."""
+    prompts, gens, scores = sample_and_judge(
+        loaded, tasks, judge, config, samples=samples, clock=clock, what="self-improvement"
     )
     kept = []
     for i, prompt in enumerate(prompts):
@@ -250,13 +290,14 @@ def self_improve(
         if score >= threshold and not gen.truncated:
             kept.append((prompt, gen.text + loaded.chat.end_of_turn))
     report = {
-        "prompts": len(tasks),
+        "prompts": len(prompts),
+        "prompts_planned": len(tasks),
         "samples": len(gens),
         "kept": len(kept),
         "sampled_judged": sum(scores) / len(scores),
     }
     print(
-        f"self-improvement: kept {len(kept)} of {len(tasks)} prompts (best of {samples} judged >= {threshold:g}); "
+        f"self-improvement: kept {len(kept)} of {len(prompts)} prompts (best of {samples} judged >= {threshold:g}); "
         f"mean judged score of the samples {report['sampled_judged']:.2f}"
     )
     return kept, report
@@ -360,6 +401,8 @@ def finish_stage(stages: Stages, name: str, lora, base, recipe, mesh, result) ->
         result.stopped != "stop requested" and not _session_over(stages.session)
     ):
         stages.finish(name, exports["hf"], steps=result.steps, stopped=result.stopped)
+        judged = checkpoints.write_judged(exports["orbax"], stages.out_dir, stages.steps())
+        print(f"{name}: the judged model is now {judged}")
         return str(exports["hf"])
     return None
 
@@ -493,7 +536,9 @@ def preference_stage(
         recipe.preference_learning_rate,
         stages.session.schedule_steps(recipe.preference_steps, label=name),
     )
-    trainer = preference_trainer(recipe.algorithm, lora, base.model, optimizer, config)
+    trainer = preference_trainer(
+        recipe.algorithm, lora, base.model, optimizer, config, simpo_gamma=recipe.simpo_gamma
+    )
     result = training.run(
         trainer,
         batches,

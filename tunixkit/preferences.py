@@ -112,7 +112,7 @@ def dataset_pairs(
 ) -> list[Pair]:
     """Pairs from a preference dataset; ``fields`` name its prompt, chosen and rejected columns. The
     prompt goes into ``family``'s chat template; responses get its end-of-turn piece."""
-    rows = data.load_rows(dataset, split, name=name)[:limit]
+    rows = data.load_rows(dataset, split, name=name, limit=limit)
     chat = families.get(family).chat
     return [
         {"prompt": chat.prompt(p), "chosen": c + chat.end_of_turn, "rejected": r + chat.end_of_turn}

@@ -13,6 +13,7 @@ import pathlib
 import shutil
 from typing import Any, NamedTuple
 
+import tunixkit
 from tunixkit import data, evaluation, rl, session, smoke
 from tunixkit.runtime import Runtime, resolve
 
@@ -180,6 +181,7 @@ def start(
         shutil.rmtree(out_dir, ignore_errors=True)  # each rehearsal starts from nothing
         resume_from, start_fresh = None, False
     record = {
+        session.VERSION_KEY: tunixkit.__version__,
         "notebook": preset.__name__,
         "profile": rt.profile,
         "recipe": recipe.as_dict(),
@@ -599,6 +601,7 @@ class Pipeline(_Presets):
     improve_learning_rate: float
     algorithm: str  # "dpo", "orpo" or "simpo"
     beta: float  # DPO's KL strength (SimPO's reward scale)
+    simpo_gamma: float  # SimPO's target reward margin (the SimPO paper's gamma/beta ~ 0.25-0.5)
     preference_steps: int
     preference_learning_rate: float
     pair_prompts: int  # prompts sampled for judged pairs
@@ -669,6 +672,7 @@ class Pipeline(_Presets):
             improve_learning_rate=3e-4,
             algorithm="simpo",
             beta=2.0,
+            simpo_gamma=0.5,
             # SimPO at lr 1e-3 took the judged score from 0.67 to 0.50 (creative 1.0 -> 0.46); 3e-4 kept 0.68
             # once, and lost 0.652 -> 0.565 in the whole run of 2026-11-23; 1e-4 on that run: 0.649
             preference_steps=30,
@@ -731,6 +735,7 @@ class Pipeline(_Presets):
             improve_learning_rate=3e-5,
             algorithm="simpo",
             beta=2.0,
+            simpo_gamma=0.5,
             preference_steps=600,
             preference_learning_rate=5e-6,
             pair_prompts=1024,
@@ -754,6 +759,22 @@ class Pipeline(_Presets):
                 system_prompt=domains.SYSTEM_PROMPT,
                 max_prompt_length=prompt_tokens,
             ),
+        )
+
+    @classmethod
+    def one_chip(cls) -> Pipeline:
+        # One 16 GiB chip (Colab v5e-1) holds the policy, the judge and one stage's activations:
+        # 4 SFT rows of 1,024 (the same rows in 4x the steps), 4 preference pairs, GRPO 2 prompts x
+        # G=4 with one prompt's rollouts per forward/backward. Not measured on a chip yet: run
+        # REHEARSAL = True first (it reports peak memory against the chip's), or plan the stages
+        # with `python -m tunixkit.memplan`.
+        full = cls.full()
+        return dataclasses.replace(
+            full,
+            batch_size=4,
+            sft_steps=4 * full.sft_steps,
+            preference_steps=4 * full.preference_steps,
+            grpo=dataclasses.replace(full.grpo, batch_size=2, micro_batch_size=1),
         )
 
 
@@ -861,4 +882,17 @@ class Agentic(_Presets):
             ),
             eval_questions=500,
             shares={"sft": 0.15, "grpo": 0.85},
+        )
+
+    @classmethod
+    def one_chip(cls) -> Agentic:
+        # One 16 GiB chip (Colab v5e-1): 4 warm-start rows of 1,024 (4x the steps), GRPO 2 questions
+        # x G with one question's episodes per forward/backward. Not measured on a chip yet: run
+        # REHEARSAL = True first (it reports peak memory against the chip's).
+        full = cls.full()
+        return dataclasses.replace(
+            full,
+            batch_size=4,
+            sft_steps=4 * full.sft_steps,
+            grpo=dataclasses.replace(full.grpo, batch_size=2, micro_batch_size=1),
         )
