@@ -355,3 +355,4 @@ if trained.stopped == "done":  # a whole run (a session stopped early is judged 
     checks.should(after.format_rate >= 0.9, f"format after training {after.format_rate:.2f}")
     checks.should(losses[1] <= 0.5 * losses[0], f"eval loss {losses[0]:.3f} -> {losses[1]:.3f}")
 checks.done("SFT")
+print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")  # the id the track reads, last

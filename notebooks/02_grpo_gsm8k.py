@@ -554,3 +554,4 @@ if trained.stopped == "done" and recipe == recipes.GRPO.smoke():
     )
     checks.should(after.format_rate >= 0.9, f"format after training {after.format_rate:.2f}")
 checks.done("GRPO")
+print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")  # the id the track reads, last

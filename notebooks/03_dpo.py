@@ -388,3 +388,4 @@ if trained.stopped == "done":  # a whole run (a session stopped early is judged 
     )
     checks.should(after.format_rate >= 0.9, f"format after training {after.format_rate:.2f}")
 checks.done(recipe.algorithm.upper())
+print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")  # the id the track reads, last

@@ -363,3 +363,4 @@ if trained.stopped == "done":  # a whole run (a session stopped early is judged 
         f"eval loss gap to the teacher {gap_before:.3f} -> {gap_after:.3f}",
     )
 checks.done("distillation")
+print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")  # the id the track reads, last

@@ -680,3 +680,4 @@ if final != "grpo":
         f"the pipeline stopped at {final} without a session limit or a STOP file",
     )
 checks.done("pipeline")
+print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")  # the id the track reads, last

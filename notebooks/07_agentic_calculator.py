@@ -336,3 +336,4 @@ else:
         f"stopped at {final} without a session limit or a STOP file",
     )
 checks.done("agentic")
+print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")  # the id the track reads, last
