@@ -65,7 +65,7 @@ REHEARSALS = {
             "HELDOUT_PER_DOMAIN": 4,
             "IMPROVE_PROMPTS": 8,
             "PAIR_PROMPTS": 8,
-            "GENERATION_STEPS": 64,
+            "GENERATION_STEPS": 32,  # answers need not be long to exercise the path (fast CI)
             "SFT_STEPS": 6,
             "GRPO_STEPS": 6,
         },
