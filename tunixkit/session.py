@@ -525,11 +525,18 @@ def latest_checkpoint_step(folder: str | pathlib.Path) -> int | None:
     return max((int(p.name) for p in found), default=None)
 
 
+def _releases(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(the release that wrote ``old``, this one) when both are recorded and differ, else None
+    (runs recorded before the release was kept are not compared)."""
+    was, now = old.get(VERSION_KEY), new.get(VERSION_KEY)
+    return (was, now) if was and now and was != now else None
+
+
 def _same_version(old: Mapping[str, Any], new: Mapping[str, Any], what: str) -> None:
     """A run continues only with the tunixkit release that wrote it (``recipe.json``'s
-    ``tunixkit``; runs recorded before it was kept are not checked)."""
-    was, now = old.get(VERSION_KEY), new.get(VERSION_KEY)
-    if was and now and was != now:
+    ``tunixkit``)."""
+    if releases := _releases(old, new):
+        was, now = releases
         raise RecipeMismatch(
             f"{what} was written by tunixkit {was}; this is tunixkit {now}. A checkpoint continues "
             f"only with the code that wrote it: in a new session, set TUNIXKIT_RELEASE = 'v{was}' "
@@ -544,9 +551,8 @@ def _diff(
     """The fields that differ, as ``name: old -> new``; the release (``VERSION_KEY``) only with
     ``versions`` and where both record it."""
     out = []
-    was, now = old.get(VERSION_KEY), new.get(VERSION_KEY)
-    if versions and was and now and was != now:
-        out.append(f"{VERSION_KEY}: {was!r} -> {now!r}")
+    if versions and (releases := _releases(old, new)):
+        out.append(f"{VERSION_KEY}: {releases[0]!r} -> {releases[1]!r}")
     for key in sorted((set(old) | set(new)) - {VERSION_KEY}):
         a, b = old.get(key, "<absent>"), new.get(key, "<absent>")
         if isinstance(a, dict) and isinstance(b, dict):
@@ -583,9 +589,10 @@ def prepare(
     said = "a new run"
     here = out / RECIPE_FILE
     if here.is_file():
+        previous = json.loads(here.read_text())
         if not start_fresh:
-            _same_version(json.loads(here.read_text()), recipe, f"{out} holds a run that")
-        diff = _diff(json.loads(here.read_text()), recipe, versions=True)
+            _same_version(previous, recipe, f"{out} holds a run that")
+        diff = _diff(previous, recipe, versions=True)
         if diff and not start_fresh:
             raise RecipeMismatch(
                 f"{out} holds a run made with other settings:\n  "
@@ -612,8 +619,9 @@ def prepare(
                 "and use /kaggle/input/<its name>/<its OUTPUT_DIR>; or set RESUME_FROM = None."
             )
         if (src / RECIPE_FILE).is_file():
-            _same_version(json.loads((src / RECIPE_FILE).read_text()), recipe, f"RESUME_FROM={src}")
-            diff = _diff(json.loads((src / RECIPE_FILE).read_text()), recipe)
+            theirs = json.loads((src / RECIPE_FILE).read_text())
+            _same_version(theirs, recipe, f"RESUME_FROM={src}")
+            diff = _diff(theirs, recipe)
             if diff:
                 raise RecipeMismatch(
                     f"RESUME_FROM={src} was made with other settings:\n  "
