@@ -29,7 +29,7 @@ import time
 
 import jax
 
-from tunixkit import answers, data, evaluation, models, smoke
+from tunixkit import answers, data, evaluation, models, testing
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 STEPS = 768  # the upstream notebook's fixed generation length
@@ -115,12 +115,12 @@ def measure(name: str, loaded, prompts: list[str], max_prompt_length: int) -> di
 def larger_random(tiny):
     """A random Gemma3 of 4 blocks, width 512, on the tiny tokenizer (no <end_of_turn> ever)."""
     shape = dataclasses.replace(
-        smoke.TINY_GEMMA3, num_layers=4, embed_dim=512, hidden_dim=2048, num_heads=8, head_dim=64
+        testing.TINY_GEMMA3, num_layers=4, embed_dim=512, hidden_dim=2048, num_heads=8, head_dim=64
     )
-    cfg = smoke.gemma3_config(tiny.config.num_embed, shape)
+    cfg = testing.gemma3_config(tiny.config.num_embed, shape)
     return dataclasses.replace(
         tiny,
-        model=smoke.random_model(cfg, 0, embedding_std=0.1),
+        model=testing.random_model(cfg, 0, embedding_std=0.1),
         config=cfg,
         model_id="random-4x512",
     )
@@ -134,7 +134,7 @@ def main() -> int:
     questions = [
         r["question"]
         for r in data.to_records(
-            smoke.synthetic_gsm8k(64, seed=1, max_operand=9), "synthetic", verbose=False
+            testing.synthetic_gsm8k(64, seed=1, max_operand=9), "synthetic", verbose=False
         )[0]
     ]
     prompts = [data.format_prompt(q) for q in questions]

@@ -44,7 +44,7 @@ os.environ.setdefault("WANDB_MODE", "disabled")  # inherited by the variants' pr
 
 
 def _model(name: str, mesh):
-    from tunixkit import models, smoke
+    from tunixkit import models, testing
 
     if name != "gemma-3-1b":
         return models.load_model(name, mesh=mesh, verbose=False)
@@ -54,7 +54,7 @@ def _model(name: str, mesh):
     cfg = dataclasses.replace(g3.ModelConfig.gemma3_1b_it(), num_embed=tiny.config.num_embed)
     return dataclasses.replace(
         tiny,
-        model=smoke.random_model(cfg, 0, embedding_std=0.1),
+        model=testing.random_model(cfg, 0, embedding_std=0.1),
         config=cfg,
         model_id="random gemma-3-1b shape",
     )
@@ -134,7 +134,7 @@ def one_variant(variant: str, model_name: str, steps: int, generation_steps: int
     import jax
     import numpy as np
 
-    from tunixkit import data, recipes, rewards, rl, runtime, smoke
+    from tunixkit import data, recipes, rewards, rl, runtime, testing
 
     settings = recipes.GRPO.smoke().grpo
     settings = dataclasses.replace(
@@ -149,7 +149,7 @@ def one_variant(variant: str, model_name: str, steps: int, generation_steps: int
     tok = reference.tokenizer
     eot = tok.token_id(data.END_OF_TURN)
     records = data.to_records(
-        smoke.synthetic_gsm8k(steps * settings.batch_size, seed=3, max_operand=9),
+        testing.synthetic_gsm8k(steps * settings.batch_size, seed=3, max_operand=9),
         "synthetic",
         verbose=False,
     )[0]

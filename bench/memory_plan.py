@@ -1,7 +1,7 @@
 """Memory plans of the full recipes of notebooks 01-04 on gemma-3-1b and gemma-2-2b (8 devices),
 and of their one-chip presets (Colab).
 
-Each plan runs ``python -m tunixkit.memplan`` in its own process (8 emulated CPU devices and the
+Each plan runs ``python -m tunixkit.tools.memplan`` in its own process (8 emulated CPU devices and the
 recipe's real mesh ``(fsdp=8, tp=1)``, or 1 for the one-chip presets; tunix's sharding constraints
 applied) and appends a JSON line;
 the summary goes to ``bench/results/memplan.json`` with how long each compile took.
@@ -50,7 +50,7 @@ PLANS = [  # (recipe kind, model id, devices, preset, why)
     ("distill", "gemma-3-270m-it", 1, "one_chip", "04 on one chip (Colab): 4 x 512"),
 ]
 # The same SFT and DPO programs compiled ahead of time for a TPU v5e 2x4 (libtpu's compile-only
-# client, no TPU attached) by the prototype of tunixkit.memplan: the CPU figures are ~2.4x these.
+# client, no TPU attached) by the prototype of tunixkit.tools.memplan: the CPU figures are ~2.4x these.
 TPU_REFERENCE = {
     "sft LoRA r64 16x512": {"cpu_gib": 13.01, "tpu_v5e_gib": 5.39},
     "dpo update 16x(256+512)": {"cpu_gib": 15.14, "tpu_v5e_gib": 6.38},
@@ -75,7 +75,7 @@ def main() -> int:
             cmd = [
                 sys.executable,
                 "-m",
-                "tunixkit.memplan",
+                "tunixkit.tools.memplan",
                 kind,
                 "--model",
                 model,

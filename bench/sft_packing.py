@@ -39,13 +39,13 @@ def main() -> int:
     from flax import nnx
     from tunix.sft import peft_trainer
 
-    from tunixkit import data, models, runlog, smoke, training
+    from tunixkit import data, models, runlog, testing, training
 
     base = models.load_model("tiny-gemma3", verbose=False)
     tok, fn = base.tokenizer, training.model_inputs_fn(base.tokenizer.pad_id())
-    records = data.to_records(smoke.synthetic_gsm8k(EXAMPLES, seed=11), "synthetic", verbose=False)[
-        0
-    ]
+    records = data.to_records(
+        testing.synthetic_gsm8k(EXAMPLES, seed=11), "synthetic", verbose=False
+    )[0]
     pairs = [data.sft_pair(r, system_prompt=None) for r in records]
     sets = {
         packed: training.sft_dataset(

@@ -32,16 +32,16 @@ def _config(shape: str):
 
     from tunix.models.gemma3 import model as g3
 
-    from tunixkit import smoke
+    from tunixkit import testing
 
-    vocab = smoke.load_tokenizer().vocab_size
+    vocab = testing.load_tokenizer().vocab_size
     if shape == "tiny":
-        return smoke.gemma3_config(vocab)
+        return testing.gemma3_config(vocab)
     if shape == "medium":
-        return smoke.gemma3_config(
+        return testing.gemma3_config(
             vocab,
             dataclasses.replace(
-                smoke.TINY_GEMMA3,
+                testing.TINY_GEMMA3,
                 num_layers=4,
                 embed_dim=512,
                 hidden_dim=2048,
@@ -59,10 +59,10 @@ def one_mode(mode: str, shape: str, steps: int, batch: int, seq: int, rank: int)
     import numpy as np
     from tunix.sft import peft_trainer
 
-    from tunixkit import models, runlog, runtime, smoke, training
+    from tunixkit import models, runlog, runtime, testing, training
 
     cfg = _config(shape)
-    model = smoke.random_model(cfg, 0, embedding_std=0.1)
+    model = testing.random_model(cfg, 0, embedding_std=0.1)
     if mode != "full":
         model = models.apply_lora(
             model, rank=rank, alpha=float(rank), qlora=mode == "qlora", verbose=False

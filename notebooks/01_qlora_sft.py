@@ -105,7 +105,6 @@ from tunixkit import (
     data,
     evaluation,
     families,
-    memplan,
     models,
     recipes,
     runlog,
@@ -113,6 +112,7 @@ from tunixkit import (
     session,
     training,
 )
+from tunixkit.tools import memplan
 
 rt, recipe, out_dir, clock = recipes.start(
     recipes.SFT,
@@ -250,7 +250,7 @@ print(
 
 # %%
 with clock.timed("export"):
-    exports = checkpoints.export(
+    exports = models.export(
         model,
         base,
         out_dir / "export",

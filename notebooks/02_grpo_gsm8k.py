@@ -109,7 +109,6 @@ from tunixkit import (
     checkpoints,
     data,
     evaluation,
-    memplan,
     models,
     recipes,
     rewards,
@@ -119,6 +118,7 @@ from tunixkit import (
     session,
     training,
 )
+from tunixkit.tools import memplan
 
 rt, recipe, out_dir, clock = recipes.start(
     recipes.GRPO,
@@ -298,7 +298,7 @@ fig = rl.plot_curves(
 
 # %%
 with clock.timed("export"):
-    exports = checkpoints.export(
+    exports = models.export(
         actor,
         reference,
         out_dir / "export",

@@ -110,7 +110,6 @@ from tunix.sft.dpo import dpo_trainer
 from tunixkit import (
     checkpoints,
     evaluation,
-    memplan,
     models,
     preferences,
     recipes,
@@ -119,6 +118,7 @@ from tunixkit import (
     session,
     training,
 )
+from tunixkit.tools import memplan
 
 rt, recipe, out_dir, clock = recipes.start(
     recipes.DPO,
@@ -274,7 +274,7 @@ fig = runlog.plot_metrics(
 
 # %%
 with clock.timed("export"):
-    exports = checkpoints.export(
+    exports = models.export(
         actor,
         reference,
         out_dir / "export",

@@ -101,7 +101,6 @@ from tunixkit import (
     data,
     distill,
     evaluation,
-    memplan,
     models,
     recipes,
     runlog,
@@ -109,6 +108,7 @@ from tunixkit import (
     session,
     training,
 )
+from tunixkit.tools import memplan
 
 rt, recipe, out_dir, clock = recipes.start(
     recipes.Distill,
@@ -252,7 +252,7 @@ fig = runlog.plot_metrics(
 
 # %%
 with clock.timed("export"):
-    exports = checkpoints.export(student.model, student, out_dir / "export", mesh=mesh)
+    exports = models.export(student.model, student, out_dir / "export", mesh=mesh)
     judged_path = checkpoints.write_judged(exports["orbax"], out_dir, step=trained.steps)
 print(f"the judged model: {judged_path}")
 unrestricted_kaggle_model = session.publish(

@@ -144,6 +144,7 @@ from tunixkit import (
     rl,
     runtime,
     session,
+    testing,
 )
 
 rt, recipe, out_dir, clock = recipes.start(
@@ -199,7 +200,7 @@ recipe
 
 # %%
 if rt.smoke:
-    task_list = domains.synthetic_tasks(recipe.train_tasks, seed=0)
+    task_list = testing.synthetic_tasks(recipe.train_tasks, seed=0)
     records = [t.record() for t in task_list]
 else:
     if TRACES is None:  # the default public mix, an even share per domain
@@ -237,7 +238,7 @@ display(Markdown(domains.examples(train)))
 # %%
 mesh = runtime.make_mesh()
 if recipe.judge_id is None:
-    judge = judging.Judge(domains.rubric_grader(task_list), name="judge")
+    judge = judging.Judge(testing.rubric_grader(task_list), name="judge")
 else:
     judge_model = models.load_model(recipe.judge_id, mesh=mesh)
     # each question is graded with its domain's criteria (judging.JudgeRubric.CRITERIA)
@@ -286,12 +287,12 @@ display(Markdown(domains.table(list(evals.values()))))
 # Loss on the answer only. The recipe says which weights train: LoRA in full; every weight in smoke,
 # because the tiny model only ever saw arithmetic and adapters cannot move its untrained embeddings.
 # The recipe's `good_share` of the traces keep their answer; in smoke the rest get a well-formed
-# but empty one (`domains.WEAK`), as real instruction data is uneven: SFT learns both kinds, and
+# but empty one (`testing.WEAK`), as real instruction data is uneven: SFT learns both kinds, and
 # the stages after it have something to choose.
 
 # %%
 family = models.get_spec(recipe.model_id).family
-sft_rows = domains.uneven(train, recipe.good_share)
+sft_rows = testing.uneven(train, recipe.good_share) if rt.smoke else train
 sft_pairs = [  # every target ends its turn, so that the model learns to stop
     (
         data.format_prompt(r["prompt"], recipe.eval.system_prompt, family=family),
@@ -340,7 +341,7 @@ def keep_good_answers():
 if stages.ready("improve") and not stages.done("improve"):
     with clock.timed("improve", items=len(improve_tasks)):
         kept = stages.cached("improve", "kept.jsonl", keep_good_answers)
-    good = [pair for pair in sft_pairs if pair[1] not in domains.WEAK.values()]
+    good = [pair for pair in sft_pairs if pair[1] not in testing.WEAK.values()]
     replayed = good[: len(kept)]  # as many good stage-1 traces as answers kept
     pipeline.sft_stage(
         stages,

@@ -6,7 +6,7 @@ tests/test_smoke.py checks that a rebuild is byte-identical to the shipped file.
 
 import pathlib
 
-from tunixkit.smoke import build_tokenizer, load_tokenizer
+from tunixkit.testing import build_tokenizer, load_tokenizer
 
 out = build_tokenizer(
     pathlib.Path(__file__).resolve().parents[1] / "tunixkit" / "assets" / "tiny_tokenizer"

@@ -29,7 +29,7 @@ echo "== gate 3: notebooks carry no outputs"
 nbstripout --keep-id --verify notebooks/*.ipynb
 
 echo "== the smoke models, built once for every test and notebook of the run"
-$PY -c "from tunixkit import smoke; [smoke.materialize(m) for m in smoke.SMOKE_MODELS]"
+$PY -c "from tunixkit import testing; [testing.materialize(m) for m in testing.SMOKE_MODELS]"
 
 # Gates 4 and 5 run side by side (this machine has 2 cores; each stream is mostly one busy
 # process): the unit tests in one, the notebooks under nbval followed by the notebooks' full-profile

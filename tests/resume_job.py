@@ -31,7 +31,7 @@ from tunixkit import (  # noqa: E402
     rl,
     runlog,
     runtime,
-    smoke,
+    testing,
     training,
 )
 
@@ -40,7 +40,7 @@ STEPS, EVERY = 6, 2
 
 def _records(n: int, seed: int) -> list[dict[str, str]]:
     return data.to_records(
-        smoke.synthetic_gsm8k(n, seed=seed, max_operand=9), "synthetic", verbose=False
+        testing.synthetic_gsm8k(n, seed=seed, max_operand=9), "synthetic", verbose=False
     )[0]
 
 

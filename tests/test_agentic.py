@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from tunixkit import agentic, calculator, data, models, rl, runtime, smoke
+from tunixkit import _compat, agentic, calculator, data, models, rl, runtime, testing
 
 
 def _env(**task):
@@ -64,7 +64,7 @@ def test_the_agent_reads_the_question_as_text_and_the_parser_leaves_messages_alo
         {"question": np.array(["What is 2 + 3?"]), "answer": np.array(["5"])}, 0.0, False, {}
     )
     assert agent.chat_completions[-1] == {"role": "user", "content": "What is 2 + 3?"}
-    parser = agentic.GemmaParser(smoke.load_tokenizer())
+    parser = agentic.GemmaParser(testing.load_tokenizer())
     before = json.dumps(agent.chat_completions)
     first = parser.parse(agent.chat_completions, add_generation_prompt=True)
     assert parser.parse(agent.chat_completions, add_generation_prompt=True) == first
@@ -82,7 +82,7 @@ def test_traces_are_rendered_as_the_rollouts_see_them():
         "answer": "70",
     }
     (single,) = agentic.single_call_records([record])
-    (p1, c1), (p2, c2) = agentic.trace_pairs([single], smoke.load_tokenizer(), tools_prompt="T")
+    (p1, c1), (p2, c2) = agentic.trace_pairs([single], testing.load_tokenizer(), tools_prompt="T")
     assert c1 == calculator.tool_call("23 + 47") + "<end_of_turn>"
     assert (
         p2
@@ -102,7 +102,7 @@ def test_a_tool_share_below_one_mixes_in_direct_answers_to_the_same_prompt():
         }
         for a in range(10, 14)
     ]
-    pairs = agentic.trace_pairs(records, smoke.load_tokenizer(), tools_prompt="T", tool_share=0.5)
+    pairs = agentic.trace_pairs(records, testing.load_tokenizer(), tools_prompt="T", tool_share=0.5)
     calls = [c for _, c in pairs if c.startswith("<tool_call>")]
     direct = [(p, c) for p, c in pairs if c.startswith("<reasoning>") and "Tool returned" not in p]
     assert len(calls) == 2 and len(direct) == 2 and len(pairs) == 6
@@ -110,7 +110,7 @@ def test_a_tool_share_below_one_mixes_in_direct_answers_to_the_same_prompt():
     assert len(first_turns) == 4  # each question's first turn, tool or not, is the same prompt
     assert direct[0][1] == data.format_completion("10 + 2 = 12", "12")
     with pytest.raises(ValueError, match="share must be between 0 and 1"):
-        agentic.trace_pairs(records, smoke.load_tokenizer(), tool_share=1.5)
+        agentic.trace_pairs(records, testing.load_tokenizer(), tool_share=1.5)
 
 
 def test_metric_fn_reports_the_step_episodes_once():
@@ -147,5 +147,5 @@ def test_each_sampler_call_draws_its_own_noise(tmp_path):
         return [cluster.generate([prompt]).text[0] for _ in range(4)]
 
     assert len(set(answers())) == 1  # tunix 0.1.7 alone: one seed, one answer
-    agentic.fresh_seed_per_call(cluster, settings.seed)
+    _compat.fresh_seed_per_call(cluster, settings.seed)
     assert len(set(answers())) == 4

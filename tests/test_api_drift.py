@@ -3,7 +3,7 @@ pass, the doctor's list misses none of them, and its report says what to install
 
 import pathlib
 
-from tunixkit import doctor
+from tunixkit.tools import doctor
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -20,7 +20,7 @@ def test_doctor_checks_every_tunix_name_the_code_uses():
     used = doctor.scan(sources)
     assert ("tunix.rl.grpo.grpo_learner", "GRPOLearner") in used  # the scan does see the code
     checked = {(module, path.split(".")[0]) for module, path, _ in doctor.required()}
-    assert used - checked == set(), "add these to tunixkit.doctor.REQUIRED_API"
+    assert used - checked == set(), "add these to tunixkit.tools.doctor.REQUIRED_API"
 
 
 def test_doctor_reports_missing_parameter_symbol_and_kwargs(monkeypatch, capsys):

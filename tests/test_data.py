@@ -5,12 +5,12 @@ import json
 
 import pytest
 
-from tunixkit import data, families, smoke
+from tunixkit import data, families, testing
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "json", "csv", "parquet"])
 def test_every_file_format_gives_the_same_records(tmp_path, fmt):
-    rows = smoke.synthetic_gsm8k(20, seed=2)
+    rows = testing.synthetic_gsm8k(20, seed=2)
     path = tmp_path / f"d.{fmt}"
     if fmt == "jsonl":
         data.write_jsonl(rows, path)
@@ -65,7 +65,7 @@ def test_rows_without_answers_are_counted_not_dropped_silently(capsys):
 
 
 def test_grpo_batches_are_numpy_dicts():
-    records, _ = data.to_records(smoke.synthetic_gsm8k(10), "s", verbose=False)
+    records, _ = data.to_records(testing.synthetic_gsm8k(10), "s", verbose=False)
     ds = data.grpo_dataset(records, batch_size=4, num_batches=5)
     assert len(ds) == 5
     batch = ds[0]

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from tunixkit import smoke, testing
+from tunixkit import testing
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FEW = {"NUM_STEPS": 2, "EVAL_QUESTIONS": 4}
@@ -34,7 +34,7 @@ def inputs(tmp_path_factory):
         "pairs": testing.write_preference_rows(folder / "pairs.parquet", 160),
         # chat messages, no domain column, prompts of 300+ words (a document, then the question)
         "chat": testing.write_chat_traces(folder / "chat.jsonl", 120, preface_words=300),
-        "tiny": smoke.materialize("tiny-gemma3-sft"),
+        "tiny": testing.materialize("tiny-gemma3-sft"),
     }
 
 

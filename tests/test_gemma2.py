@@ -12,7 +12,6 @@ import pytest
 from flax import nnx
 
 from tunixkit import (
-    checkpoints,
     data,
     evaluation,
     models,
@@ -21,7 +20,6 @@ from tunixkit import (
     rl,
     runlog,
     runtime,
-    smoke,
     testing,
     training,
 )
@@ -31,7 +29,9 @@ ID = "tiny-gemma2"
 
 @pytest.fixture(scope="module")
 def records():
-    return data.to_records(smoke.synthetic_gsm8k(64, seed=8, max_operand=9), "s", verbose=False)[0]
+    return data.to_records(testing.synthetic_gsm8k(64, seed=8, max_operand=9), "s", verbose=False)[
+        0
+    ]
 
 
 def _sft(model, tok, records, steps=2):
@@ -152,7 +152,7 @@ def test_evaluation_and_export(tmp_path, records):
     )
     assert result.n == 4 and result.mean_tokens > 0
     tuned = models.apply_lora(lm.model, family="gemma2", rank=4, alpha=8.0, verbose=False)
-    out = checkpoints.export(tuned, lm, tmp_path / "export", lora_rank=4, lora_alpha=8.0)
+    out = models.export(tuned, lm, tmp_path / "export", lora_rank=4, lora_alpha=8.0)
     again = models.load_model(ID, path=out["hf"], verbose=False)
     judged = testing.load_orbax_export(out["orbax"])  # tunix alone, as the judges load it
     assert runlog.digest(judged) == runlog.digest(again.model)

@@ -51,7 +51,7 @@ def test_02_and_06_have_the_same_judges_cell_without_tunixkit():
 def test_the_judges_cell_loads_the_judged_model_with_tunix_alone(tmp_path, model_id):
     base = models.load_model(model_id, verbose=False)
     testing.randomize_all(base.model, seed=3)
-    exports = checkpoints.export(base.model, base, tmp_path / "export")
+    exports = models.export(base.model, base, tmp_path / "export")
     checkpoints.write_judged(exports["orbax"], tmp_path, step=5)
     judged = checkpoints.write_judged(exports["orbax"], tmp_path, step=12)  # a later one
     assert judged == tmp_path / "ckpts" / "actor" / "12" / "model_params"
@@ -73,7 +73,7 @@ def test_the_judges_cell_loads_the_judged_model_with_tunix_alone(tmp_path, model
 
 def test_a_rerun_of_the_same_step_replaces_it_and_an_export_is_required(tmp_path):
     base = models.load_model("tiny-gemma3", verbose=False)
-    exports = checkpoints.export(base.model, base, tmp_path / "export")
+    exports = models.export(base.model, base, tmp_path / "export")
     first = checkpoints.write_judged(exports["orbax"], tmp_path, step=3)
     again = checkpoints.write_judged(exports["orbax"], tmp_path, step=3)
     assert first == again and again.is_dir()

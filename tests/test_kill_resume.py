@@ -121,11 +121,11 @@ def test_session_clock_stop_leaves_a_checkpoint_of_the_last_step(tmp_path):
     from flax import nnx
     from tunix.sft import peft_trainer
 
-    from tunixkit import checkpoints, data, models, runlog, smoke, training
+    from tunixkit import checkpoints, data, models, runlog, testing, training
 
     lm = models.load_model("tiny-gemma3", verbose=False)
     lora = models.apply_lora(lm.model, rank=4, alpha=8.0, verbose=False)
-    records = data.to_records(smoke.synthetic_gsm8k(64, seed=3), "s", verbose=False)[0]
+    records = data.to_records(testing.synthetic_gsm8k(64, seed=3), "s", verbose=False)[0]
     batches = training.sft_dataset(
         [data.sft_pair(r) for r in records],
         lm.tokenizer,

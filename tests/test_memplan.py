@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tunixkit import memplan
+from tunixkit.tools import memplan
 
 
 def _plan(tmp_path, *args):
@@ -20,7 +20,16 @@ def _plan(tmp_path, *args):
         os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu"
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "tunixkit.memplan", *args, "--layers", "2", "--json", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "tunixkit.tools.memplan",
+            *args,
+            "--layers",
+            "2",
+            "--json",
+            str(out),
+        ],
         env=env,
         capture_output=True,
         text=True,

@@ -8,18 +8,18 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from tunixkit import checkpoints, families, models, runlog, smoke, testing
+from tunixkit import checkpoints, families, models, runlog, testing
 
 
 @pytest.fixture(scope="module")
 def tiny():
-    cfg = smoke.config("tiny-gemma3")
-    return cfg, testing.randomize_all(smoke.random_model(cfg))
+    cfg = testing.config("tiny-gemma3")
+    return cfg, testing.randomize_all(testing.random_model(cfg))
 
 
 def _write(tmp_path, cfg, src, **kw):
     return checkpoints.write_hf_checkpoint(
-        src, cfg, tmp_path / "m", extra_files={"tokenizer.model": smoke.tokenizer_path()}, **kw
+        src, cfg, tmp_path / "m", extra_files={"tokenizer.model": testing.tokenizer_path()}, **kw
     )
 
 
@@ -43,7 +43,7 @@ def test_hf_layout_loads_exactly_through_real_path(tmp_path, tiny, shards):
 def test_shape_mismatch_names_tensor_and_both_shapes(tmp_path, tiny):
     cfg, src = tiny
     folder = checkpoints.write_hf_checkpoint(src, cfg, tmp_path / "m")
-    wrong = smoke.gemma3_config(cfg.num_embed, smoke.TinyShape(hidden_dim=256))
+    wrong = testing.gemma3_config(cfg.num_embed, testing.TinyShape(hidden_dim=256))
     with pytest.raises(
         checkpoints.CheckpointError,
         match=r"'model.layers.0.mlp.gate_proj.weight' has shape \(512, 128\), but the config expects \(256, 128\)",
@@ -122,7 +122,7 @@ def test_lora_rank_knob_alone_gives_adapters_scaled_by_one(tmp_path, tiny, prese
     recipe = recipes.start(getattr(recipes, preset), "smoke", tmp_path, verbose=False, lora_rank=4)
     recipe = recipe.recipe
     # a model of its own: the adapters share its arrays, and randomize_all sets them
-    src = smoke.random_model(tiny[0])
+    src = testing.random_model(tiny[0])
     lora = models.apply_lora(src, rank=recipe.lora_rank, alpha=recipe.lora_alpha, verbose=False)
     scaled = models.apply_lora(src, rank=4, alpha=4.0, verbose=False)
     for model in (lora, scaled):
@@ -138,7 +138,7 @@ def _train(model, tok, steps: int = 3):
 
     from tunixkit import data, training
 
-    records = data.to_records(smoke.synthetic_gsm8k(32, seed=4), "s", verbose=False)[0]
+    records = data.to_records(testing.synthetic_gsm8k(32, seed=4), "s", verbose=False)[0]
     ds = training.sft_dataset(
         [data.sft_pair(r) for r in records],
         tok,
@@ -183,7 +183,7 @@ def test_config_json_round_trip_and_extra_tensors_rejected(tmp_path, tiny):
     folder = checkpoints.write_hf_checkpoint(src, cfg, tmp_path / "m")
     back = families.get("gemma3").config_from_hf(families.read_hf_config(folder), cfg.param_dtype)
     assert checkpoints.tunix_config_dict(back) == checkpoints.tunix_config_dict(cfg)
-    fewer = smoke.gemma3_config(cfg.num_embed, smoke.TinyShape(num_layers=1))
+    fewer = testing.gemma3_config(cfg.num_embed, testing.TinyShape(num_layers=1))
     with pytest.raises(checkpoints.CheckpointError, match="does not expect.*num_layers=1"):
         checkpoints.validate_hf_checkpoint(folder, fewer)
 
@@ -235,7 +235,7 @@ def test_export_merges_adapters_and_orbax_loads_with_tunix_alone(tmp_path, tiny,
     )
     _copy_adapters(tuned, on_original)
     want = testing.logits(on_original)
-    out = checkpoints.export(tuned, base, tmp_path / "export", lora_rank=4, lora_alpha=8.0)
+    out = models.export(tuned, base, tmp_path / "export", lora_rank=4, lora_alpha=8.0)
     merged = models.load_model("tiny-gemma3", path=out["hf"], verbose=False)
     assert not jax.tree.leaves(nnx.state(merged.model, nnx.LoRAParam))
     assert (out["hf"] / "tokenizer.model").is_file() and (
@@ -249,16 +249,16 @@ def test_export_merges_adapters_and_orbax_loads_with_tunix_alone(tmp_path, tiny,
 def test_merge_handles_fused_qkv_that_tunix_merger_cannot(tmp_path):
     """num_heads == num_kv_heads fuses q/k/v into one einsum, which tunix 0.1.7's own merger
     mis-names (qk_einsum) and fails on; tunixkit merges in memory."""
-    cfg = smoke.gemma3_config(
-        smoke.load_tokenizer().vocab_size, smoke.TinyShape(num_heads=2, num_kv_heads=2)
+    cfg = testing.gemma3_config(
+        testing.load_tokenizer().vocab_size, testing.TinyShape(num_heads=2, num_kv_heads=2)
     )
-    src = testing.randomize_all(smoke.random_model(cfg))
+    src = testing.randomize_all(testing.random_model(cfg))
     base = models.load_model("tiny-gemma3", path=_write(tmp_path, cfg, src), verbose=False)
     assert base.model.layers[0].attn.use_qkv_einsum
     tuned = models.apply_lora(base.model, rank=4, alpha=8.0, verbose=False)
     _perturb_adapters(tuned, 6)
     want = testing.logits(tuned)
-    out = checkpoints.export(tuned, base, tmp_path / "export", lora_rank=4, lora_alpha=8.0)
+    out = models.export(tuned, base, tmp_path / "export", lora_rank=4, lora_alpha=8.0)
     np.testing.assert_allclose(
         testing.logits(models.load_model("tiny-gemma3", path=out["hf"], verbose=False).model),
         want,
@@ -271,13 +271,13 @@ def test_qlora_shards_when_the_mesh_cannot_split_the_scales():
     makes 3 tiles of 32 on the tests' 2 devices. The scales are replicated instead of failing."""
     from tunixkit import runtime
 
-    cfg = smoke.gemma3_config(
-        smoke.load_tokenizer().vocab_size, smoke.TinyShape(embed_dim=96, hidden_dim=384)
+    cfg = testing.gemma3_config(
+        testing.load_tokenizer().vocab_size, testing.TinyShape(embed_dim=96, hidden_dim=384)
     )
     mesh = runtime.make_mesh()
     assert mesh.shape["fsdp"] == 2
     q = models.apply_lora(
-        smoke.random_model(cfg), rank=4, alpha=8.0, qlora=True, mesh=mesh, verbose=False
+        testing.random_model(cfg), rank=4, alpha=8.0, qlora=True, mesh=mesh, verbose=False
     )
     scale = q.layers[0].attn.kv_einsum.w.array.scale.value
     assert scale.shape[2] == 3 and scale.sharding.spec[2] is None
@@ -299,7 +299,7 @@ def test_orbax_export_from_a_mesh_loads_on_another_machine(tmp_path, tiny):
     base = models.load_model(
         "tiny-gemma3", path=_write(tmp_path, cfg, src), mesh=mesh, verbose=False
     )
-    out = checkpoints.export(base.model, base, tmp_path / "export", mesh=mesh)
+    out = models.export(base.model, base, tmp_path / "export", mesh=mesh)
     np.save(tmp_path / "want.npy", testing.logits(base.model))
     code = (
         "import sys, numpy as np; from tunixkit import testing; "

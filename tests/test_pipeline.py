@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from tunixkit import data, domains, judging, pipeline, session
+from tunixkit import data, domains, judging, pipeline, session, testing
 
 
 def test_traces_load_from_chat_messages_or_prompt_response_and_other_shapes_are_refused(tmp_path):
@@ -42,8 +42,8 @@ def test_traces_load_from_chat_messages_or_prompt_response_and_other_shapes_are_
 
 
 def test_the_smoke_grader_prefers_the_reference_in_every_domain():
-    tasks = domains.synthetic_tasks(60, seed=5)
-    grade = domains.rubric_grader(tasks)
+    tasks = testing.synthetic_tasks(60, seed=5)
+    grade = testing.rubric_grader(tasks)
     good = [
         float(r.split()[-1]) for r in grade([t.prompt for t in tasks], [t.response for t in tasks])
     ]
@@ -58,14 +58,14 @@ def test_the_smoke_grader_prefers_the_reference_in_every_domain():
         assert min(good[i] for i in idx) >= 8 > max(bad[i] for i in idx) + 4, domain
     assert grade(["a prompt it never saw"], ["x"]) == ["no idea"]
     # the weak answers uneven() trains on earn the format point and nothing else, in every task
-    weak = [t for t in domains.synthetic_tasks(600, seed=0) if t.domain in domains.WEAK]
-    replies = domains.rubric_grader(weak)(
-        [t.prompt for t in weak], [domains.WEAK[t.domain] for t in weak]
+    weak = [t for t in testing.synthetic_tasks(600, seed=0) if t.domain in testing.WEAK]
+    replies = testing.rubric_grader(weak)(
+        [t.prompt for t in weak], [testing.WEAK[t.domain] for t in weak]
     )
     assert set(replies) == {"Score: 1"}
-    rows = domains.uneven([t.record() for t in domains.synthetic_tasks(120, seed=0)], 0.3)
+    rows = testing.uneven([t.record() for t in testing.synthetic_tasks(120, seed=0)], 0.3)
     for domain in domains.DOMAINS:
-        kinds = [r["response"] == domains.WEAK.get(domain) for r in rows if r["domain"] == domain]
+        kinds = [r["response"] == testing.WEAK.get(domain) for r in rows if r["domain"] == domain]
         assert sum(kinds) == (0 if domain == "math" else 14), domain  # 70% of 20
 
 
@@ -270,7 +270,7 @@ def test_the_judge_reads_a_whole_response_at_the_generation_limit(monkeypatch, c
 
 
 def test_held_out_prompts_are_distinct_and_never_trained_on():
-    records = [t.record() for t in domains.synthetic_tasks(1200, seed=0)]
+    records = [t.record() for t in testing.synthetic_tasks(1200, seed=0)]
     held, train = domains.split_heldout(records, 20)
     by_domain = {d: [r["prompt"] for r in held if r["domain"] == d] for d in domains.DOMAINS}
     assert all(len(p) == len(set(p)) == 20 for p in by_domain.values()), by_domain
@@ -289,7 +289,7 @@ def test_evaluations_judge_greedy_and_sampled_answers_and_stages_compare_paired(
 
     from tunixkit import evaluation, families
 
-    tasks = domains.synthetic_tasks(24, seed=3)
+    tasks = testing.synthetic_tasks(24, seed=3)
     records = [t.record() for t in tasks]
     reference = {t.prompt: t.response for t in tasks}
     stage = {"name": "before"}
@@ -305,7 +305,7 @@ def test_evaluations_judge_greedy_and_sampled_answers_and_stages_compare_paired(
 
     monkeypatch.setattr(evaluation, "generate", generate)
     loaded = SimpleNamespace(chat=families.GEMMA_CHAT)
-    judge = judging.Judge(domains.rubric_grader(tasks), name="judge")
+    judge = judging.Judge(testing.rubric_grader(tasks), name="judge")
     config = evaluation.EvalConfig.smoke()
     sampling = evaluation.EvalConfig(temperature=0.7, top_p=1.0)
     with pytest.raises(ValueError, match="temperature"):
@@ -454,7 +454,7 @@ def test_a_pass_stops_when_its_clock_says_and_keeps_what_it_made(tmp_path, monke
 
     from tunixkit import evaluation, families
 
-    tasks = domains.synthetic_tasks(40, seed=1)
+    tasks = testing.synthetic_tasks(40, seed=1)
     records = [t.record() for t in tasks]
     reference = {t.prompt: t.response for t in tasks}
     made = []
@@ -478,7 +478,7 @@ def test_a_pass_stops_when_its_clock_says_and_keeps_what_it_made(tmp_path, monke
 
     monkeypatch.setattr(evaluation, "generate", generate)
     loaded = SimpleNamespace(chat=families.GEMMA_CHAT)
-    judge = judging.Judge(domains.rubric_grader(tasks), name="judge")
+    judge = judging.Judge(testing.rubric_grader(tasks), name="judge")
     config = evaluation.EvalConfig(temperature=0.7, top_p=1.0, batch_size=8)  # chunks of 8 prompts
     pairs = pipeline.judged_pairs(loaded, records, judge, config, samples=4, clock=Clock())
     assert "judged pairs: the session clock stopped the pass after 16 of 40 prompts" in (
@@ -503,9 +503,9 @@ def test_the_judge_is_calibrated_per_domain_before_training_relies_on_it():
     """The smoke judge (rubric rules) tells a reference from another prompt's answer in every domain
     but code (another function also has def and return), and misses absent tags in code (its
     content points already reach the cap): calibration names exactly those."""
-    tasks = domains.synthetic_tasks(60, seed=3)
+    tasks = testing.synthetic_tasks(60, seed=3)
     records = [t.record() for t in tasks][:24]
-    judge = judging.Judge(domains.rubric_grader(tasks), name="judge")
+    judge = judging.Judge(testing.rubric_grader(tasks), name="judge")
     found = domains.calibrate(judge, records)
     rows = found["rows"]
     assert set(rows) == {r["domain"] for r in records} | {"all"} and rows["all"]["n"] == 24

@@ -6,20 +6,20 @@ import jax
 import numpy as np
 from flax import nnx
 
-from tunixkit import data, smoke
+from tunixkit import data, testing
 
 
 def test_shipped_tokenizer_rebuilds_byte_identical(tmp_path):
-    built = smoke.build_tokenizer(tmp_path / "tok")
-    assert filecmp.cmp(built, smoke.tokenizer_path(), shallow=False), (
+    built = testing.build_tokenizer(tmp_path / "tok")
+    assert filecmp.cmp(built, testing.tokenizer_path(), shallow=False), (
         "run scripts/build_tokenizer.py"
     )
 
 
 def test_tokenizer_contract():
-    sp = smoke.load_tokenizer()
+    sp = testing.load_tokenizer()
     assert (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()) == (0, 1, 2, 3)
-    for tok in (*smoke.SPECIAL_TOKENS, "\n"):
+    for tok in (*testing.SPECIAL_TOKENS, "\n"):
         assert len(sp.encode(tok)) == 1, tok
     text = data.format_prompt("Tom has 3 pens.\nHow many?") + data.format_completion("3.", "3")
     assert sp.decode(sp.encode(text)) == text
@@ -27,18 +27,18 @@ def test_tokenizer_contract():
 
 
 def test_synthetic_rows_parse_and_are_seeded():
-    rows = smoke.synthetic_gsm8k(300, seed=7)
+    rows = testing.synthetic_gsm8k(300, seed=7)
     records, report = data.to_records(rows, "synthetic", verbose=False)
     assert len(records) == 300 and not report.skipped
-    assert rows == smoke.synthetic_gsm8k(300, seed=7)
-    assert rows != smoke.synthetic_gsm8k(300, seed=8)
+    assert rows == testing.synthetic_gsm8k(300, seed=7)
+    assert rows != testing.synthetic_gsm8k(300, seed=8)
     for r in records:  # the worked steps state the answer they claim
         assert f"={r['answer']}" in r["solution"].replace(" ", ""), r
 
 
 def test_randomized_mlp_has_gradients():
-    cfg = smoke.gemma3_config(64)
-    model = smoke.random_model(cfg, seed=0)
+    cfg = testing.gemma3_config(64)
+    model = testing.random_model(cfg, seed=0)
     toks = np.arange(1, 9, dtype=np.int32)[None]
     from tunix.sft import utils as su
 

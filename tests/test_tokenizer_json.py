@@ -23,7 +23,6 @@ from tunixkit import (
     rewards,
     rl,
     runtime,
-    smoke,
     testing,
     training,
 )
@@ -34,9 +33,9 @@ ID = "tiny-gemma3-sft"
 @pytest.fixture(scope="module")
 def both(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hf") / ID
-    shutil.copytree(smoke.materialize(ID), folder)
+    shutil.copytree(testing.materialize(ID), folder)
     (folder / "tokenizer.model").unlink()
-    testing.write_hf_tokenizer(smoke.tokenizer_path(), folder)
+    testing.write_hf_tokenizer(testing.tokenizer_path(), folder)
     mesh = runtime.make_mesh()
     return [
         models.load_model(ID, mesh=mesh, verbose=False),
@@ -46,7 +45,7 @@ def both(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def records():
-    return data.to_records(smoke.synthetic_gsm8k(64, seed=21), "s", verbose=False)[0]
+    return data.to_records(testing.synthetic_gsm8k(64, seed=21), "s", verbose=False)[0]
 
 
 def _arrays(batches):
@@ -64,7 +63,7 @@ def _same(a, b):
 def test_same_ids_special_tokens_and_text(both):
     sp, hf = (lm.tokenizer for lm in both)
     assert (sp.kind, hf.kind, hf.vocab_size) == ("sentencepiece", "huggingface", sp.vocab_size)
-    for line in smoke.tokenizer_corpus():
+    for line in testing.tokenizer_corpus():
         ids = hf.encode(line)
         assert ids == sp.encode(line), line
         assert hf.decode(ids) == line, line

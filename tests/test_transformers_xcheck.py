@@ -17,21 +17,21 @@ import torch
 import transformers
 from flax import nnx
 
-from tunixkit import checkpoints, families, models, smoke, testing
+from tunixkit import checkpoints, families, models, testing
 
 FAMILIES = {
-    "gemma3": ("tiny-gemma3", smoke.TinyShape(num_layers=6, sliding_window_size=16)),
-    "gemma2": ("tiny-gemma2", dataclasses.replace(smoke.TINY_GEMMA2, num_layers=4)),
+    "gemma3": ("tiny-gemma3", testing.TinyShape(num_layers=6, sliding_window_size=16)),
+    "gemma2": ("tiny-gemma2", dataclasses.replace(testing.TINY_GEMMA2, num_layers=4)),
 }
 
 
 def _config(family: str):
-    vocab = smoke.load_tokenizer().vocab_size
+    vocab = testing.load_tokenizer().vocab_size
     shape = FAMILIES[family][1]
     if family == "gemma3":
-        return smoke.gemma3_config(vocab, shape)
+        return testing.gemma3_config(vocab, shape)
     return dataclasses.replace(
-        smoke.gemma2_config(vocab, shape), attn_logits_soft_cap=5.0, final_logit_softcap=10.0
+        testing.gemma2_config(vocab, shape), attn_logits_soft_cap=5.0, final_logit_softcap=10.0
     )
 
 
@@ -47,13 +47,13 @@ def exported(request, tmp_path_factory):
     family = request.param
     tmp = tmp_path_factory.mktemp(family)
     cfg = _config(family)
-    src = testing.randomize_all(smoke.random_model(cfg, family=family), seed=0, norm_scale=0.5)
+    src = testing.randomize_all(testing.random_model(cfg, family=family), seed=0, norm_scale=0.5)
     folder = checkpoints.write_hf_checkpoint(
         src,
         cfg,
         tmp / "base",
         family=family,
-        extra_files={"tokenizer.model": smoke.tokenizer_path()},
+        extra_files={"tokenizer.model": testing.tokenizer_path()},
     )
     toks = np.random.default_rng(0).integers(4, cfg.num_embed, size=(2, 40)).astype(np.int32)
     return family, cfg, src, folder, toks, tmp
@@ -77,7 +77,7 @@ def test_merged_lora_export_matches_in_transformers(exported):
             key, sub = jax.random.split(key)
             v.value = v.value + 0.05 * jax.random.normal(sub, v.value.shape)
     want = testing.logits(lora, toks)
-    out = checkpoints.export(lora, base, tmp / "export", lora_rank=4, lora_alpha=8.0)
+    out = models.export(lora, base, tmp / "export", lora_rank=4, lora_alpha=8.0)
     merged = models.load_model(model_id, path=out["hf"], verbose=False)
     np.testing.assert_allclose(testing.logits(merged.model, toks), want, atol=2e-5)
     np.testing.assert_allclose(_hf_logits(out["hf"], family, toks), want, atol=1e-4)

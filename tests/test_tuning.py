@@ -6,11 +6,11 @@ import types
 import numpy as np
 import pytest
 
-from tunixkit import data, distill, families, preferences, runlog, smoke
+from tunixkit import data, distill, families, preferences, runlog, testing
 
 
 def test_preference_tokens_follow_the_prompt_without_a_second_bos():
-    tok = smoke.load_tokenizer()
+    tok = testing.load_tokenizer()
     pair = {"prompt": data.format_prompt("1+1?"), "chosen": "<answer>2</answer>", "rejected": "3"}
     item = preferences.tokenize([pair], tok, max_prompt_length=96, max_response_length=16)[0]
     prompt = item["prompt_ids"][item["prompt_mask"] == 1]
@@ -41,7 +41,7 @@ def _lm(model_id, vocab, tok):
 
 
 def test_distillation_refuses_different_vocabularies():
-    tok = smoke.load_tokenizer()
+    tok = testing.load_tokenizer()
     distill.check_vocab(_lm("t", 400, tok), _lm("s", 400, tok))
     with pytest.raises(distill.VocabularyMismatch, match="400 vocabulary entries, student s 512"):
         distill.check_vocab(_lm("t", 400, tok), _lm("s", 512, tok))
@@ -55,8 +55,8 @@ def test_columns_name_missing_fields():
 def test_digest_changes_with_weights():
     import jax.numpy as jnp
 
-    cfg = smoke.gemma3_config(smoke.load_tokenizer().vocab_size)
-    model = smoke.random_model(cfg, 0)
+    cfg = testing.gemma3_config(testing.load_tokenizer().vocab_size)
+    model = testing.random_model(cfg, 0)
     before = runlog.digest(model)
     emb = model.embedder.input_embedding
     emb.value = emb.value + jnp.asarray(np.float32(1e-3))
@@ -96,7 +96,7 @@ def test_generate_batches_do_not_change_greedy_answers():
     loaded = models.load_model("tiny-gemma3-sft", verbose=False)
     questions = [
         r["question"]
-        for r in data.to_records(smoke.synthetic_gsm8k(6, seed=5), "synthetic", verbose=False)[0]
+        for r in data.to_records(testing.synthetic_gsm8k(6, seed=5), "synthetic", verbose=False)[0]
     ]
     prompts = [data.format_prompt(q) for q in questions]
     cfg = evaluation.EvalConfig(max_prompt_length=96, max_generation_steps=32, batch_size=4)
@@ -143,7 +143,7 @@ def test_packed_rows_give_each_example_its_unpacked_loss():
 
     lm = models.load_model("tiny-gemma3", verbose=False)
     tok, fn = lm.tokenizer, training.model_inputs_fn(lm.tokenizer.pad_id())
-    records = data.to_records(smoke.synthetic_gsm8k(16, seed=3), "s", verbose=False)[0]
+    records = data.to_records(testing.synthetic_gsm8k(16, seed=3), "s", verbose=False)[0]
     pairs = [
         data.sft_pair(r, system_prompt=None) for r in records
     ]  # 47-81 tokens: several fit a row
@@ -159,9 +159,9 @@ def test_packed_rows_give_each_example_its_unpacked_loss():
 
 
 def test_a_long_prompt_is_cut_in_its_middle_keeping_its_start_and_end():
-    from tunixkit import evaluation, smoke
+    from tunixkit import evaluation, testing
 
-    tok = smoke.load_tokenizer()
+    tok = testing.load_tokenizer()
 
     def encode(text):
         return [tok.bos_id(), *tok.encode(text)]

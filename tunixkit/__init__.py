@@ -1,32 +1,80 @@
 """tunixkit: thin helpers for post-training Gemma with Google Tunix, used by the notebooks.
 
-Modules, one concern each (each opens with a docstring saying more):
+Modules by layer, lowest first; a module imports only modules of the layers before its own
+(``tests/test_layers.py`` checks it). Each opens with a docstring saying more.
 
-  runtime      profile (smoke/full), platform, mesh, secrets
-  session      the session clock, recipe.json, RESUME_FROM continuation, Kaggle Model upload
-  recipes      the smoke/full presets of each notebook; start(), every notebook's setup cell
-  families     what differs between families (config.json, HF layout, LoRA targets, chat template)
-  models       load_model (HF / Kaggle / local / smoke) onto a mesh; LoRA and QLoRA
-  tokenizer    one interface over SentencePiece and Hugging Face tokenizers
-  checkpoints  HF-layout writer and validation, Orbax save/restore, the export (merged HF + Orbax)
-  data         GSM8K records from any source, prompts in a family's chat template, GRPO batches
+tunix workarounds
+  _compat      every tunix 0.1.7 workaround in one place, each with its test, applied where used
+basics
   answers      answer extraction and numeric checking
-  rewards      GRPO reward functions (a registry the property tests walk)
-  evaluation   batched generation and the GSM8K evaluator, paired comparisons
-  training     SFT batches (packing), optimizer, trainer options, run(): the one training loop
-  runlog       metrics.jsonl across sessions, curves, weights digest
-  rl           GRPO wiring (RLCluster + GRPOLearner), curves, held-out reward, rollout engines
-  preferences  DPO/ORPO pairs (on-policy or a dataset), tokenization, held-out scores
-  distill      logit distillation: vocabulary check, LogitStrategy, held-out losses
-  domains      the competition's domains: traces in any shape, smoke tasks, per-domain evaluation
-  judging      rewards without a ground truth: rubric checks, an LLM judge, relevance, weights
-  pipeline     stages in one session (SFT, self-improvement, SimPO/DPO, GRPO), notebook 06
   calculator   a safe calculator: parsed and bounded, never eval
-  agentic      agentic GRPO with the calculator tool and tunix 0.1.7's workarounds, notebook 07
-  memplan      memory plan: each recipe's step programs compiled at real shape, bytes per device
-  smoke        the smoke profile's tiny models, offline tokenizer and data
-  doctor       checks that the installed tunix offers every API tunixkit uses
-  testing      helpers for tunixkit's own tests
+  runtime      profile (smoke/full), platform, mesh, secrets; the one seam to the smoke profile
+  runlog       metrics.jsonl across sessions, curves, weights digest
+  tokenizer    one interface over SentencePiece and Hugging Face tokenizers
+  families     what differs between families (config.json, HF layout, LoRA targets, chat template)
+data and files
+  session      the session clock, recipe.json, RESUME_FROM continuation, Kaggle Model upload
+  data         GSM8K records from any source, prompts in a family's chat template, GRPO batches
+  rewards      GRPO reward functions (a registry the property tests walk)
+  checkpoints  HF-layout writer and validation, Orbax save/restore, LoRA merge, the judged artifact
+training and models
+  training     SFT batches (packing), optimizer, trainer options, run(): the one training loop
+  models       load_model (HF / Kaggle / local / smoke) onto a mesh; LoRA and QLoRA; export
+  evaluation   batched generation and the GSM8K evaluator, paired comparisons
+  mix          06's default public data mix, converters that count what they skip
+algorithms
+  judging      rewards without a ground truth: rubric checks, an LLM judge, relevance, weights
+  rl           GRPO wiring (RLCluster + GRPOLearner), curves, held-out reward, rollout engines
+  preferences  DPO/ORPO/SimPO pairs (on-policy or a dataset), tokenization, held-out scores
+  distill      logit distillation: vocabulary check, LogitStrategy, held-out losses
+  domains      the competition's domains: traces in any shape, per-domain evaluation, calibration
+stages
+  pipeline     stages in one session (SFT, self-improvement, SimPO/DPO, GRPO), notebook 06
+agentic
+  agentic      agentic GRPO with the calculator tool, notebook 07
+recipes
+  recipes      the smoke/full presets of each notebook; start(), every notebook's setup cell
+above the library (no library module imports them)
+  testing      the smoke profile's tiny models and synthetic data, and test helpers
+  tools        the memory plan (tools.memplan) and the API check (tools.doctor)
+
+``import tunixkit as tk`` then ``tk.models.load_model(...)``: each namespace is imported on first use.
 """
 
+import importlib
+
 __version__ = "0.3.0"
+
+__all__ = [
+    "agentic",
+    "answers",
+    "calculator",
+    "checkpoints",
+    "data",
+    "distill",
+    "domains",
+    "evaluation",
+    "families",
+    "judging",
+    "mix",
+    "models",
+    "pipeline",
+    "preferences",
+    "recipes",
+    "rewards",
+    "rl",
+    "runlog",
+    "runtime",
+    "session",
+    "testing",
+    "tokenizer",
+    "tools",
+    "training",
+]
+
+
+def __getattr__(name: str):
+    """``tunixkit.<namespace>`` imported on first use (``import tunixkit`` alone stays light)."""
+    if name in __all__:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

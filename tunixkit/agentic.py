@@ -6,7 +6,8 @@ During a rollout the model may write ``<tool_call>{"name": "calculator", "argume
 a user turn (``Tool returned result: 1081``), and the model answers. The episode's reward is the
 answer's correctness, given by the environment at the end.
 
-tunix 0.1.7 needs these workarounds, each a small subclass here with a test:
+tunix 0.1.7 needs these workarounds (the subclasses and patches are in :mod:`tunixkit._compat`,
+each with its test):
 
 - the rollout must return log-probabilities (``RolloutConfig(return_logprobs=True)``) and the chat
   parser must be given (``chat_parser=None`` breaks): :func:`build`;
@@ -19,7 +20,7 @@ tunix 0.1.7 needs these workarounds, each a small subclass here with a test:
   malformed call costs the episode its reward, never the run;
 - every episode calls the sampler alone, with the rollout config's one seed: the G episodes of a
   question drew the same noise, wrote the same tokens and got the same reward, so every advantage
-  was 0 and only the KL term trained. :func:`fresh_seed_per_call` gives each call its own seed;
+  was 0 and only the KL term trained. :func:`tunixkit._compat.fresh_seed_per_call` gives each call its own seed;
 - the learner hands reward functions the *first* assistant turn only (the tool call), so the
   answer is scored by the environment, which also keeps what each episode did
   (:class:`Episodes`): the per-step tool metrics and the evaluation come from there.
@@ -35,18 +36,13 @@ import json
 import pathlib
 import re
 import threading
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from tunix.rl.agentic.agents.tool_agent import ToolAgent
-from tunix.rl.agentic.environments.tool_environment import ToolEnvironment
-from tunix.rl.agentic.parser.chat_template_parser.parser import GemmaChatTemplateParser
-from tunix.rl.agentic.parser.tool_parser import qwen_parser
 from tunix.rl.agentic.tools.base_tool import BaseTool, ToolOutput
 
-from tunixkit import calculator, data, evaluation, rl
+from tunixkit import _compat, calculator, data, evaluation, pipeline, rl, training
 from tunixkit.answers import extract_answer, numbers_equal, parse_number
 
 __all__ = [
@@ -62,7 +58,6 @@ __all__ = [
     "GemmaParser",
     "build",
     "evaluate",
-    "fresh_seed_per_call",
     "plot_eval",
     "show_episodes",
     "single_call_records",
@@ -108,56 +103,19 @@ class CalculatorTool(BaseTool):
 
 
 TOOLS: dict[str, type[BaseTool]] = {"calculator": CalculatorTool}
-# tunix's Qwen tool parser prints every call it cannot parse; those are counted in the episode
-# records (``malformed``) instead of flooding the notebook.
-qwen_parser.print = lambda *args, **kwargs: None  # shadows the builtin in that module only
 
 
-def _text(value: Any) -> str:
-    """A batch column's value as text (tunix hands each example over as 1-element arrays)."""
-    if isinstance(value, np.ndarray):
-        value = value.reshape(-1)[0] if value.size else ""
-    return value.decode() if isinstance(value, bytes) else str(value)
+class CalculatorAgent(_compat.TextQuestionAgent):
+    """The agent of every episode: tunix's ``ToolAgent`` with the question read as text and an
+    optional short tool prompt (:class:`tunixkit._compat.TextQuestionAgent`). tunix's tool parser
+    is kept quiet: a malformed call is counted in the episode records, not printed."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _compat.quiet_tool_parser()
+        super().__init__(*args, **kwargs)
 
 
-class CalculatorAgent(ToolAgent):
-    """tunix's ``ToolAgent`` with the question read as text, and an optional short tool prompt."""
-
-    def __init__(
-        self,
-        system_prompt: str,
-        tool_parser_name: str = "qwen",
-        tool_map: dict[str, type[BaseTool]] | None = None,
-        tools_prompt: str | None = None,
-    ) -> None:
-        self._tools_prompt_override = tools_prompt
-        super().__init__(system_prompt, tool_parser_name, tool_map)
-
-    def _init_messages(self, system_prompt: str) -> None:
-        if self._tools_prompt_override is not None:
-            self.tools_prompt = self._tools_prompt_override
-        super()._init_messages(system_prompt)
-
-    def _observation_to_messages(
-        self, observation: Any, reward: float, done: bool, info: dict
-    ) -> None:
-        if isinstance(observation, dict) and not observation:  # the episode's end: nothing to say
-            return
-        if (
-            isinstance(observation, dict)
-            and "tool_outputs" not in observation
-            and "question" in observation
-        ):
-            self._messages.append({"role": "user", "content": _text(observation["question"])})
-            return
-        super()._observation_to_messages(observation, reward, done, info)
-
-
-class GemmaParser(GemmaChatTemplateParser):
-    """tunix's Gemma chat template, without editing the caller's messages."""
-
-    def preprocess_messages(self, messages: list[dict[str, str]]) -> list[dict[str, str]]:
-        return super().preprocess_messages([dict(m) for m in messages])
+GemmaParser = _compat.CopyingGemmaParser  # tunix's Gemma template, leaving the caller's turns alone
 
 
 @dataclasses.dataclass
@@ -236,7 +194,7 @@ def outcome(question: str, gold: str, final: str, results: Sequence[str], calls:
     )
 
 
-class CalculatorEnvironment(ToolEnvironment):
+class CalculatorEnvironment(_compat.ForgivingToolEnvironment):
     """tunix's ``ToolEnvironment`` that survives malformed tool calls and scores the answer.
 
     ``episodes``: where each finished episode is recorded (:class:`Episodes`).
@@ -263,23 +221,14 @@ class CalculatorEnvironment(ToolEnvironment):
             reward = self._score(self.task, "")
         return obs, reward, done, info
 
-    def _execute_tool_calls(self, tool_calls: list[dict[str, Any]]) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for call in tool_calls:
-            self.calls += 1
-            call_id = call.get("id") or str(uuid.uuid4())
-            try:
-                result = super()._execute_tool_calls([{**call, "id": call_id}])
-            except Exception as e:  # noqa: BLE001 - the model's mistake costs its reward, not the run
-                result = {call_id: f"Error: malformed call ({type(e).__name__})"}
-            out.update(result)
-        self.results += [str(v) for v in out.values()]
-        return out
+    def tool_called(self, call: dict[str, Any], result: str) -> None:
+        self.calls += 1
+        self.results.append(result)
 
     def _score(self, task: dict[str, Any], action: Any) -> float:
         episode = outcome(
-            _text(task.get("question", "")),
-            _text(task.get("answer", "")),
+            _compat.as_text(task.get("question", "")),
+            _compat.as_text(task.get("answer", "")),
             str(action),
             self.results,
             self.calls,
@@ -471,24 +420,6 @@ def show_episodes(path: str | pathlib.Path, k: int = 3) -> str:
     return "\n\n".join(out)
 
 
-def fresh_seed_per_call(cluster, base_seed: int) -> None:
-    """Make each of ``cluster``'s sampler calls use its own seed (``base_seed`` + 1, + 2, ...).
-
-    tunix's agentic learner samples each episode in a call of its own, and the sampler seeds its
-    noise from the rollout config alone: without this, the episodes of a group are identical."""
-    import itertools
-
-    rollout = cluster.rollout
-    generate, counter, lock = rollout.generate, itertools.count(1), threading.Lock()
-
-    def generate_with_own_seed(prompts, rollout_config, **kwargs):
-        with lock:
-            seed = (base_seed + next(counter)) % 2**31
-        return generate(prompts, dataclasses.replace(rollout_config, seed=seed), **kwargs)
-
-    rollout.generate = generate_with_own_seed
-
-
 def build(
     actor,
     reference,
@@ -527,7 +458,7 @@ def build(
         return_logprobs=True,
         kv_cache_size=2 * settings.max_prompt_length + settings.max_generation_steps + 16,
     )
-    fresh_seed_per_call(cluster, settings.seed)
+    _compat.fresh_seed_per_call(cluster, settings.seed)
     episodes = Episodes(out / "episodes.jsonl")
     # Episodes run in threads, each calling the sampler. On emulated CPU devices, concurrent
     # multi-device programs wait on each other's collectives and hang ("all reduce ... may be
@@ -561,8 +492,6 @@ def build(
 def stage(stages, name: str, records: Sequence[dict[str, str]], recipe, *, mesh=None) -> str | None:
     """The agentic GRPO stage of a :class:`tunixkit.pipeline.Stages` run (LoRA on the shared
     reference, the previous stage's export as the start); returns its export (None: not finished)."""
-    from tunixkit import pipeline, training
-
     if stages.done(name):
         return stages.state[name]["export"]
     if not stages.ready(name):

@@ -1,4 +1,4 @@
-"""Checkpoints on disk: the Hugging Face layout, validation, Orbax save/restore and the one export.
+"""Checkpoints on disk: the Hugging Face layout, validation, Orbax save/restore, the judged artifact.
 
 - :func:`write_hf_checkpoint`: a tunix model as ``config.json`` + ``model.safetensors`` (or shards
   with ``model.safetensors.index.json``), loadable by tunix's safetensors loader *and* by
@@ -8,8 +8,8 @@
 - :func:`save_state` / :func:`restore_state`: Orbax save/restore of a model's full or LoRA-only state.
 - :func:`merge_lora`: LoRA adapters folded into a plain copy of the base weights (any family, fused
   QKV and sharded bases included).
-- :func:`export`: a trained model as ``hf/`` (merged, HF layout) and ``orbax/`` (params, its tunix
-  config and tokenizer: what Kaggle Models and the competition's tunix loader take).
+- the export of a trained model (``hf/`` and ``orbax/``) is :func:`tunixkit.models.export`, which
+  reloads the base weights to merge LoRA into; it writes with the functions here.
 - :func:`write_judged`: the one judged artifact, ``OUTPUT_DIR/ckpts/actor/<step>/model_params``
   (where the competition's template writes its last checkpoint), the whole merged model.
 """
@@ -36,7 +36,6 @@ __all__ = [
     "TUNIX_CONFIG_FILE",
     "WEIGHTS_FILE",
     "CheckpointError",
-    "export",
     "merge_lora",
     "restore_state",
     "save_state",
@@ -52,7 +51,7 @@ CONFIG_FILE, WEIGHTS_FILE, INDEX_FILE = (
     "model.safetensors.index.json",
 )
 TUNIX_CONFIG_FILE = "tunix_config.json"  # beside an Orbax export: how to build the tunix model
-_NOT_COPIED = {CONFIG_FILE, INDEX_FILE}
+NOT_COPIED = {CONFIG_FILE, INDEX_FILE}
 JUDGED_DIR = pathlib.Path("ckpts", "actor")  # under OUTPUT_DIR: the template's checkpoint path
 
 
@@ -245,57 +244,6 @@ def tunix_config_dict(cfg) -> dict[str, Any]:
     return out
 
 
-def export(
-    model,
-    base,
-    out_dir: str | pathlib.Path,
-    *,
-    lora_rank: int | None = None,
-    lora_alpha: float | None = None,
-    mesh=None,
-) -> dict[str, pathlib.Path]:
-    """Export a fine-tuned model two ways: ``out_dir/hf`` (HF layout: tunix and ``transformers``
-    load it) and ``out_dir/orbax`` (``params/`` + ``tunix_config.json`` + tokenizer files).
-
-    ``base`` is the :class:`tunixkit.models.LoadedModel` training started from. With ``lora_rank``,
-    the adapters of ``model`` are merged into a fresh copy of ``base``'s weights (the original ones
-    also under QLoRA); a fully fine-tuned ``model`` is written as it is.
-    """
-    from tunixkit import models
-
-    out = pathlib.Path(out_dir)
-    plain = model
-    if lora_rank:
-        plain = models.load_model(
-            base.model_id, path=base.path, mesh=mesh, dtype=base.dtype, verbose=False
-        ).model
-        merge_lora(model, plain, rank=lora_rank, alpha=float(lora_alpha or lora_rank))
-    src = json.loads((base.path / CONFIG_FILE).read_text())
-    ids = {k: src[k] for k in ("eos_token_id", "pad_token_id", "bos_token_id") if k in src}
-    extras = {
-        p.name: p
-        for p in base.path.iterdir()
-        if p.is_file() and p.suffix != ".safetensors" and p.name not in _NOT_COPIED
-    }
-    hf_dir = write_hf_checkpoint(
-        plain, base.config, out / "hf", family=base.family, extra_files=extras, **ids
-    )
-    orbax_dir = out / "orbax"
-    save_state(plain, orbax_dir / "params", portable=True)
-    meta = {
-        "family": base.family,
-        "module": families.get(base.family).model_module,
-        "model_class": families.get(base.family).model_class,
-        "preset": base.preset,
-        "config": tunix_config_dict(base.config),
-    }
-    (orbax_dir / TUNIX_CONFIG_FILE).write_text(json.dumps(meta, indent=1))
-    for name, path in extras.items():
-        if name.startswith("tokenizer") or name == "special_tokens_map.json":
-            shutil.copyfile(path, orbax_dir / name)
-    return {"hf": hf_dir, "orbax": orbax_dir}
-
-
 def _link_or_copy(src: str, dst: str) -> None:
     """A hard link (no second copy on this disk; the export is never rewritten in place, only
     removed and written anew), else a copy (another file system)."""
@@ -309,7 +257,7 @@ def write_judged(
     orbax_dir: str | pathlib.Path, out_dir: str | pathlib.Path, step: int
 ) -> pathlib.Path:
     """The judged artifact: ``out_dir/ckpts/actor/<step>/model_params``, the whole merged model of
-    an Orbax export (``export``'s ``orbax/``), beside its ``tunix_config.json`` and tokenizer.
+    an Orbax export (:func:`tunixkit.models.export`'s ``orbax/``), beside its ``tunix_config.json`` and tokenizer.
 
     The competition's template writes its checkpoints to ``ckpts/actor/<step>/model_params`` and
     the judges take the last one. Here it is never LoRA adapters (a delta on a base the judges do
@@ -320,7 +268,9 @@ def write_judged(
     """
     orbax_dir, actor = pathlib.Path(orbax_dir), pathlib.Path(out_dir) / JUDGED_DIR
     if not (orbax_dir / "params").is_dir():
-        raise FileNotFoundError(f"{orbax_dir}: no params/ here; pass export(...)['orbax']")
+        raise FileNotFoundError(
+            f"{orbax_dir}: no params/ here; pass tunixkit.models.export(...)['orbax']"
+        )
     actor.mkdir(parents=True, exist_ok=True)
     staging = actor / f".{step}.partial"
     shutil.rmtree(staging, ignore_errors=True)

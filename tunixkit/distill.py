@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from tunixkit import data
+from tunixkit.training import model_inputs_fn, tokenize_pair
 
 __all__ = [
     "VocabularyMismatch",
@@ -31,8 +32,6 @@ class VocabularyMismatch(ValueError):
 def check_vocab(teacher, student) -> None:
     """Raise :class:`VocabularyMismatch` unless both models have the same vocabulary size and their
     tokenizers encode a probe text (chat markers, tags, digits, words) to the same ids."""
-    from tunixkit.training import tokenize_pair
-
     nt, ns = teacher.config.num_embed, student.config.num_embed
     if nt != ns:
         raise VocabularyMismatch(
@@ -111,8 +110,6 @@ def heldout_losses(
     """Per answer token on ``batches`` (``TrainingInput``): ``kl`` (teacher || student at T=1),
     ``soft`` (T^2 x KL at ``temperature``, the distillation loss), ``student_loss`` and
     ``teacher_loss`` (cross-entropy on the reference answer, the hard loss)."""
-    from tunixkit.training import model_inputs_fn
-
     to_inputs = model_inputs_fn(pad_id)
     total = sum(_batch_sums(student, teacher, to_inputs(b), temperature) for b in batches)
     kl, soft, hard_s, hard_t, n = total

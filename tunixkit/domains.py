@@ -6,11 +6,8 @@ summarization, science, math and code (math and code weighted down). This module
 - :func:`load_traces`: SFT traces from a local file or a Hugging Face dataset, in chat-messages
   (``messages``/``conversations``) or prompt/response form, as records
   ``{"domain", "prompt", "response"}``; any other shape is an error naming the columns found;
-- :func:`synthetic_tasks`: the smoke profile's offline tasks for every domain, each with a good
-  reference response and what a grader looks for (tiny-model sized: short, few words), and
-  :func:`uneven`, which gives part of them a weak answer, as real instruction data is uneven;
-- :func:`rubric_grader`: a deterministic grader for those tasks, the smoke profile's stand-in for
-  a judge model (:class:`tunixkit.judging.Judge` wraps either);
+- :func:`calibrate`: a judge's scores of known good and bad answers per domain, before training
+  relies on it (the smoke profile's tasks and rubric grader are in :mod:`tunixkit.testing`);
 - :func:`evaluate`: per domain, format compliance, answers under the length limit, judged score with
   a 95% interval (of greedy answers, and of sampled ones), and math accuracy; :func:`table` /
   :func:`plot` for several stages side by side; :func:`paired_change` / :func:`stage_changes` /
@@ -25,40 +22,33 @@ import itertools
 import json
 import math
 import pathlib
-import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tunixkit import data, evaluation
 from tunixkit.answers import is_correct
-from tunixkit.judging import answer_text
 from tunixkit.rewards import has_format
 
 __all__ = [
     "DOMAINS",
     "DomainScores",
-    "Task",
     "evaluate",
     "examples",
     "classify",
     "load_traces",
     "math_tasks",
     "plot",
-    "rubric_grader",
     "judged_interval",
     "paired_change",
     "side_by_side",
     "stage_changes",
     "changes_table",
     "split_heldout",
-    "synthetic_tasks",
     "calibrate",
     "calibration_table",
     "length_table",
     "table",
-    "uneven",
-    "WEAK",
     "balanced",
     "by_domain",
 ]
@@ -69,25 +59,6 @@ SYSTEM_PROMPT = (
     "Answer the request. Think first and put your reasoning between <reasoning> and </reasoning>, "
     "then give the answer between <answer> and </answer>."
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class Task:
-    """One prompt with a good reference response and what a grader checks (smoke tasks)."""
-
-    domain: str
-    prompt: str
-    response: str  # <reasoning>..</reasoning><answer>..</answer>
-    wants: tuple[str, ...] = ()  # words a good answer contains
-    answer: str = ""  # math: the number
-
-    def record(self) -> dict[str, str]:
-        return {
-            "domain": self.domain,
-            "prompt": self.prompt,
-            "response": self.response,
-            "answer": self.answer,
-        }
 
 
 _KEYWORDS = (  # classify(): the first domain one of whose words starts a word of the prompt
@@ -199,108 +170,6 @@ def load_traces(
     return out
 
 
-# --- the smoke profile's tasks: few words, so a 2-layer model can learn them in minutes.
-_NAMES = ("Tom", "Ann", "Bob", "Mia", "Sam", "Lea", "Max", "Zoe", "Ben", "Eva")
-_PLACES, _ANIMALS = ("park", "lake", "shop", "farm", "zoo"), ("dog", "cat", "bird", "fox", "duck")
-_FEELS = ("small", "big", "happy", "quiet", "quick")
-_POEMS = {
-    "sea": ("blue", "deep"),
-    "moon": ("pale", "bright"),
-    "rain": ("soft", "cold"),
-    "snow": ("white", "still"),
-    "sun": ("warm", "gold"),
-    "wind": ("wild", "free"),
-    "river": ("long", "clear"),
-}
-_IDEAS = {
-    "rainy day": ("read a book", "bake a cake", "play a game", "watch a film"),
-    "picnic": ("pack fruit", "bring a ball", "find shade", "share bread"),
-    "party": ("play music", "make a cake", "send cards", "dance"),
-    "trip": ("pack light", "plan a route", "take a map", "bring water"),
-}
-_SCIENCE = {
-    ("plant", "grow"): ("light", "water"),
-    ("fish", "live"): ("water", "air"),
-    ("fire", "burn"): ("air", "fuel"),
-    ("seed", "grow"): ("soil", "water"),
-}
-_CODE = {"sum": ("add", "+"), "difference": ("sub", "-"), "product": ("mul", "*")}
-_ARGS = (("a", "b"), ("x", "y"), ("m", "n"))
-
-
-def _task(domain: str, rng: random.Random, asked: bool = False) -> Task:
-    if domain == "summarization":
-        name, place, animal, feel = (rng.choice(x) for x in (_NAMES, _PLACES, _ANIMALS, _FEELS))
-        passage = f"{name} went to the {place}. At the {place}, {name} saw a {feel} {animal}. Then {name} went home."
-        answer = f"{name} saw a {feel} {animal} at the {place}."
-        return Task(
-            domain,
-            f"Summarize in one sentence: {passage}",
-            data.format_completion(f"The main event: {name} saw a {animal}.", answer),
-            (name.lower(), animal, place),
-        )
-    if domain == "creative":
-        topic = rng.choice(sorted(_POEMS))
-        a, b = _POEMS[topic]
-        ask = f"Write one line of poetry about the {topic}" + (
-            f" for {rng.choice(_NAMES)}." if asked else "."
-        )
-        return Task(
-            domain,
-            ask,
-            data.format_completion(
-                f"The {topic} is {a} and {b}.", f"The {a} {topic} is {b} tonight."
-            ),
-            (topic, a, b),
-        )
-    if domain == "ideation":
-        occasion = rng.choice(sorted(_IDEAS))
-        ideas = rng.sample(_IDEAS[occasion], 3)
-        listed = " ".join(f"{i}. {x}." for i, x in enumerate(ideas, 1))
-        who = f"{rng.choice(_NAMES)} " if asked else ""
-        return Task(
-            domain,
-            f"Give {who}three ideas for a {occasion}.",
-            data.format_completion(f"Three things fit a {occasion}.", listed),
-            tuple(_IDEAS[occasion]),
-        )
-    if domain == "science":
-        (thing, verb), (f1, f2) = rng.choice(sorted(_SCIENCE.items()))
-        ask = f"{rng.choice(_NAMES)} asks: what" if asked else "What"
-        return Task(
-            domain,
-            f"{ask} does a {thing} need to {verb}?",
-            data.format_completion(
-                f"A {thing} uses {f1} and {f2}.", f"A {thing} needs {f1} and {f2} to {verb}."
-            ),
-            (f1, f2),
-        )
-    if domain == "code":
-        what, (name, sym) = rng.choice(sorted(_CODE.items()))
-        x, y = rng.choice(_ARGS) if asked else ("a", "b")
-        code = f"def {name}({x}, {y}):\n    return {x} {sym} {y}"
-        ask = (
-            f"{rng.choice(_NAMES)} needs a Python function that returns the {what} of {x} and {y}."
-            if asked
-            else f"Write a Python function that returns the {what} of two numbers."
-        )
-        return Task(
-            domain,
-            ask,
-            data.format_completion(f"Use {sym} on the two numbers.", code),
-            ("def", "return", sym),
-        )
-    from tunixkit import smoke  # math: the smoke profile's GSM8K-style problems
-
-    row = smoke.synthetic_gsm8k(1, seed=rng.randrange(10**9), max_operand=smoke.SMOKE_MAX_OPERAND)[
-        0
-    ]
-    steps, answer = data.parse_gsm8k_answer(row["answer"])
-    return Task(
-        "math", row["question"], data.format_completion(steps, answer or ""), answer=answer or ""
-    )
-
-
 def math_tasks(records: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
     """GSM8K records (``question``, ``solution``, ``answer``) as math task records.
 
@@ -359,18 +228,6 @@ def examples(records: Sequence[Mapping[str, str]], k: int = 1) -> str:
     return "\n".join(rows)
 
 
-# Well-formed but empty answers, one per domain: the smoke judge gives them the format point only.
-WEAK = {
-    "summarization": data.format_completion(
-        "Something happened.", "Someone went out and came back."
-    ),
-    "creative": data.format_completion("A line of poetry.", "It is a nice night."),
-    "ideation": data.format_completion("Some ideas.", "1. have fun. 2. relax. 3. rest."),
-    "science": data.format_completion("It needs things.", "It needs some care."),
-    "code": data.format_completion("Write a function.", "It takes two numbers."),
-}
-
-
 def by_domain(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     """Rows per domain, in the order the domains first appear.
 
@@ -411,80 +268,6 @@ def balanced(records: Sequence[dict[str, Any]], n: int) -> list[dict[str, Any]]:
             seen[d] += 1
             keep.append(i)
     return [records[i] for i in sorted(keep)]
-
-
-def uneven(records: Sequence[dict[str, str]], good_share: float) -> list[dict[str, str]]:
-    """``records`` with all but ``good_share`` of each domain's (spread evenly) answered by the
-    domain's :data:`WEAK` response; math (checkable) and unknown domains keep theirs.
-
-    Smoke SFT data made uneven, as real instruction data is: SFT learns both kinds of answer, and
-    the stages after it have something to choose (notebook 07's warm start does the same).
-
-    >>> rows = uneven([{"domain": "ideation", "response": "good"}] * 4, 0.5)
-    >>> [r["response"] == WEAK["ideation"] for r in rows]
-    [True, False, True, False]
-    """
-    counts = collections.Counter(r["domain"] for r in records)
-    good = {d: data.spread(n, good_share) for d, n in counts.items()}
-    seen: collections.Counter = collections.Counter()
-    out = []
-    for r in records:
-        keep = good[r["domain"]][seen[r["domain"]]]
-        seen[r["domain"]] += 1
-        out.append(
-            dict(r) if keep or r["domain"] not in WEAK else {**r, "response": WEAK[r["domain"]]}
-        )
-    return out
-
-
-def synthetic_tasks(
-    n: int, seed: int = 0, domains: Sequence[str] = DOMAINS, *, asked: bool = True
-) -> list[Task]:
-    """``n`` seeded tasks, the domains in turn (the smoke profile's multi-domain set).
-
-    With ``asked`` (the default) the creative, ideation, science and code prompts name who asks (and
-    code its arguments), giving 40-90 distinct prompts per domain instead of 3-7, so held-out prompts
-    can be ones never trained on. ``asked=False`` is the older set, which the shipped smoke tokenizer
-    was trained on (its corpus keeps it; the few words only the named prompts use, such as "asks",
-    are spelled in pieces).
-    """
-    rng = random.Random(seed)
-    return [_task(domains[i % len(domains)], rng, asked) for i in range(n)]
-
-
-def _grade(task: Task, completion: str) -> float:
-    """0..10 for ``completion`` on ``task``: the checks a judge would make, as rules."""
-    if task.domain == "math":
-        return (
-            10.0
-            if is_correct(completion, task.answer, strict=True)
-            else (2.0 if has_format(completion) else 0.0)
-        )
-    answer = answer_text(completion).lower()
-    words = answer.replace(".", " ").split()
-    found = [w for w in task.wants if w.lower() in answer]
-    if task.domain == "ideation":
-        score = 3.0 * len(found)  # three of the occasion's ideas
-    elif task.domain == "code":
-        score = 3.0 * ("def" in found) + 3.0 * ("return" in found) + 4.0 * (task.wants[2] in answer)
-    else:
-        score = 9.0 * len(found) / max(1, len(task.wants))
-    score += 1.0 if has_format(completion) else 0.0
-    return min(10.0, score - (3.0 if len(words) > 25 else 0.0))
-
-
-def rubric_grader(tasks: Sequence[Task]) -> Callable[[list[str], list[str]], list[str]]:
-    """A grader for :func:`synthetic_tasks` with a judge's interface: (questions, completions) ->
-    replies "Score: N" (N of 10). Questions it does not know get "no idea" (scored 0)."""
-    by_prompt = {t.prompt: t for t in tasks}
-
-    def grade(questions: list[str], completions: list[str]) -> list[str]:
-        return [
-            f"Score: {_grade(by_prompt[q], c):g}" if q in by_prompt else "no idea"
-            for q, c in zip(questions, completions, strict=True)
-        ]
-
-    return grade
 
 
 CALIBRATION_MARGINS = {"other_prompt": 0.2, "untagged": 0.05}  # reference above each, at least

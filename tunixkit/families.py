@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from tunixkit import _compat
+
 __all__ = [
     "FAMILIES",
     "GEMMA_CHAT",
@@ -255,9 +257,10 @@ def _g3_state_dict(model, cfg) -> dict[str, np.ndarray]:
     }
     for i, layer in enumerate(model.layers):
         pre, a = f"model.layers.{i}.", layer.attn
+        query_norm, key_norm = _compat.gemma3_qk_norms(a)
         parts = _gemma_attention(a, cfg) | {
-            "self_attn.q_norm.weight": a._query_norm.scale.value,
-            "self_attn.k_norm.weight": a._key_norm.scale.value,
+            "self_attn.q_norm.weight": query_norm.scale.value,
+            "self_attn.k_norm.weight": key_norm.scale.value,
             "mlp.gate_proj.weight": layer.mlp.gate_proj.kernel.value.T,
             "mlp.up_proj.weight": layer.mlp.up_proj.kernel.value.T,
             "mlp.down_proj.weight": layer.mlp.down_proj.kernel.value.T,

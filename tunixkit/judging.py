@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tunixkit import evaluation
 from tunixkit.rewards import RewardFn, has_format, reward
 
 __all__ = [
@@ -316,8 +317,6 @@ def llm_grader(
 
     The grader keeps one tunix sampler for the judge (frozen): a sampler compiles its programs once,
     a new one every call would compile again at every GRPO step and evaluation batch."""
-    from tunixkit import evaluation
-
     rubric = rubric or JudgeRubric()
     config = config or evaluation.EvalConfig(
         max_prompt_length=JUDGE_PROMPT_LENGTH,

@@ -1,20 +1,24 @@
-"""Load a model and its tokenizer with one call, for every profile; add LoRA or QLoRA.
+"""Load a model and its tokenizer with one call, for every profile; add LoRA or QLoRA; export it.
 
 ``load_model("gemma-3-1b-it", source="kaggle", mesh=mesh)`` and ``load_model("tiny-gemma3-sft")``
 take the same path: find a Hugging Face-layout folder (``config.json``, ``*.safetensors``, tokenizer
 files), build the tunix config from its ``config.json`` (:mod:`tunixkit.families`), validate its
 tensors against that config, load it with tunix's safetensors loader onto the mesh, and read the
 tokenizer from the folder itself (never ``gs://``). The smoke models are written to that layout in
-a local cache first (:func:`tunixkit.smoke.materialize`), so the smoke profile runs the real loader.
+a local cache first (:func:`tunixkit.testing.materialize`), so the smoke profile runs the real loader.
 
-:data:`MODELS` is the registry: plain data, one row per model id.
+:data:`MODELS` is the registry: plain data, one row per model id. :func:`export` writes a trained
+model (LoRA merged) as ``hf/`` (HF layout) and ``orbax/`` (params, tunix config and tokenizer: what
+Kaggle Models and the competition's tunix loader take).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import pathlib
+import shutil
 import time
 from typing import Any
 
@@ -31,6 +35,7 @@ __all__ = [
     "count_params",
     "default_tile_size",
     "describe",
+    "export",
     "fit_sharding",
     "footprint",
     "get_spec",
@@ -56,7 +61,7 @@ class ModelSpec:
     preset: str | None = None  # tunix ModelConfig classmethod with this model's shape
     hf_repo: str | None = None
     kaggle_handle: str | None = None  # a Kaggle Models "transformers" variant (HF layout)
-    smoke: bool = False  # built locally by tunixkit.smoke
+    smoke: bool = False  # built locally by tunixkit.testing
 
 
 MODELS: dict[str, ModelSpec] = {
@@ -184,8 +189,6 @@ def load_model(
     its family). Smoke models ignore ``source``. The folder's ``config.json`` gives the shape;
     ``dtype`` (e.g. ``jnp.bfloat16``) overrides the parameter dtype it declares.
     """
-    from tunixkit import smoke
-
     spec = get_spec(model_id)
     if path is not None or source == "local":
         if path is None:
@@ -194,7 +197,7 @@ def load_model(
         if not folder.is_dir():
             raise FileNotFoundError(f"{folder}: model folder not found")
     elif spec.smoke:
-        folder = smoke.materialize(model_id)
+        folder = runtime.smoke_kit().materialize(model_id)
     else:
         folder = _download(spec, model_id, source)
     fam = families.get(spec.family)
@@ -387,3 +390,52 @@ def apply_lora(
         shown = rank if alpha is None else alpha
         print(f"{kind} rank {rank}, alpha {shown:g}: {describe(lora_model)}")
     return lora_model
+
+
+def export(
+    model,
+    base,
+    out_dir: str | pathlib.Path,
+    *,
+    lora_rank: int | None = None,
+    lora_alpha: float | None = None,
+    mesh=None,
+) -> dict[str, pathlib.Path]:
+    """Export a fine-tuned model two ways: ``out_dir/hf`` (HF layout: tunix and ``transformers``
+    load it) and ``out_dir/orbax`` (``params/`` + ``tunix_config.json`` + tokenizer files).
+
+    ``base`` is the :class:`tunixkit.models.LoadedModel` training started from. With ``lora_rank``,
+    the adapters of ``model`` are merged into a fresh copy of ``base``'s weights (the original ones
+    also under QLoRA); a fully fine-tuned ``model`` is written as it is.
+    """
+    out = pathlib.Path(out_dir)
+    plain = model
+    if lora_rank:
+        plain = load_model(
+            base.model_id, path=base.path, mesh=mesh, dtype=base.dtype, verbose=False
+        ).model
+        checkpoints.merge_lora(model, plain, rank=lora_rank, alpha=float(lora_alpha or lora_rank))
+    src = json.loads((base.path / checkpoints.CONFIG_FILE).read_text())
+    ids = {k: src[k] for k in ("eos_token_id", "pad_token_id", "bos_token_id") if k in src}
+    extras = {
+        p.name: p
+        for p in base.path.iterdir()
+        if p.is_file() and p.suffix != ".safetensors" and p.name not in checkpoints.NOT_COPIED
+    }
+    hf_dir = checkpoints.write_hf_checkpoint(
+        plain, base.config, out / "hf", family=base.family, extra_files=extras, **ids
+    )
+    orbax_dir = out / "orbax"
+    checkpoints.save_state(plain, orbax_dir / "params", portable=True)
+    meta = {
+        "family": base.family,
+        "module": families.get(base.family).model_module,
+        "model_class": families.get(base.family).model_class,
+        "preset": base.preset,
+        "config": checkpoints.tunix_config_dict(base.config),
+    }
+    (orbax_dir / checkpoints.TUNIX_CONFIG_FILE).write_text(json.dumps(meta, indent=1))
+    for name, path in extras.items():
+        if name.startswith("tokenizer") or name == "special_tokens_map.json":
+            shutil.copyfile(path, orbax_dir / name)
+    return {"hf": hf_dir, "orbax": orbax_dir}

@@ -22,7 +22,20 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tunixkit import data, evaluation, judging, session
+from tunixkit import (
+    _compat,
+    checkpoints,
+    data,
+    domains,
+    evaluation,
+    judging,
+    models,
+    preferences,
+    rewards,
+    rl,
+    session,
+    training,
+)
 
 __all__ = [
     "StageClock",
@@ -167,8 +180,6 @@ class Stages:
         """:func:`tunixkit.domains.evaluate` of the model in ``path`` (a stage's export; None: the
         start model), greedy and, with ``samples``, sampled with ``sampling``; stored as
         ``domains_<name>.json`` and read back on a rerun."""
-        from tunixkit import domains, models
-
         stored = self.out_dir / f"domains_{name}.json"
         if stored.is_file():
             return domains.DomainScores(**json.loads(stored.read_text()))
@@ -348,7 +359,7 @@ def preference_trainer(
         )
     config = dataclasses.replace(config, algorithm="orpo")  # no reference pass
     trainer = dpo_trainer.DPOTrainer(actor, None, optimizer, config)
-    trainer._aux_metrics_to_log.pop("odds_ratio", None)  # an ORPO figure SimPO does not have
+    _compat.without_aux_metric(trainer, "odds_ratio")  # an ORPO figure SimPO does not have
     trainer.with_loss_fn(simpo_loss_fn, has_aux=True)
     trainer.with_gen_model_input_fn(
         lambda x: {"train_example": x, "beta": config.beta, "gamma": simpo_gamma}
@@ -363,8 +374,6 @@ def weighted_rewards(weights: dict[str, float], judge: judging.Judge) -> list[An
     >>> [f.__name__ for f in weighted_rewards({"structure": 1.0, "judge": 2.0, "relevance": 0.0}, None)]
     ['structure', 'judge']
     """
-    from tunixkit import rewards
-
     known = {"judge": judge, **rewards.REWARDS}
     unknown = sorted(n for n in weights if n not in known)
     if unknown:
@@ -385,10 +394,8 @@ def _rank(recipe, name: str) -> int | None:
 def finish_stage(stages: Stages, name: str, lora, base, recipe, mesh, result) -> str | None:
     """Export the stage's model (its ``export/hf`` is returned); mark it done unless the session
     itself ran out (then the next session continues the stage from its checkpoint)."""
-    from tunixkit import checkpoints
-
     with stages.session.timed("export"):  # the session keeps the last export's time in reserve
-        exports = checkpoints.export(
+        exports = models.export(
             lora,
             base,
             stages.dir(name) / "export",
@@ -421,8 +428,6 @@ def start_stage(
     ``base_path``, else ``recipe.model_id``), with LoRA of the stage's rank on it (on ``modules``,
     a qwix regex; None: the family's), or itself. Full fine-tuning with ``frozen_reference``
     (GRPO's KL, DPO) trains a second copy instead."""
-    from tunixkit import models
-
     path = stages.start_path(name, base_path)
     base = models.load_model(recipe.model_id, path=path, mesh=mesh, verbose=False)
     rank = _rank(recipe, name)
@@ -458,8 +463,6 @@ def sft_stage(
     """A LoRA SFT stage on (prompt, completion) ``pairs`` (``learning_rate``: the recipe's
     ``sft_learning_rate`` unless given); returns its export (None: not finished)."""
     from tunix.sft import peft_trainer
-
-    from tunixkit import training
 
     if stages.done(name):
         return stages.state[name]["export"]
@@ -500,8 +503,6 @@ def preference_stage(
 ) -> str | None:
     """A LoRA DPO / ORPO / SimPO stage on judged ``pairs``; returns its export."""
     from tunix.sft.dpo import dpo_trainer
-
-    from tunixkit import preferences, training
 
     if stages.done(name):
         return stages.state[name]["export"]
@@ -592,8 +593,6 @@ def grpo_records(records: Sequence[dict[str, str]]) -> list[dict[str, str]]:
     >>> rows[1]
     {'question': 'p', 'answer': '', 'domain': 'code'}
     """
-    from tunixkit import domains
-
     rows = [
         {
             "question": r["prompt"],
@@ -618,8 +617,6 @@ def grpo_stage(
     mesh=None,
 ) -> str | None:
     """A GRPO stage (LoRA on the shared reference, KL) with ``reward_fns``; returns its export."""
-    from tunixkit import rl, training
-
     if stages.done(name):
         return stages.state[name]["export"]
     if not stages.ready(name):

@@ -14,7 +14,7 @@ import shutil
 from typing import Any, NamedTuple
 
 import tunixkit
-from tunixkit import data, evaluation, rl, session, smoke
+from tunixkit import agentic, data, domains, evaluation, rl, runtime, session
 from tunixkit.runtime import Runtime, resolve
 
 # qwix regex: adapters on the MLP only (the smoke GRPO recipes; the families' default adds attention)
@@ -538,13 +538,17 @@ def gsm8k(
     source: str = "hf",
     path: str | pathlib.Path | None = None,
     limit: int | None = None,
-    max_operand: int = smoke.SMOKE_MAX_OPERAND,
+    max_operand: int | None = None,
 ) -> list[data.Record]:
     """GSM8K ``split`` for the profile: the real dataset (full: downloaded from ``source``, or read
     from ``path``, a local copy, see :func:`tunixkit.data.load_gsm8k`) or synthetic files written to
-    ``data_dir`` (smoke, numbers up to ``max_operand``); both go through the same loader."""
+    ``data_dir`` (smoke, numbers up to ``max_operand``, by default the smoke profile's); both go
+    through the same loader."""
     if rt.smoke:
-        paths = smoke.write_synthetic_gsm8k(data_dir, max_operand=max_operand)
+        kit = runtime.smoke_kit()
+        paths = kit.write_synthetic_gsm8k(
+            data_dir, max_operand=max_operand or kit.SMOKE_MAX_OPERAND
+        )
         return data.load_gsm8k(split, source="file", path=str(paths[split]), limit=limit)
     if path is not None:
         return data.load_gsm8k(split, source="file", path=path, limit=limit)
@@ -588,7 +592,7 @@ class Pipeline(_Presets):
     sft_lora_rank: int | None  # stage 1's LoRA rank; None: full fine-tuning
     # smoke: synthetic tasks made (held-out prompts and their repeats are taken out); full: traces used at most
     train_tasks: int
-    good_share: float  # SFT traces keeping their answer; the rest get domains.WEAK (1.0: all)
+    good_share: float  # smoke: SFT traces keeping their answer; the rest get testing.WEAK
     heldout_per_domain: int  # held-out distinct prompts per domain for every evaluation
     eval_samples: int  # answers sampled per held-out prompt in every evaluation (0: greedy only)
     sft_steps: int
@@ -616,8 +620,6 @@ class Pipeline(_Presets):
 
     @classmethod
     def smoke(cls) -> Pipeline:
-        from tunixkit import domains
-
         # Held-out prompts are distinct and never trained on (domains.split_heldout; 120 over six domains),
         # each judged greedy and as the mean of 4 samples at the GRPO temperature. Whole runs (2026-11-23),
         # paired changes over the held-out prompts (greedy / sampled, 95% CI):
@@ -699,8 +701,6 @@ class Pipeline(_Presets):
 
     @classmethod
     def full(cls) -> Pipeline:
-        from tunixkit import domains
-
         # Prompt lengths fit the data: a summarization prompt carries its document, so 1,024 tokens
         # hold the system prompt (~60) and a document of ~700 words (news articles, abstracts); 256
         # (EvalConfig.full) dropped the system prompt and the text, 512 a long article's start. Prompts
@@ -767,7 +767,7 @@ class Pipeline(_Presets):
         # 4 SFT rows of 1,024 (the same rows in 4x the steps), 4 preference pairs, GRPO 2 prompts x
         # G=4 with one prompt's rollouts per forward/backward. Not measured on a chip yet: run
         # REHEARSAL = True first (it reports peak memory against the chip's), or plan the stages
-        # with `python -m tunixkit.memplan`.
+        # with `python -m tunixkit.tools.memplan`.
         full = cls.full()
         return dataclasses.replace(
             full,
@@ -802,8 +802,6 @@ class Agentic(_Presets):
 
     @classmethod
     def smoke(cls) -> Agentic:
-        from tunixkit import agentic
-
         # The response budget counts the tool's turn too (tunix 0.1.7): call ~21 + result ~12 + answer ~16 tokens.
         # The warm start writes 30% of its 1200 traces with the tool and the rest as direct answers
         # (agentic.trace_pairs' tool_share): greedy, the model then answers directly (0.11 with the tool

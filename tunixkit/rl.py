@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from tunixkit import training
+from tunixkit import evaluation, runlog, training
 
 __all__ = [
     "ENGINES",
@@ -295,8 +295,6 @@ def curves(metrics_file: str | pathlib.Path) -> dict[str, tuple[np.ndarray, np.n
     """Per-step GRPO metrics as ``{name: (steps, values)}``: ``reward`` (mean summed reward),
     ``reward/<fn>`` for each reward function, ``kl``, ``loss``, ``completion_length``, and the
     ``tool/...`` figures of agentic GRPO."""
-    from tunixkit import runlog
-
     train = runlog.read_metrics(metrics_file).get("train", {})
     names = ("reward", "kl", "loss", "completion_length")
     return {
@@ -382,8 +380,6 @@ def heldout_reward(
     """Sample ``samples`` completions per record with ``config`` (its temperature) and score them
     with ``reward_fns``, as GRPO does during training but on held-out questions. The completions
     are stored as ``predictions_<name>.jsonl`` in ``output_dir`` (and read back with ``reuse``)."""
-    from tunixkit import evaluation
-
     result = evaluation.evaluate(
         loaded,
         list(records) * samples,

@@ -41,6 +41,7 @@ __all__ = [
     "mesh_shape",
     "peak_memory",
     "resolve",
+    "smoke_kit",
 ]
 
 PROFILES = ("smoke", "full")
@@ -170,6 +171,15 @@ def resolve(profile: str | None = None, *, verbose: bool = True) -> Runtime:
     if reason.startswith("automatic") and backend == "cpu" and rt.environment != "local":
         warnings.warn(no_accelerator_message(rt.environment), stacklevel=2)
     return rt
+
+
+def smoke_kit():
+    """The smoke profile's models and data (:mod:`tunixkit.testing`): the one place where library
+    code reaches them (the loader for the tiny ids, the smoke profile's data files). Imported on
+    first use, so that the full profile never loads the test helpers."""
+    import tunixkit.testing
+
+    return tunixkit.testing
 
 
 def no_accelerator_message(environment: str) -> str:

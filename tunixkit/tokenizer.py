@@ -7,8 +7,8 @@ tunix tokenizer (tunix's adapter accepts any object with ``encode/decode/bos_id/
 the same object goes to tunix's ``Sampler``, ``RLCluster`` and trainers. No caller needs to guess
 which kind it holds.
 
->>> from tunixkit import smoke
->>> tok = smoke.load_tokenizer()
+>>> from tunixkit import testing
+>>> tok = testing.load_tokenizer()
 >>> tok.kind, tok.decode(tok.encode("Tom has 3 pens.")), tok.token_id("<end_of_turn>") is not None
 ('sentencepiece', 'Tom has 3 pens.', True)
 """

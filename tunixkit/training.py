@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from flax.struct import dataclass as flax_dataclass
 
+from tunixkit import runtime
 from tunixkit.runlog import MetricsFile, RLMetricsFile
 from tunixkit.tokenizer import Tokenizer
 
@@ -237,8 +238,6 @@ def metrics_logging(log_dir: str | pathlib.Path, flush_every: int = 10, *, run_n
     from metrax import logging as metrax_logging
     from tunix.sft import metrics_logger
 
-    from tunixkit import runtime
-
     log_dir = str(pathlib.Path(log_dir).resolve())
     factories = [
         lambda: _Closable(
@@ -433,8 +432,6 @@ def run(
     ``metrics_file`` (kept across sessions, :class:`tunixkit.runlog.MetricsFile`); ``session``
     (:class:`tunixkit.session.Session`) stops training in time for the work after it.
     """
-    from tunixkit import runtime
-
     resumed_from = steps_done(trainer)
     if resumed_from:
         print(f"{label}: resuming from the checkpoint at step {resumed_from}")

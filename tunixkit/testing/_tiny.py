@@ -1,17 +1,13 @@
-"""The smoke profile's models and data: a tiny real Gemma, an offline tokenizer, GSM8K-style problems.
+"""The smoke profile's models: a tiny real Gemma, an offline tokenizer, a cache of built models.
 
-Everything the ``smoke`` profile runs on, built offline and deterministically, so that CI exercises
-the real code paths (the HF-layout loader, LoRA, the trainers) in minutes on a CPU:
-
-- :func:`synthetic_gsm8k` / :func:`write_synthetic_gsm8k`: seeded GSM8K-style rows (``question``,
-  ``answer`` with worked steps, ``<<calc>>`` notes and ``#### N``) that a tiny model can learn.
 - :func:`tokenizer_path` / :func:`load_tokenizer`: a SentencePiece model shipped as package data,
   built by ``scripts/build_tokenizer.py`` (:func:`build_tokenizer`), with the Gemma chat markers and
   the reasoning/answer tags as single tokens, pad id 0 and newlines kept.
-- :data:`TINY_GEMMA3` (and the student's shape): tiny Gemma3-architecture shapes;
+- :data:`TINY_GEMMA3` (and the student's and Gemma2's shapes): tiny Gemma-architecture shapes;
   :func:`random_model` re-randomises the MLP kernels that tunix initialises to zero.
 - :func:`materialize`: writes a smoke model (random, or a short full fine-tune: :data:`WARM_START`)
-  once, in the Hugging Face layout, into a cache whose key covers the code that builds it.
+  once, in the Hugging Face layout, into a cache whose key covers the code that builds it. The
+  loader (:func:`tunixkit.models.load_model`) reaches it for the tiny ids.
 """
 
 from __future__ import annotations
@@ -22,6 +18,7 @@ import pathlib
 import random
 import tempfile
 
+from tunixkit import calculator, checkpoints, domains, families, training
 from tunixkit.data import (
     ANSWER_END,
     ANSWER_START,
@@ -33,38 +30,16 @@ from tunixkit.data import (
     format_completion,
     format_prompt,
     parse_gsm8k_answer,
+    sft_pair,
+    to_records,
+)
+from tunixkit.testing._synthetic import (
+    SMOKE_MAX_OPERAND,
+    SPLIT_SEEDS,
+    synthetic_gsm8k,
+    synthetic_tasks,
 )
 from tunixkit.tokenizer import Tokenizer
-
-__all__ = [
-    "SMOKE_MAX_OPERAND",
-    "SMOKE_MODELS",
-    "SPECIAL_TOKENS",
-    "SPLIT_SEEDS",
-    "TINY_EMBEDDING_STD",
-    "TINY_GEMMA2",
-    "TINY_GEMMA3",
-    "TINY_STUDENT",
-    "TOKENIZER_VOCAB",
-    "TinyShape",
-    "WARM_START",
-    "WarmStart",
-    "build_tokenizer",
-    "cache_dir",
-    "cache_key",
-    "config",
-    "gemma2_config",
-    "gemma3_config",
-    "load_tokenizer",
-    "materialize",
-    "random_model",
-    "randomize_mlp",
-    "synthetic_gsm8k",
-    "tokenizer_corpus",
-    "tokenizer_path",
-    "warm_start",
-    "write_synthetic_gsm8k",
-]
 
 SPECIAL_TOKENS = (
     START_OF_TURN,
@@ -77,8 +52,6 @@ SPECIAL_TOKENS = (
     "</tool_call>",
 )
 TOKENIZER_VOCAB = 512
-_NAMES = ("Tom", "Ann", "Bob", "Mia", "Sam", "Lea", "Max", "Zoe", "Ben", "Eva")
-_ITEMS = ("apples", "pens", "books", "coins", "cards", "eggs", "shells", "stamps")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -101,67 +74,10 @@ TINY_STUDENT = TinyShape(num_layers=1, embed_dim=64, hidden_dim=256, num_heads=2
 TINY_GEMMA2 = TinyShape(num_heads=4, num_kv_heads=2, sliding_window_size=16)
 
 
-def _problem(rng: random.Random, max_operand: int = 30) -> tuple[str, str]:
-    """One GSM8K-style (question, answer field) pair; sums and differences use operands <= ``max_operand``."""
-    name, item = rng.choice(_NAMES), rng.choice(_ITEMS)
-    kind = rng.randrange(4)
-    hi = max_operand
-    if kind == 0:
-        a, b = rng.randint(2, hi), rng.randint(2, hi)
-        q = f"{name} has {a} {item} and buys {b} more. How many {item} does {name} have now?"
-        steps = f"{name} has {a} + {b} = <<{a}+{b}={a + b}>>{a + b} {item}."
-        ans = a + b
-    elif kind == 1:
-        a = rng.randint(5, hi + 10)
-        b = rng.randint(1, a - 1)
-        q = f"{name} has {a} {item} and gives {b} to a friend. How many {item} are left?"
-        steps = f"{name} has {a} - {b} = <<{a}-{b}={a - b}>>{a - b} {item} left."
-        ans = a - b
-    elif kind == 2:
-        a, b = rng.randint(2, 9), rng.randint(2, 9)
-        q = f"{name} buys {a} boxes with {b} {item} in each box. How many {item} does {name} buy?"
-        steps = f"{name} buys {a} * {b} = <<{a}*{b}={a * b}>>{a * b} {item}."
-        ans = a * b
-    else:
-        a, b = rng.randint(2, min(hi, 20)), rng.randint(2, min(hi, 20))
-        c = rng.randint(1, a + b - 1)
-        q = (
-            f"{name} has {a} {item}, buys {b} more and then gives {c} away. "
-            f"How many {item} does {name} have?"
-        )
-        s = a + b
-        steps = (
-            f"{name} has {a} + {b} = <<{a}+{b}={s}>>{s} {item}.\n"
-            f"After giving {c} away, {s} - {c} = <<{s}-{c}={s - c}>>{s - c} are left."
-        )
-        ans = s - c
-    return q, f"{steps}\n#### {ans}"
-
-
-def synthetic_gsm8k(n: int, seed: int = 0, *, max_operand: int = 30) -> list[dict[str, str]]:
-    """``n`` seeded GSM8K-style rows in the raw GSM8K schema (``question``, ``answer``).
-
-    ``max_operand`` bounds the numbers added and subtracted (products stay single-digit times
-    single-digit): a small value gives an easier set of problems over a small set of facts.
-
-    >>> rows = synthetic_gsm8k(2, seed=1)
-    >>> sorted(rows[0]), rows[0]["answer"].splitlines()[-1].startswith("#### ")
-    (['answer', 'question'], True)
-    >>> synthetic_gsm8k(3, seed=5) == synthetic_gsm8k(3, seed=5)
-    True
-    """
-    rng = random.Random(seed)
-    return [
-        dict(zip(("question", "answer"), _problem(rng, max_operand), strict=True)) for _ in range(n)
-    ]
-
-
 def tokenizer_corpus() -> list[str]:
     """The deterministic text the shipped tokenizer is trained on: the smoke GSM8K problems, the
     multi-domain tasks (notebook 06), calculator calls and results (notebook 07), and every
     printable ASCII character once (so that any text a model writes can be spelled)."""
-    from tunixkit import calculator, domains
-
     lines = []
     for row in synthetic_gsm8k(4000, seed=12345):
         steps, answer = parse_gsm8k_answer(row["answer"])
@@ -169,7 +85,7 @@ def tokenizer_corpus() -> list[str]:
         lines.append(format_prompt(row["question"], system_prompt=None))
     lines.append(SYSTEM_PROMPT)
     lines += [" ".join(str(i) for i in range(k, k + 30)) for k in range(0, 200, 10)]
-    for task in domains.synthetic_tasks(1200, seed=54321, asked=False):
+    for task in synthetic_tasks(1200, seed=54321, asked=False):
         lines.append(format_prompt(task.prompt, domains.SYSTEM_PROMPT) + task.response)
     rng = random.Random(777)
     for _ in range(600):
@@ -324,8 +240,6 @@ def random_model(
     import jax
     from flax import nnx
 
-    from tunixkit import families
-
     model = randomize_mlp(
         families.get(family).model_cls()(config, rngs=nnx.Rngs(params=seed)), seed
     )
@@ -334,33 +248,6 @@ def random_model(
         noise = jax.random.normal(jax.random.key(seed + 1), emb[...].shape)
         emb[...] = (embedding_std * noise).astype(emb[...].dtype)
     return model
-
-
-SPLIT_SEEDS = {"train": 0, "test": 1}
-# Smoke problems add and subtract numbers up to 9 (products stay single digit x single digit): a
-# 2-layer model learns these facts partially in a short warm start, which leaves GRPO room to help.
-# With operands up to 30 most held-out sums are facts the model never saw, and no method moves them.
-SMOKE_MAX_OPERAND = 9
-
-
-def write_synthetic_gsm8k(
-    folder: str | pathlib.Path,
-    *,
-    n_train: int = 2000,
-    n_test: int = 200,
-    max_operand: int = SMOKE_MAX_OPERAND,
-) -> dict[str, pathlib.Path]:
-    """Write ``train.jsonl`` and ``test.jsonl`` in the raw GSM8K schema, for the real file loaders."""
-    from tunixkit.data import write_jsonl
-
-    folder = pathlib.Path(folder)
-    return {
-        split: write_jsonl(
-            synthetic_gsm8k(n, seed=SPLIT_SEEDS[split], max_operand=max_operand),
-            folder / f"{split}.jsonl",
-        )
-        for split, n in (("train", n_train), ("test", n_test))
-    }
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -381,9 +268,6 @@ WARM_START = WarmStart()
 def warm_start(config, ws: WarmStart = WARM_START):
     """Train a random tiny Gemma3 on synthetic problems with tunix's ``PeftTrainer`` (full FT)."""
     from tunix.sft import peft_trainer
-
-    from tunixkit import training
-    from tunixkit.data import sft_pair, to_records
 
     tok = load_tokenizer()
     model = random_model(config, ws.seed)
@@ -419,7 +303,8 @@ SMOKE_MODELS = {
     "tiny-gemma2": {"family": "gemma2", "shape": TINY_GEMMA2, "build": "random"},
 }
 _KEY_MODULES = (
-    "smoke.py",
+    "testing/_tiny.py",
+    "testing/_synthetic.py",
     "training.py",
     "families.py",
     "checkpoints.py",
@@ -442,7 +327,7 @@ def cache_key(model_id: str) -> str:
 
     spec = SMOKE_MODELS[model_id]
     h = hashlib.sha256(tokenizer_path().read_bytes())
-    here = pathlib.Path(__file__).parent
+    here = pathlib.Path(__file__).parent.parent  # the tunixkit package
     for name in _KEY_MODULES:
         h.update((here / name).read_bytes())
     h.update(repr((model_id, spec, WARM_START, TINY_EMBEDDING_STD)).encode())
@@ -466,15 +351,13 @@ def materialize(model_id: str) -> pathlib.Path:
     import subprocess
     import sys
 
-    from tunixkit import checkpoints
-
     folder = cache_dir() / "models" / f"{model_id}-{cache_key(model_id)}"
     if not (folder / checkpoints.WEIGHTS_FILE).is_file():
         env = dict(
             os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=1"
         )
         subprocess.run(
-            [sys.executable, "-m", "tunixkit.smoke", model_id, str(folder)], env=env, check=True
+            [sys.executable, "-m", "tunixkit.testing", model_id, str(folder)], env=env, check=True
         )
     return folder
 
@@ -483,8 +366,6 @@ def _build(model_id: str, folder: pathlib.Path) -> None:
     """What :func:`materialize` runs in its own process."""
     import shutil
     import tempfile
-
-    from tunixkit import checkpoints
 
     cfg, family = config(model_id), SMOKE_MODELS[model_id]["family"]
     if SMOKE_MODELS[model_id]["build"] == "warm_start":
@@ -506,9 +387,3 @@ def _build(model_id: str, folder: pathlib.Path) -> None:
     )
     shutil.rmtree(folder, ignore_errors=True)
     tmp.rename(folder)  # atomic: a killed run leaves no half-written model behind
-
-
-if __name__ == "__main__":
-    import sys
-
-    _build(sys.argv[1], pathlib.Path(sys.argv[2]))

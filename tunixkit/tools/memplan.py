@@ -16,7 +16,7 @@ on CPU (the command line, CI) for N emulated devices, whose numbers are upper bo
 compiler upcasts bf16 and fuses less (gemma-3-1b SFT step 16x512: 13.0 GiB on CPU vs 5.4 on a
 TPU v5e ahead-of-time compile, see ``bench/results/memplan.json``).
 
-    python -m tunixkit.memplan sft --model gemma-3-1b-it --devices 8 --chip v5e
+    python -m tunixkit.tools.memplan sft --model gemma-3-1b-it --devices 8 --chip v5e
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from tunixkit import families, models
+from tunixkit import distill, families, models, recipes, rl, runtime, training
 
 __all__ = [
     "CHIPS",
@@ -191,9 +191,7 @@ def _config(model_id: str, layers: int | None):
     """(family, tunix config) of a released model id, optionally cut to ``layers``."""
     spec = models.get_spec(model_id)
     if spec.preset is None:
-        from tunixkit import smoke
-
-        cfg = smoke.config(model_id)
+        cfg = runtime.smoke_kit().config(model_id)
     else:
         cfg = getattr(families.get(spec.family).config_cls(), spec.preset)()
     if layers is not None:
@@ -346,8 +344,6 @@ def _lora_pieces(model, optimizer) -> dict[str, int]:
 def _sft(rec, mesh, model_id, layers, verbose, jnp):
     from tunix.sft import peft_trainer
 
-    from tunixkit import training
-
     base, family, _ = _abstract(model_id, layers, mesh)
     model = _lora(
         base, mesh, family=family, rank=rec.lora_rank, alpha=rec.lora_alpha, qlora=rec.qlora
@@ -370,8 +366,6 @@ def _sft(rec, mesh, model_id, layers, verbose, jnp):
 
 def _dpo(rec, mesh, model_id, layers, verbose, jnp):
     from tunix.sft.dpo import dpo_trainer
-
-    from tunixkit import training
 
     reference, family, _ = _abstract(model_id, layers, mesh)
     actor = _lora(reference, mesh, family=family, rank=rec.lora_rank, alpha=rec.lora_alpha)
@@ -444,8 +438,6 @@ def _dpo(rec, mesh, model_id, layers, verbose, jnp):
 def _distill(rec, mesh, model_id, layers, verbose, jnp):
     from flax import nnx
     from tunix.distillation import distillation_trainer as dt
-
-    from tunixkit import distill, training
 
     teacher, _, tcfg = _abstract(rec.teacher_id, layers, mesh)
     student, _, _ = _abstract(model_id, layers, mesh)
@@ -520,8 +512,6 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
     from tunix.rl import rl_cluster as rl_cluster_lib
     from tunix.rl import trainer as rl_trainer
     from tunix.rl.grpo import grpo_learner
-
-    from tunixkit import rl, training
 
     s = rec.grpo
     reference, family, cfg = _abstract(model_id, layers, mesh)
@@ -706,8 +696,6 @@ def plan(
     """
     import jax.numpy as jnp
 
-    from tunixkit import recipes, runtime
-
     if kind not in KINDS:
         raise ValueError(f"unknown recipe kind {kind!r}; known: {', '.join(KINDS)}")
     if chip not in CHIPS:
@@ -769,7 +757,7 @@ def check(
     if device.platform == "cpu" or chip is None:
         print(
             f"memory plan: skipped on {device.platform} ({getattr(device, 'device_kind', '?')}); "
-            f"`python -m tunixkit.memplan {kind} --model <id>` plans a full recipe on emulated devices"
+            f"`python -m tunixkit.tools.memplan {kind} --model <id>` plans a full recipe on emulated devices"
         )
         return None
     try:
@@ -816,8 +804,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["XLA_FLAGS"] = (
             f"{flags} --xla_force_host_platform_device_count={args.devices}".strip()
         )
-    from tunixkit import recipes
-
     rec = getattr(getattr(recipes, _RECIPES[args.kind]), args.preset)()
     for kv in args.set:
         name, value = kv.split("=", 1)

@@ -1,4 +1,4 @@
-"""Helpers for tunixkit's own tests (the smoke profile's models and data are in :mod:`tunixkit.smoke`).
+"""Helpers for tunixkit's own tests and the full profile's rehearsal in CI.
 
 - :func:`randomize_all`: every weight of a model random (tunix initialises norms and MLPs to zero,
   which would hide a wrong tensor mapping in a load/export test);
@@ -23,6 +23,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+
+from tunixkit import data
+from tunixkit.testing._synthetic import SPLIT_SEEDS, synthetic_gsm8k
 
 __all__ = [
     "kernel_python",
@@ -81,7 +84,7 @@ def notebook_script(
 
 
 def load_orbax_export(folder: str | pathlib.Path):
-    """The model in an Orbax export (``checkpoints.export``'s ``orbax/``), built with tunix's own
+    """The model in an Orbax export (``models.export``'s ``orbax/``), built with tunix's own
     model class and config from ``tunix_config.json`` and restored with Orbax: no tunixkit code."""
     import importlib
     import json
@@ -201,11 +204,9 @@ def write_gsm8k_hub(
     """``folder`` as a copy of ``openai/gsm8k`` on the Hugging Face hub (what a Kaggle notebook gets
     when the data set is attached): ``main/{train,test}-00000-of-00001.parquet`` with the columns
     ``question`` and ``answer`` (worked solution, then ``#### <number>``), synthetic rows."""
-    from tunixkit import smoke
-
     folder = pathlib.Path(folder)
     for split, n in (("train", n_train), ("test", n_test)):
-        rows = smoke.synthetic_gsm8k(n, seed=smoke.SPLIT_SEEDS[split])
+        rows = synthetic_gsm8k(n, seed=SPLIT_SEEDS[split])
         _parquet(rows, folder / "main" / f"{split}-00000-of-00001.parquet")
     return folder
 
@@ -213,9 +214,7 @@ def write_gsm8k_hub(
 def write_trace_rows(path: str | pathlib.Path, n: int = 32, *, seed: int = 0) -> pathlib.Path:
     """SFT traces as a ``.jsonl`` of ``prompt``/``response`` rows, the response in the reasoning
     format (as a distilled-trace data set holds them)."""
-    from tunixkit import data, smoke
-
-    records, _ = data.to_records(smoke.synthetic_gsm8k(n, seed=seed), "traces", verbose=False)
+    records, _ = data.to_records(synthetic_gsm8k(n, seed=seed), "traces", verbose=False)
     rows = [
         {
             "prompt": r["question"],
@@ -229,9 +228,7 @@ def write_trace_rows(path: str | pathlib.Path, n: int = 32, *, seed: int = 0) ->
 def write_preference_rows(path: str | pathlib.Path, n: int = 32, *, seed: int = 0) -> pathlib.Path:
     """Preference pairs as a ``.parquet`` of ``prompt``/``chosen``/``rejected`` strings (the schema
     of the common DPO data sets): chosen has the right answer, rejected a wrong one."""
-    from tunixkit import data, smoke
-
-    records, _ = data.to_records(smoke.synthetic_gsm8k(n, seed=seed), "pairs", verbose=False)
+    records, _ = data.to_records(synthetic_gsm8k(n, seed=seed), "pairs", verbose=False)
     rows = [
         {
             "prompt": r["question"],
@@ -250,9 +247,7 @@ def write_chat_traces(
     the reasoning format), with no ``domain`` column: the shape of the common chat data sets. Each
     prompt starts with a document of ``preface_words`` words (for prompts longer than a limit);
     even rows then ask a GSM8K-style question, odd rows for a summary of the document."""
-    from tunixkit import data, smoke
-
-    records, _ = data.to_records(smoke.synthetic_gsm8k(n, seed=seed), "chat", verbose=False)
+    records, _ = data.to_records(synthetic_gsm8k(n, seed=seed), "chat", verbose=False)
     words = "the shop sells apples and pens to every child who asks".split()
     rows = []
     for i, r in enumerate(records):

@@ -1,7 +1,7 @@
 """Check that the installed tunix/qwix offer every API tunixkit uses, and that tunix has its own deps.
 
 Kaggle images ship tunix from git, unpinned; upstream renames things (``RLCluster`` became
-``RLEngine`` on main). ``python -m tunixkit.doctor`` reports, for every tunix/qwix name tunixkit and
+``RLEngine`` on main). ``python -m tunixkit.tools.doctor`` reports, for every tunix/qwix name tunixkit and
 its notebooks use (:data:`REQUIRED_API`, which a test keeps complete by scanning the sources with
 :func:`scan`):
 
@@ -25,6 +25,8 @@ import pathlib
 import re
 import sys
 from collections.abc import Iterable
+
+from tunixkit import families
 
 __all__ = ["PIN", "REQUIRED_API", "check", "missing_dependencies", "pip_line", "required", "scan"]
 
@@ -365,8 +367,6 @@ def check() -> tuple[list[str], list[str]]:
 def required() -> list[tuple[str, str, tuple[str, ...]]]:
     """:data:`REQUIRED_API` plus what each model family names by string (its model class, config
     and safetensors loader: see :mod:`tunixkit.families`)."""
-    from tunixkit import families
-
     out = list(REQUIRED_API)
     for fam in families.FAMILIES.values():
         out += [

@@ -1,0 +1,146 @@
+"""The library's layering, checked from its source.
+
+Library modules import only downward (a module imports modules of lower layers only), at the top of
+the file: no function-local import of a tunixkit module except the one seam to the smoke profile
+(``runtime.smoke_kit``). The smoke profile's models and data (``tunixkit.testing``) and the tools
+(``tunixkit.tools``) sit above the library and no library module imports them. tunix's private
+names are used in ``tunixkit._compat`` and the tools only. ``ruff format`` output stands as is.
+"""
+
+import ast
+import pathlib
+import re
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "tunixkit"
+
+# Lowest first; a module may import the modules of the layers before its own.
+LAYERS = (
+    ("tunix workarounds", ("_compat",)),
+    ("basics", ("answers", "calculator", "runtime", "runlog", "tokenizer", "families")),
+    ("data and files", ("session", "data", "rewards", "checkpoints")),
+    ("training and models", ("training", "models", "evaluation", "mix")),
+    ("algorithms", ("judging", "rl", "preferences", "distill", "domains")),
+    ("stages", ("pipeline",)),
+    ("agentic", ("agentic",)),
+    ("recipes", ("recipes",)),
+)
+LAYER_OF = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
+ABOVE = ("testing", "tools")  # may import the library; the library never imports them
+SEAM = ("runtime", "smoke_kit", "tunixkit.testing")  # (module, function, what it imports)
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).with_suffix("")
+        parts = [p for p in rel.parts if p != "__init__"]
+        yield ".".join(parts), path
+
+
+def _imported(node) -> list[str]:
+    """The tunixkit modules an import statement names (``tunixkit.x`` -> ``x``)."""
+    if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        if node.module == "tunixkit":
+            return [a.name for a in node.names]
+        if node.module.startswith("tunixkit."):
+            return [node.module.removeprefix("tunixkit.")]
+    if isinstance(node, ast.Import):
+        return [
+            a.name.removeprefix("tunixkit.") for a in node.names if a.name.startswith("tunixkit.")
+        ]
+    return []
+
+
+def _top(name: str) -> str:
+    return name.split(".")[0]
+
+
+def test_every_library_module_has_a_layer():
+    modules = {_top(name) for name, _ in _modules() if name}
+    assert modules - set(LAYER_OF) - set(ABOVE) == set(), "place new modules in LAYERS"
+    assert set(LAYER_OF) - modules == set(), "LAYERS names a module that is gone"
+
+
+@pytest.mark.parametrize("name", sorted(LAYER_OF))
+def test_library_modules_import_only_downward_and_at_the_top(name):
+    path = PACKAGE / f"{name}.py"
+    tree = ast.parse(path.read_text())
+    top = {id(node) for node in tree.body}
+    wrong = []
+    for node in ast.walk(tree):
+        for target in _imported(node):
+            where = f"{path.name}:{node.lineno} imports {target}"
+            if id(node) not in top:
+                if (name, target) != (SEAM[0], SEAM[2].removeprefix("tunixkit.")):
+                    wrong.append(f"{where} inside a function (the one seam is runtime.smoke_kit)")
+            elif target == "__version__":
+                continue
+            elif _top(target) in ABOVE:
+                wrong.append(f"{where}, which sits above the library")
+            elif LAYER_OF[_top(target)] >= LAYER_OF[name]:
+                wrong.append(f"{where}, not a lower layer")
+    assert wrong == []
+
+
+def test_the_seam_to_the_smoke_profile_is_one_function():
+    tree = ast.parse((PACKAGE / f"{SEAM[0]}.py").read_text())
+    (fn,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == SEAM[1]]
+    assert [t for n in ast.walk(fn) for t in _imported(n)] == [SEAM[2].removeprefix("tunixkit.")]
+
+
+@pytest.mark.parametrize("above", ABOVE)
+def test_testing_and_tools_import_at_the_top_and_tools_only_use_the_tools(above):
+    wrong = []
+    for name, path in _modules():
+        if _top(name) != above:
+            continue
+        tree = ast.parse(path.read_text())
+        top = {id(node) for node in tree.body}
+        for node in ast.walk(tree):
+            for target in _imported(node):
+                if id(node) not in top:
+                    wrong.append(f"{name}:{node.lineno} imports {target} inside a function")
+                if above == "testing" and _top(target) == "tools":
+                    wrong.append(f"{name}:{node.lineno} imports the tool {target}")
+    assert wrong == []
+
+
+def test_tunix_private_names_only_in_compat_and_the_tools():
+    wrong = []
+    for name, path in _modules():
+        if name == "_compat" or _top(name) == "tools":
+            continue
+        src = path.read_text()
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, ast.Attribute) and re.match(r"_[a-z]", node.attr):
+                base = node.value
+                if isinstance(base, ast.Name) and base.id in ("self", "cls"):
+                    continue  # the object's own state
+                wrong.append(f"{path.name}:{node.lineno}: {ast.get_source_segment(src, node)}")
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tunix."):
+                wrong += [
+                    f"{path.name}:{node.lineno}: {node.module}.{a.name}"
+                    for a in node.names
+                    if a.name.startswith("_")
+                ]
+    assert wrong == []
+
+
+def test_ruff_format_output_stands_as_is():
+    skipped = [
+        f"{path.relative_to(ROOT)}:{i}"
+        for _, path in _modules()
+        for i, line in enumerate(path.read_text().splitlines(), 1)
+        if "fmt: skip" in line or "fmt: off" in line
+    ]
+    assert skipped == []
+
+
+def test_the_package_docstring_and_the_readme_name_every_module():
+    doc = (PACKAGE / "__init__.py").read_text()
+    readme = (ROOT / "README.md").read_text()
+    public = [n for n in LAYER_OF if not n.startswith("_")] + list(ABOVE)
+    assert [n for n in public if not re.search(rf"^  {n}\b", doc, re.M)] == []
+    assert [n for n in public if f"`{n}`" not in readme] == []

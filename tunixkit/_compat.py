@@ -1,0 +1,155 @@
+"""tunix 0.1.7's rough edges, worked around in one place.
+
+Each entry says what tunix 0.1.7 does (with the file of the installed release), what is done
+instead, and which test shows it (``tests/test_compat.py``: each fails on the behaviour it works
+around, so a tunix upgrade that fixes one shows which entry to drop). Nothing here runs at import:
+the code that needs a workaround applies it (the agentic learner's build, the SimPO trainer, the
+export's weight mapping). The memory plan (:mod:`tunixkit.tools.memplan`, a tool) re-wires tunix's
+trainers for compiling without running; it keeps those tool-only patches to itself.
+
+- :func:`quiet_tool_parser`: ``tool_parser/qwen_parser.py`` prints every tool call it cannot parse;
+  in GRPO that is a line per malformed rollout. Silenced (they are counted in the episode records).
+- :class:`TextQuestionAgent`: ``agents/tool_agent.py`` reads the question from the batch as a
+  1-element array and writes its repr (``"['...']"``) into the prompt; this agent takes the text
+  out, and may replace the ~120-token JSON-schema tool prompt with a short one.
+- :class:`CopyingGemmaParser`: ``chat_template_parser/parser.py``'s ``GemmaChatTemplateParser``
+  edits the conversation in place, prepending the system prompt to the first user turn again on
+  every call; this one parses a copy.
+- :class:`ForgivingToolEnvironment`: ``environments/tool_environment.py`` raises when a tool
+  call's arguments are not a JSON object, which ends ``train()``; here the call gets an error
+  result instead (the model's mistake costs its reward, never the run), and each call's result
+  goes to :meth:`ForgivingToolEnvironment.tool_called`.
+- :func:`fresh_seed_per_call`: the agentic learner samples each episode in a call of its own and
+  the sampler seeds from the rollout config alone, so the G episodes of a question were identical
+  (every advantage 0); each call gets its own seed.
+- :func:`without_aux_metric`: ``sft/dpo/dpo_trainer.py`` logs ORPO's odds ratio whenever
+  ``algorithm="orpo"``, which SimPO (built on the ORPO path: no reference pass) does not compute.
+- :func:`gemma3_qk_norms`: tunix's Gemma3 attention keeps its query/key norms in private
+  attributes (``models/gemma3/model.py``); the export reads them through this one accessor.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import threading
+import uuid
+from typing import Any
+
+import numpy as np
+from tunix.rl.agentic.agents.tool_agent import ToolAgent
+from tunix.rl.agentic.environments.tool_environment import ToolEnvironment
+from tunix.rl.agentic.parser.chat_template_parser.parser import GemmaChatTemplateParser
+from tunix.rl.agentic.tools.base_tool import BaseTool
+
+__all__ = [
+    "CopyingGemmaParser",
+    "ForgivingToolEnvironment",
+    "TextQuestionAgent",
+    "as_text",
+    "fresh_seed_per_call",
+    "gemma3_qk_norms",
+    "quiet_tool_parser",
+    "without_aux_metric",
+]
+
+
+def quiet_tool_parser() -> None:
+    """Silence the prints of tunix's Qwen tool parser (idempotent; the module's own ``print``
+    only, never the builtin)."""
+    from tunix.rl.agentic.parser.tool_parser import qwen_parser
+
+    qwen_parser.print = lambda *args, **kwargs: None
+
+
+def as_text(value: Any) -> str:
+    """A batch column's value as text (tunix hands each example over as 1-element arrays)."""
+    if isinstance(value, np.ndarray):
+        value = value.reshape(-1)[0] if value.size else ""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class TextQuestionAgent(ToolAgent):
+    """tunix's ``ToolAgent`` with the question read as text, and an optional short tool prompt."""
+
+    def __init__(
+        self,
+        system_prompt: str,
+        tool_parser_name: str = "qwen",
+        tool_map: dict[str, type[BaseTool]] | None = None,
+        tools_prompt: str | None = None,
+    ) -> None:
+        self._tools_prompt_override = tools_prompt
+        super().__init__(system_prompt, tool_parser_name, tool_map)
+
+    def _init_messages(self, system_prompt: str) -> None:
+        if self._tools_prompt_override is not None:
+            self.tools_prompt = self._tools_prompt_override
+        super()._init_messages(system_prompt)
+
+    def _observation_to_messages(
+        self, observation: Any, reward: float, done: bool, info: dict
+    ) -> None:
+        if isinstance(observation, dict) and not observation:  # the episode's end: nothing to say
+            return
+        if (
+            isinstance(observation, dict)
+            and "tool_outputs" not in observation
+            and "question" in observation
+        ):
+            self._messages.append({"role": "user", "content": as_text(observation["question"])})
+            return
+        super()._observation_to_messages(observation, reward, done, info)
+
+
+class CopyingGemmaParser(GemmaChatTemplateParser):
+    """tunix's Gemma chat template, without editing the caller's messages."""
+
+    def preprocess_messages(self, messages: list[dict[str, str]]) -> list[dict[str, str]]:
+        return super().preprocess_messages([dict(m) for m in messages])
+
+
+class ForgivingToolEnvironment(ToolEnvironment):
+    """tunix's ``ToolEnvironment`` that survives malformed tool calls: each call runs on its own,
+    one that raises gets an ``Error: malformed call (...)`` result, and every result is passed
+    to :meth:`tool_called` (a hook for subclasses)."""
+
+    def tool_called(self, call: dict[str, Any], result: str) -> None:
+        """Called once per tool call with its result (an error text for a malformed one)."""
+
+    def _execute_tool_calls(self, tool_calls: list[dict[str, Any]]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for call in tool_calls:
+            call_id = call.get("id") or str(uuid.uuid4())
+            try:
+                result = super()._execute_tool_calls([{**call, "id": call_id}])
+            except Exception as e:  # noqa: BLE001 - the model's mistake costs its reward, not the run
+                result = {call_id: f"Error: malformed call ({type(e).__name__})"}
+            for value in result.values():
+                self.tool_called(call, str(value))
+            out.update(result)
+        return out
+
+
+def fresh_seed_per_call(cluster, base_seed: int) -> None:
+    """Make each of ``cluster``'s sampler calls use its own seed (``base_seed`` + 1, + 2, ...)."""
+    rollout = cluster.rollout
+    generate, counter, lock = rollout.generate, itertools.count(1), threading.Lock()
+
+    def generate_with_own_seed(prompts, rollout_config, **kwargs):
+        with lock:
+            seed = (base_seed + next(counter)) % 2**31
+        return generate(prompts, dataclasses.replace(rollout_config, seed=seed), **kwargs)
+
+    rollout.generate = generate_with_own_seed
+
+
+def without_aux_metric(trainer, name: str):
+    """``trainer`` (a tunix DPO trainer) no longer logging the auxiliary metric ``name``."""
+    trainer._aux_metrics_to_log.pop(name, None)
+    return trainer
+
+
+def gemma3_qk_norms(attention) -> tuple[Any, Any]:
+    """The query and key RMSNorm modules of a tunix Gemma3 attention block."""
+    return attention._query_norm, attention._key_norm

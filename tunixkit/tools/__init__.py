@@ -1,0 +1,11 @@
+"""Tools built on the library, which no library module imports.
+
+- :mod:`tunixkit.tools.memplan`: the memory plan, each recipe's step programs compiled at their real
+  shapes on emulated devices, bytes per device against the chip's memory (notebooks 01-04 call
+  ``memplan.check`` before loading weights; ``python -m tunixkit.tools.memplan`` from a shell);
+- :mod:`tunixkit.tools.doctor`: checks that the installed tunix offers every API tunixkit uses
+  (``python -m tunixkit.tools.doctor``, run by the setup script).
+
+They may use tunix's private names (the memory plan re-wires tunix's trainers to compile without
+running); the library keeps its tunix workarounds in :mod:`tunixkit._compat`.
+"""
