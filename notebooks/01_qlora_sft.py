@@ -98,7 +98,6 @@ import dataclasses
 import json
 
 from IPython.display import Markdown, display
-from tunix.sft import peft_trainer
 
 from tunixkit import (
     checkpoints,
@@ -215,11 +214,12 @@ config = training.trainer_config(
     checkpoint_every=recipe.checkpoint_every,
     description="SFT",
 )
-trainer = peft_trainer.PeftTrainer(
+trainer = training.sft_trainer(
     model,
     training.optimizer(recipe.learning_rate, clock.schedule_steps(recipe.steps, label="SFT")),
     config,
-).with_gen_model_input_fn(training.model_inputs_fn(base.tokenizer.pad_id()))
+    pad_id=base.tokenizer.pad_id(),
+)
 trained = training.run(
     trainer,
     batches,

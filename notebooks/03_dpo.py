@@ -236,9 +236,10 @@ config = training.trainer_config(
     beta=recipe.beta,
     lambda_orpo=recipe.lambda_orpo,
 )
-trainer = dpo_trainer.DPOTrainer(
+trainer = preferences.trainer(
+    recipe.algorithm,
     actor,
-    reference.model if recipe.algorithm == "dpo" else None,
+    reference.model,
     training.optimizer(
         recipe.learning_rate,
         clock.schedule_steps(recipe.steps, label=recipe.algorithm.upper()),

@@ -216,7 +216,7 @@ config = training.trainer_config(
     description="distillation",
     config_cls=distillation_trainer.TrainingConfig,
 )
-trainer = distillation_trainer.DistillationTrainer(
+trainer = distill.trainer(
     student.model,
     teacher.model,
     distill.strategy(student.config.num_embed, temperature=recipe.temperature, alpha=recipe.alpha),
@@ -224,7 +224,8 @@ trainer = distillation_trainer.DistillationTrainer(
         recipe.learning_rate, clock.schedule_steps(recipe.steps, label="distillation")
     ),
     config,
-).with_gen_model_input_fn(training.model_inputs_fn(pad))
+    pad_id=pad,
+)
 trained = training.run(
     trainer,
     batches,

@@ -144,3 +144,27 @@ def test_the_package_docstring_and_the_readme_name_every_module():
     public = [n for n in LAYER_OF if not n.startswith("_")] + list(ABOVE)
     assert [n for n in public if not re.search(rf"^  {n}\b", doc, re.M)] == []
     assert [n for n in public if f"`{n}`" not in readme] == []
+
+
+# Each tunix trainer is built in one library function, which notebooks, stages, the smoke warm
+# start and the memory plan all call (the plan then measures the trainer the notebooks run).
+BUILDERS = {
+    "PeftTrainer": "training.py",
+    "DPOTrainer": "preferences.py",
+    "DistillationTrainer": "distill.py",
+}
+
+
+@pytest.mark.parametrize("cls", sorted(BUILDERS))
+def test_one_builder_per_trainer(cls):
+    sources = [p for _, p in _modules()] + sorted((ROOT / "notebooks").glob("*.py"))
+    built = sorted(
+        {
+            str(path.relative_to(ROOT))
+            for path in sources
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Call)
+            and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) == cls
+        }
+    )
+    assert built == [f"tunixkit/{BUILDERS[cls]}"]

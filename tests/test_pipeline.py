@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from tunixkit import data, domains, judging, pipeline, session, testing
+from tunixkit import data, domains, judging, pipeline, preferences, session, testing
 
 
 def test_traces_load_from_chat_messages_or_prompt_response_and_other_shapes_are_refused(tmp_path):
@@ -127,10 +127,10 @@ def test_simpo_loss_prefers_the_answer_with_the_higher_mean_log_probability(tmp_
     assert float(chosen[0]) / len(good) > float(rejected[0]) / len(
         bad
     )  # the warm start knows arithmetic, not noise
-    loss, aux = pipeline.simpo_loss_fn(lm.model, ex, beta=2.0, gamma=0.5)
+    loss, aux = preferences.simpo_loss_fn(lm.model, ex, beta=2.0, gamma=0.5)
     assert float(aux["rewards/accuracy"]) == 1.0 and float(loss) < float(np.log(2))
     # the recipe's simpo_gamma (06's SIMPO_GAMMA) is the margin asked for: a larger one, a larger loss
-    wider, _ = pipeline.simpo_loss_fn(lm.model, ex, beta=2.0, gamma=3.0)
+    wider, _ = preferences.simpo_loss_fn(lm.model, ex, beta=2.0, gamma=3.0)
     assert float(wider) > float(loss)
     import optax
 
@@ -149,9 +149,7 @@ def test_simpo_loss_prefers_the_answer_with_the_higher_mean_log_probability(tmp_
         beta=2.0,
         lambda_orpo=0.1,
     )
-    trainer = pipeline.preference_trainer(
-        "simpo", lm.model, None, optax.sgd(0.0), config, simpo_gamma=3.0
-    )
+    trainer = preferences.trainer("simpo", lm.model, None, optax.sgd(0.0), config, simpo_gamma=3.0)
     assert trainer.gen_model_input_fn(ex) == {"train_example": ex, "beta": 2.0, "gamma": 3.0}
 
 

@@ -17,6 +17,7 @@ from tunixkit import data
 from tunixkit.training import model_inputs_fn, tokenize_pair
 
 __all__ = [
+    "trainer",
     "VocabularyMismatch",
     "check_vocab",
     "forward",
@@ -75,6 +76,17 @@ def strategy(vocab_size: int, *, temperature: float, alpha: float):
         temperature=temperature,
         alpha=alpha,
     )
+
+
+def trainer(student, teacher, strategy_, optimizer, config, *, pad_id: int):
+    """tunix's ``DistillationTrainer``: ``student`` learns ``teacher``'s logits by ``strategy_``
+    (:func:`strategy`), fed SFT batches through :func:`tunixkit.training.model_inputs_fn`. The one
+    distillation builder: notebook 04 and the memory plan build theirs here."""
+    from tunix.distillation import distillation_trainer
+
+    return distillation_trainer.DistillationTrainer(
+        student, teacher, strategy_, optimizer, config
+    ).with_gen_model_input_fn(model_inputs_fn(pad_id))
 
 
 def _batch_sums(student, teacher, inputs: dict[str, Any], temperature: float) -> np.ndarray:

@@ -8,8 +8,9 @@ from its last checkpoint. One session clock spans the stages; each stage gets a 
 training time left when it starts (:meth:`Stages.clock`).
 
 Also here, the pieces the stages need beyond the other notebooks': judged preference pairs
-(:func:`judged_pairs`), the self-improvement round (:func:`self_improve`) and SimPO as a tunix
-loss (:func:`simpo_loss_fn`, :func:`preference_trainer`).
+(:func:`judged_pairs`) and the self-improvement round (:func:`self_improve`). The trainers are
+built by the same builders as the other notebooks' (:func:`tunixkit.training.sft_trainer`,
+:func:`tunixkit.preferences.trainer`, SimPO included).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tunixkit import (
-    _compat,
     checkpoints,
     data,
     domains,
@@ -44,12 +44,10 @@ __all__ = [
     "grpo_stage",
     "judged_pairs",
     "preference_stage",
-    "preference_trainer",
     "contested",
     "grpo_records",
     "self_improve",
     "sft_stage",
-    "simpo_loss_fn",
     "start_stage",
     "weighted_rewards",
 ]
@@ -314,59 +312,6 @@ def self_improve(
     return kept, report
 
 
-def simpo_loss_fn(model, train_example, beta: float = 2.0, gamma: float = 0.5):
-    """SimPO (Meng et al. 2024) as a tunix DPO-trainer loss: no reference model; the margin is
-    between length-normalised log-probabilities, ``-log sigmoid(beta * (lp_c/|c| - lp_r/|r|) - gamma)``."""
-    import jax
-    import jax.numpy as jnp
-    from tunix.sft.dpo import dpo_trainer
-
-    chosen, rejected = dpo_trainer.compute_logps(
-        model,
-        train_example.input_ids,
-        train_example.positions,
-        train_example.attention_mask,
-        train_example.logits_to_keep,
-        train_example.completion_mask,
-    )
-    half = train_example.completion_mask.shape[0] // 2
-    lengths = jnp.maximum(train_example.completion_mask.sum(-1), 1.0)
-    c, r = beta * chosen / lengths[:half], beta * rejected / lengths[half:]
-    losses = -jax.nn.log_sigmoid(c - r - gamma)
-    aux = {
-        "rewards/chosen": c.mean(),
-        "rewards/rejected": r.mean(),
-        "rewards/margin": (c - r).mean(),
-        "rewards/accuracy": (c > r).mean(),
-        "log_probs/chosen": chosen.mean(),
-        "log_probs/rejected": rejected.mean(),
-    }
-    return losses.mean(), aux
-
-
-def preference_trainer(
-    algorithm: str, actor, reference, optimizer, config, *, simpo_gamma: float = 0.5
-):
-    """tunix's ``DPOTrainer`` for ``algorithm`` "dpo" (with ``reference``), "orpo", or "simpo"
-    (:func:`simpo_loss_fn`, reference-free; ``config.beta`` is SimPO's beta)."""
-    from tunix.sft.dpo import dpo_trainer
-
-    if algorithm not in ("dpo", "orpo", "simpo"):
-        raise ValueError(f"unknown preference algorithm {algorithm!r}; known: dpo, orpo, simpo")
-    if algorithm != "simpo":
-        return dpo_trainer.DPOTrainer(
-            actor, reference if algorithm == "dpo" else None, optimizer, config
-        )
-    config = dataclasses.replace(config, algorithm="orpo")  # no reference pass
-    trainer = dpo_trainer.DPOTrainer(actor, None, optimizer, config)
-    _compat.without_aux_metric(trainer, "odds_ratio")  # an ORPO figure SimPO does not have
-    trainer.with_loss_fn(simpo_loss_fn, has_aux=True)
-    trainer.with_gen_model_input_fn(
-        lambda x: {"train_example": x, "beta": config.beta, "gamma": simpo_gamma}
-    )
-    return trainer
-
-
 def weighted_rewards(weights: dict[str, float], judge: judging.Judge) -> list[Any]:
     """GRPO's reward functions from ``{name: weight}``: ``"judge"`` is ``judge``, any other name a
     reward of :data:`tunixkit.rewards.REWARDS`; each keeps its name, so tunix logs it on its own.
@@ -462,8 +407,6 @@ def sft_stage(
 ) -> str | None:
     """A LoRA SFT stage on (prompt, completion) ``pairs`` (``learning_rate``: the recipe's
     ``sft_learning_rate`` unless given); returns its export (None: not finished)."""
-    from tunix.sft import peft_trainer
-
     if stages.done(name):
         return stages.state[name]["export"]
     if not stages.ready(name):
@@ -478,15 +421,15 @@ def sft_stage(
         checkpoint_every=max(10, steps // 4),
         description=name,
     )
-    trainer = peft_trainer.PeftTrainer(
+    trainer = training.sft_trainer(
         lora,
         training.optimizer(
             learning_rate or recipe.sft_learning_rate,
             stages.session.schedule_steps(steps, label=name),
         ),
         config,
+        pad_id=base.tokenizer.pad_id(),
     )
-    trainer.with_gen_model_input_fn(training.model_inputs_fn(base.tokenizer.pad_id()))
     result = training.run(
         trainer,
         batches,
@@ -537,7 +480,7 @@ def preference_stage(
         recipe.preference_learning_rate,
         stages.session.schedule_steps(recipe.preference_steps, label=name),
     )
-    trainer = preference_trainer(
+    trainer = preferences.trainer(
         recipe.algorithm, lora, base.model, optimizer, config, simpo_gamma=recipe.simpo_gamma
     )
     result = training.run(

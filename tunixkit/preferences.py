@@ -22,9 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from tunixkit import data, evaluation, families
+from tunixkit import _compat, data, evaluation, families
 
 __all__ = [
+    "simpo_loss_fn",
+    "trainer",
     "Pair",
     "Scores",
     "dataset_pairs",
@@ -284,3 +286,56 @@ def score(policy, reference, batches, *, beta: float) -> Scores:
     tie = np.abs(margin) < 1e-6  # at step 0 the policy is the reference: all ties
     wins = np.mean(~tie & (margin > 0)) + 0.5 * np.mean(tie)
     return Scores(float(wins), float(np.mean(pc > pr)), float(np.mean(margin)), len(pc))
+
+
+def simpo_loss_fn(model, train_example, beta: float = 2.0, gamma: float = 0.5):
+    """SimPO (Meng et al. 2024) as a tunix DPO-trainer loss: no reference model; the margin is
+    between length-normalised log-probabilities, ``-log sigmoid(beta * (lp_c/|c| - lp_r/|r|) - gamma)``."""
+    import jax
+    import jax.numpy as jnp
+    from tunix.sft.dpo import dpo_trainer
+
+    chosen, rejected = dpo_trainer.compute_logps(
+        model,
+        train_example.input_ids,
+        train_example.positions,
+        train_example.attention_mask,
+        train_example.logits_to_keep,
+        train_example.completion_mask,
+    )
+    half = train_example.completion_mask.shape[0] // 2
+    lengths = jnp.maximum(train_example.completion_mask.sum(-1), 1.0)
+    c, r = beta * chosen / lengths[:half], beta * rejected / lengths[half:]
+    losses = -jax.nn.log_sigmoid(c - r - gamma)
+    aux = {
+        "rewards/chosen": c.mean(),
+        "rewards/rejected": r.mean(),
+        "rewards/margin": (c - r).mean(),
+        "rewards/accuracy": (c > r).mean(),
+        "log_probs/chosen": chosen.mean(),
+        "log_probs/rejected": rejected.mean(),
+    }
+    return losses.mean(), aux
+
+
+def trainer(algorithm: str, actor, reference, optimizer, config, *, simpo_gamma: float = 0.5):
+    """tunix's ``DPOTrainer`` for ``algorithm`` "dpo" (with ``reference``), "orpo", or "simpo"
+    (:func:`simpo_loss_fn`, reference-free; ``config.beta`` is SimPO's beta), fed the batches of
+    :func:`preference_dataset`. The one preference builder: notebooks 03 and 06 and the memory
+    plan build theirs here."""
+    from tunix.sft.dpo import dpo_trainer
+
+    if algorithm not in ("dpo", "orpo", "simpo"):
+        raise ValueError(f"unknown preference algorithm {algorithm!r}; known: dpo, orpo, simpo")
+    if algorithm != "simpo":
+        return dpo_trainer.DPOTrainer(
+            actor, reference if algorithm == "dpo" else None, optimizer, config
+        )
+    config = dataclasses.replace(config, algorithm="orpo")  # no reference pass
+    trainer = dpo_trainer.DPOTrainer(actor, None, optimizer, config)
+    _compat.without_aux_metric(trainer, "odds_ratio")  # an ORPO figure SimPO does not have
+    trainer.with_loss_fn(simpo_loss_fn, has_aux=True)
+    trainer.with_gen_model_input_fn(
+        lambda x: {"train_example": x, "beta": config.beta, "gamma": simpo_gamma}
+    )
+    return trainer

@@ -34,6 +34,7 @@ from tunixkit.runlog import MetricsFile, RLMetricsFile
 from tunixkit.tokenizer import Tokenizer
 
 __all__ = [
+    "sft_trainer",
     "PackedInput",
     "RunResult",
     "checkpointing",
@@ -302,6 +303,17 @@ class RunResult:
     def trained(self) -> int:
         """Steps trained by this run."""
         return self.steps - self.resumed_from
+
+
+def sft_trainer(model, optimizer, config, *, pad_id: int):
+    """tunix's ``PeftTrainer`` for supervised fine-tuning (LoRA, QLoRA or every weight), fed the
+    batches of :func:`sft_dataset` (packed or not) through :func:`model_inputs_fn`. The one SFT
+    builder: notebooks 01 and 06, the smoke warm start and the memory plan build theirs here."""
+    from tunix.sft import peft_trainer
+
+    return peft_trainer.PeftTrainer(model, optimizer, config).with_gen_model_input_fn(
+        model_inputs_fn(pad_id)
+    )
 
 
 def steps_done(trainer: Any) -> int:

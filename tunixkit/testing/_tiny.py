@@ -286,10 +286,8 @@ def warm_start(config, ws: WarmStart = WARM_START):
     config = peft_trainer.TrainingConfig(
         eval_every_n_steps=10**9, max_steps=ws.steps, pbar_description="tiny-gemma3-sft warm start"
     )
-    trainer = peft_trainer.PeftTrainer(
-        model, training.optimizer(ws.learning_rate, ws.steps, clip_norm=1.0), config
-    )
-    trainer.with_gen_model_input_fn(training.model_inputs_fn(tok.pad_id())).train(ds)
+    optimizer = training.optimizer(ws.learning_rate, ws.steps, clip_norm=1.0)
+    training.sft_trainer(model, optimizer, config, pad_id=tok.pad_id()).train(ds)
     return model
 
 

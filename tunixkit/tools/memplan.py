@@ -32,7 +32,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from tunixkit import distill, families, models, recipes, rl, runtime, training
+from tunixkit import distill, families, models, preferences, recipes, rl, runtime, training
 
 __all__ = [
     "CHIPS",
@@ -350,9 +350,7 @@ def _sft(rec, mesh, model_id, layers, verbose, jnp):
     )
     config = peft_trainer.TrainingConfig(eval_every_n_steps=rec.eval_every, max_steps=rec.steps)
     tx = _abstract_optimizer(training.optimizer(rec.learning_rate, rec.steps))
-    trainer = peft_trainer.PeftTrainer(model, tx, config).with_gen_model_input_fn(
-        training.model_inputs_fn(PAD_ID)
-    )
+    trainer = training.sft_trainer(model, tx, config, pad_id=PAD_ID)
     _place(trainer.optimizer, mesh)
     persistent = _lora_pieces(trainer.model, trainer.optimizer)
     b, n = rec.batch_size, rec.max_len
@@ -379,9 +377,7 @@ def _dpo(rec, mesh, model_id, layers, verbose, jnp):
     tx = _abstract_optimizer(
         training.optimizer(rec.learning_rate, rec.steps, clip_norm=rec.clip_norm)
     )
-    trainer = dpo_trainer.DPOTrainer(
-        actor, reference if rec.algorithm == "dpo" else None, tx, config
-    )
+    trainer = preferences.trainer(rec.algorithm, actor, reference, tx, config)
     _place(trainer.optimizer, mesh)
     persistent = _lora_pieces(trainer.model, trainer.optimizer)
     if (
@@ -444,9 +440,7 @@ def _distill(rec, mesh, model_id, layers, verbose, jnp):
     config = dt.TrainingConfig(eval_every_n_steps=rec.eval_every, max_steps=rec.steps)
     strategy = distill.strategy(tcfg.num_embed, temperature=rec.temperature, alpha=rec.alpha)
     tx = _abstract_optimizer(training.optimizer(rec.learning_rate, rec.steps))
-    trainer = dt.DistillationTrainer(
-        student, teacher, strategy, tx, config
-    ).with_gen_model_input_fn(training.model_inputs_fn(PAD_ID))
+    trainer = distill.trainer(student, teacher, strategy, tx, config, pad_id=PAD_ID)
     _place(trainer.optimizer, mesh)
     persistent = {
         "teacher": _state(teacher),
