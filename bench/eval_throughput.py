@@ -29,7 +29,7 @@ import time
 
 import jax
 
-from tunixkit import answers, data, evaluation, models, testing
+from tunixkit import answers, data, evaluation, models, prompting, testing
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 STEPS = 768  # the upstream notebook's fixed generation length
@@ -79,7 +79,7 @@ def ours(loaded, prompts: list[str], max_prompt_length: int, sampler) -> list[st
 
 def _texts(texts: list[str]) -> list[str]:
     """Each text up to its first ``<end_of_turn>`` (the sampler drops the stop token itself)."""
-    return [t.split(data.END_OF_TURN)[0] for t in texts]
+    return [t.split(prompting.END_OF_TURN)[0] for t in texts]
 
 
 def measure(name: str, loaded, prompts: list[str], max_prompt_length: int) -> dict:
@@ -137,7 +137,7 @@ def main() -> int:
             testing.synthetic_gsm8k(64, seed=1, max_operand=9), "synthetic", verbose=False
         )[0]
     ]
-    prompts = [data.format_prompt(q) for q in questions]
+    prompts = [prompting.format_prompt(q) for q in questions]
     n_tiny, n_large = (16, 8) if args.quick else (64, 32)
     rows = [
         measure("tiny-gemma3-sft", tiny, prompts[:n_tiny], 96),

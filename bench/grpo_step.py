@@ -134,7 +134,7 @@ def one_variant(variant: str, model_name: str, steps: int, generation_steps: int
     import jax
     import numpy as np
 
-    from tunixkit import data, recipes, rewards, rl, runtime, testing
+    from tunixkit import data, prompting, recipes, rewards, rl, runtime, testing
 
     settings = recipes.GRPO.smoke().grpo
     settings = dataclasses.replace(
@@ -147,7 +147,7 @@ def one_variant(variant: str, model_name: str, steps: int, generation_steps: int
     reference = _model(model_name, mesh)
     actor = _model(model_name, mesh).model
     tok = reference.tokenizer
-    eot = tok.token_id(data.END_OF_TURN)
+    eot = tok.token_id(prompting.END_OF_TURN)
     records = data.to_records(
         testing.synthetic_gsm8k(steps * settings.batch_size, seed=3, max_operand=9),
         "synthetic",
@@ -155,7 +155,7 @@ def one_variant(variant: str, model_name: str, steps: int, generation_steps: int
     )[0]
     items = [
         {
-            "prompts": data.format_prompt(r["question"]),
+            "prompts": prompting.format_prompt(r["question"]),
             "question": r["question"],
             "answer": r["answer"],
         }

@@ -105,6 +105,7 @@ from tunixkit import (
     evaluation,
     families,
     models,
+    prompting,
     recipes,
     runlog,
     runtime,
@@ -153,7 +154,7 @@ else:  # any instruction dataset: its prompt column goes into the chat template 
     rows = data.load_rows(DATASET, "train")
     end = families.get(family).end_of_turn
     train_pairs = [
-        (data.format_prompt(p, system_prompt=None, family=family), r + end)
+        (prompting.format_prompt(p, system_prompt=None, family=family), r + end)
         for p, r in data.columns(rows, [PROMPT_FIELD, RESPONSE_FIELD], source=DATASET)
     ]
 eval_pairs = [data.sft_pair(r, family=family) for r in test_records[: recipe.eval_examples]]

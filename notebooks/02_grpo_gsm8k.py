@@ -110,6 +110,7 @@ from tunixkit import (
     data,
     evaluation,
     models,
+    prompting,
     recipes,
     rewards,
     rl,
@@ -154,7 +155,7 @@ train_records = recipes.gsm8k(rt, "train", **load)
 test_records = recipes.gsm8k(rt, "test", limit=recipe.eval_questions, **load)
 test_records = test_records[: clock.sized(len(test_records))]  # a rehearsal takes a few
 heldout_records = test_records[: recipe.heldout_questions]
-print(data.format_prompt(train_records[0]["question"]))
+print(prompting.format_prompt(train_records[0]["question"]))
 
 # %% [markdown]
 # ## Policy and reference

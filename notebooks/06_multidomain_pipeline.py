@@ -133,13 +133,13 @@ import json
 from IPython.display import Markdown, display
 
 from tunixkit import (
-    data,
     domains,
     evaluation,
     judging,
     mix,
     models,
     pipeline,
+    prompting,
     recipes,
     rl,
     runtime,
@@ -295,8 +295,8 @@ family = models.get_spec(recipe.model_id).family
 sft_rows = testing.uneven(train, recipe.good_share) if rt.smoke else train
 sft_pairs = [  # every target ends its turn, so that the model learns to stop
     (
-        data.format_prompt(r["prompt"], recipe.eval.system_prompt, family=family),
-        data.end_turn(r["response"], family=family),
+        prompting.format_prompt(r["prompt"], recipe.eval.system_prompt, family=family),
+        prompting.end_turn(r["response"], family=family),
     )
     for r in sft_rows
 ]

@@ -22,11 +22,12 @@ import pathlib
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("WANDB_MODE", "disabled")
 
-from tunixkit import (  # noqa: E402
+from tunixkit import (
     data,
     distill,
     models,
     preferences,
+    prompting,
     rewards,
     rl,
     runlog,
@@ -105,9 +106,9 @@ def dpo(out: pathlib.Path, mesh):
     actor = models.apply_lora(reference.model, rank=8, alpha=16.0, mesh=mesh, verbose=False)
     pairs = [
         {
-            "prompt": data.format_prompt(r["question"]),
-            "chosen": data.format_completion(r["solution"], r["answer"]),
-            "rejected": data.format_completion(r["solution"], str(int(r["answer"]) + 1)),
+            "prompt": prompting.format_prompt(r["question"]),
+            "chosen": prompting.format_completion(r["solution"], r["answer"]),
+            "rejected": prompting.format_completion(r["solution"], str(int(r["answer"]) + 1)),
         }
         for r in _records(64, 2)
     ]

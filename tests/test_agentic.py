@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from tunixkit import _compat, agentic, calculator, data, models, rl, runtime, testing
+from tunixkit import _compat, agentic, calculator, models, prompting, rl, runtime, testing
 
 
 def _env(**task):
@@ -108,7 +108,7 @@ def test_a_tool_share_below_one_mixes_in_direct_answers_to_the_same_prompt():
     assert len(calls) == 2 and len(direct) == 2 and len(pairs) == 6
     first_turns = {p for p, c in pairs if "Tool returned" not in p}
     assert len(first_turns) == 4  # each question's first turn, tool or not, is the same prompt
-    assert direct[0][1] == data.format_completion("10 + 2 = 12", "12")
+    assert direct[0][1] == prompting.format_completion("10 + 2 = 12", "12")
     with pytest.raises(ValueError, match="share must be between 0 and 1"):
         agentic.trace_pairs(records, testing.load_tokenizer(), tool_share=1.5)
 
@@ -141,7 +141,9 @@ def test_each_sampler_call_draws_its_own_noise(tmp_path):
         vocab_size=lm.config.num_embed,
         return_logprobs=True,
     )
-    prompt = data.format_prompt("Tom has 3 apples and buys 4 more. How many apples does Tom have?")
+    prompt = prompting.format_prompt(
+        "Tom has 3 apples and buys 4 more. How many apples does Tom have?"
+    )
 
     def answers():
         return [cluster.generate([prompt]).text[0] for _ in range(4)]

@@ -16,6 +16,7 @@ from tunixkit import (
     evaluation,
     models,
     preferences,
+    prompting,
     rewards,
     rl,
     runlog,
@@ -113,9 +114,9 @@ def test_dpo_steps_and_heldout_scores(tmp_path, records):
     actor = models.apply_lora(reference.model, family="gemma2", rank=4, alpha=8.0, verbose=False)
     pairs = [
         {
-            "prompt": data.format_prompt(r["question"]),
-            "chosen": data.format_completion(r["solution"], r["answer"]),
-            "rejected": "no idea" + data.END_OF_TURN,
+            "prompt": prompting.format_prompt(r["question"]),
+            "chosen": prompting.format_completion(r["solution"], r["answer"]),
+            "rejected": "no idea" + prompting.END_OF_TURN,
         }
         for r in records[:16]
     ]

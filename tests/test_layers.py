@@ -19,7 +19,8 @@ PACKAGE = ROOT / "tunixkit"
 # Lowest first; a module may import the modules of the layers before its own.
 LAYERS = (
     ("tunix workarounds", ("_compat",)),
-    ("basics", ("answers", "calculator", "runtime", "runlog", "tokenizer", "families")),
+    ("basics", ("answers", "stats", "calculator", "runtime", "runlog", "tokenizer", "families")),
+    ("the answer format", ("prompting",)),
     ("data and files", ("session", "data", "rewards", "checkpoints")),
     ("training and models", ("training", "models", "evaluation", "mix")),
     ("algorithms", ("judging", "rl", "preferences", "distill", "domains")),

@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from tunixkit import data, domains, judging, pipeline, preferences, session, testing
+from tunixkit import data, domains, judging, pipeline, preferences, prompting, session, testing
 
 
 def test_traces_load_from_chat_messages_or_prompt_response_and_other_shapes_are_refused(tmp_path):
@@ -97,15 +97,17 @@ def test_simpo_loss_prefers_the_answer_with_the_higher_mean_log_probability(tmp_
     import jax.numpy as jnp
     from tunix.sft.dpo import dpo_trainer
 
-    from tunixkit import models
+    from tunixkit import models, prompting
 
     lm = models.load_model("tiny-gemma3-sft", verbose=False)
     tok = lm.tokenizer
     prompt = [
         tok.bos_id(),
-        *tok.encode(data.format_prompt("Tom has 2 pens and buys 3 more. How many pens?")),
+        *tok.encode(prompting.format_prompt("Tom has 2 pens and buys 3 more. How many pens?")),
     ]
-    good = tok.encode(data.format_completion("Tom has 2 + 3 = 5 pens.", "5") + data.END_OF_TURN)
+    good = tok.encode(
+        prompting.format_completion("Tom has 2 + 3 = 5 pens.", "5") + prompting.END_OF_TURN
+    )
     bad = tok.encode("zq xv kk jw " * 4)
     n = max(len(good), len(bad))
     comp = np.array([good + [0] * (n - len(good)), bad + [0] * (n - len(bad))], np.int32)
@@ -134,7 +136,7 @@ def test_simpo_loss_prefers_the_answer_with_the_higher_mean_log_probability(tmp_
     assert float(wider) > float(loss)
     import optax
 
-    from tunixkit import recipes, training
+    from tunixkit import prompting, recipes, training
 
     recipe = recipes.Pipeline.smoke()
     assert recipe.simpo_gamma == 0.5 and recipe.algorithm == "simpo"
@@ -178,7 +180,7 @@ def test_grpo_keeps_the_prompts_the_judge_told_apart(tmp_path, capsys):
     data.write_jsonl(
         [
             {
-                "prompt": data.format_prompt("Give three ideas.", "sys"),
+                "prompt": prompting.format_prompt("Give three ideas.", "sys"),
                 "chosen": "a",
                 "rejected": "b",
             }
@@ -343,7 +345,7 @@ def test_a_full_preset_grpo_stage_trains_on_every_domain(tmp_path, capsys):
     """The full profile's data order (traces of five domains, then GSM8K math after them): the pair
     prompts are balanced by domain, so the prompts GRPO keeps, and its batches, hold every domain,
     math with its answer for the checker and the others with none (the judge rewards them)."""
-    from tunixkit import recipes
+    from tunixkit import prompting, recipes
 
     recipe = recipes.Pipeline.full()
     traces = [
@@ -358,7 +360,7 @@ def test_a_full_preset_grpo_stage_trains_on_every_domain(tmp_path, capsys):
     assert len(counts) == 6 and max(counts.values()) - min(counts.values()) <= 1, counts
     pairs = tmp_path / "pairs.jsonl"  # the judge told apart the samples of every other prompt
     told_apart = [
-        {"prompt": data.format_prompt(t["prompt"], "sys"), "chosen": "a", "rejected": "b"}
+        {"prompt": prompting.format_prompt(t["prompt"], "sys"), "chosen": "a", "rejected": "b"}
         for t in pair_tasks[::2]
     ]
     data.write_jsonl(told_apart, pairs)

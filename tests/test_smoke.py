@@ -6,7 +6,7 @@ import jax
 import numpy as np
 from flax import nnx
 
-from tunixkit import data, testing
+from tunixkit import data, prompting, testing
 
 
 def test_shipped_tokenizer_rebuilds_byte_identical(tmp_path):
@@ -21,7 +21,9 @@ def test_tokenizer_contract():
     assert (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()) == (0, 1, 2, 3)
     for tok in (*testing.SPECIAL_TOKENS, "\n"):
         assert len(sp.encode(tok)) == 1, tok
-    text = data.format_prompt("Tom has 3 pens.\nHow many?") + data.format_completion("3.", "3")
+    text = prompting.format_prompt("Tom has 3 pens.\nHow many?") + prompting.format_completion(
+        "3.", "3"
+    )
     assert sp.decode(sp.encode(text)) == text
     assert 1 not in sp.encode(text)  # no unknown pieces in the template
 

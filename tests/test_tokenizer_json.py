@@ -20,6 +20,7 @@ from tunixkit import (
     evaluation,
     models,
     preferences,
+    prompting,
     rewards,
     rl,
     runtime,
@@ -89,7 +90,7 @@ def test_sft_and_preference_batches(both, records):
     ]
     assert _same(*sft) and len(sft[0]) > 1
     prefs = [
-        {"prompt": prompt, "chosen": target, "rejected": "no idea" + data.END_OF_TURN}
+        {"prompt": prompt, "chosen": target, "rejected": "no idea" + prompting.END_OF_TURN}
         for prompt, target in pairs[:16]
     ]
     dpo = [

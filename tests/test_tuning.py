@@ -6,12 +6,16 @@ import types
 import numpy as np
 import pytest
 
-from tunixkit import data, distill, families, preferences, runlog, testing
+from tunixkit import data, distill, families, preferences, prompting, runlog, testing
 
 
 def test_preference_tokens_follow_the_prompt_without_a_second_bos():
     tok = testing.load_tokenizer()
-    pair = {"prompt": data.format_prompt("1+1?"), "chosen": "<answer>2</answer>", "rejected": "3"}
+    pair = {
+        "prompt": prompting.format_prompt("1+1?"),
+        "chosen": "<answer>2</answer>",
+        "rejected": "3",
+    }
     item = preferences.tokenize([pair], tok, max_prompt_length=96, max_response_length=16)[0]
     prompt = item["prompt_ids"][item["prompt_mask"] == 1]
     assert prompt[0] == tok.bos_id() and item["prompt_mask"][0] == 0  # left-padded, BOS first
@@ -64,7 +68,7 @@ def test_digest_changes_with_weights():
 
 
 def test_on_policy_pairs_choose_the_likeliest_correct_and_a_format_error(monkeypatch):
-    from tunixkit import evaluation
+    from tunixkit import evaluation, prompting
 
     good = "<reasoning>2 + 2 = 4</reasoning>\n<answer>4</answer>"
     garbled = "<reasoning>2 us+ = zz</reasoning>\n<answer>4</answer>"
@@ -83,22 +87,22 @@ def test_on_policy_pairs_choose_the_likeliest_correct_and_a_format_error(monkeyp
     pairs = preferences.on_policy_pairs(loaded, [record], config, samples=4, verbose=False)
     assert pairs == [
         {
-            "prompt": data.format_prompt("2 + 2?"),
-            "chosen": good + data.END_OF_TURN,
-            "rejected": "4" + data.END_OF_TURN,
+            "prompt": prompting.format_prompt("2 + 2?"),
+            "chosen": good + prompting.END_OF_TURN,
+            "rejected": "4" + prompting.END_OF_TURN,
         }
     ]
 
 
 def test_generate_batches_do_not_change_greedy_answers():
-    from tunixkit import evaluation, models
+    from tunixkit import evaluation, models, prompting
 
     loaded = models.load_model("tiny-gemma3-sft", verbose=False)
     questions = [
         r["question"]
         for r in data.to_records(testing.synthetic_gsm8k(6, seed=5), "synthetic", verbose=False)[0]
     ]
-    prompts = [data.format_prompt(q) for q in questions]
+    prompts = [prompting.format_prompt(q) for q in questions]
     cfg = evaluation.EvalConfig(max_prompt_length=96, max_generation_steps=32, batch_size=4)
     batched = evaluation.generate(loaded, prompts, cfg, progress=False, logprobs=True)
     single = [evaluation.generate(loaded, [p], cfg, progress=False)[0] for p in prompts[:2]]

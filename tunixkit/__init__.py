@@ -7,14 +7,17 @@ tunix workarounds
   _compat      every tunix 0.1.7 workaround in one place, each with its test, applied where used
 basics
   answers      answer extraction and numeric checking
+  stats        the intervals and tests every evaluation reports (Wilson, McNemar, clustered means)
   calculator   a safe calculator: parsed and bounded, never eval
   runtime      profile (smoke/full), platform, mesh, secrets; the one seam to the smoke profile
   runlog       metrics.jsonl across sessions, curves, weights digest
   tokenizer    one interface over SentencePiece and Hugging Face tokenizers
   families     what differs between families (config.json, HF layout, LoRA targets, chat template)
+the answer format
+  prompting    THE answer format (<reasoning>/<answer>, end of turn) and every system prompt
 data and files
   session      the session clock, recipe.json, RESUME_FROM continuation, Kaggle Model upload
-  data         GSM8K records from any source, prompts in a family's chat template, GRPO batches
+  data         GSM8K records from any source, SFT pairs, GRPO batches
   rewards      GRPO reward functions (a registry the property tests walk)
   checkpoints  HF-layout writer and validation, Orbax save/restore, LoRA merge, the judged artifact
 training and models
@@ -60,12 +63,14 @@ __all__ = [
     "models",
     "pipeline",
     "preferences",
+    "prompting",
     "recipes",
     "rewards",
     "rl",
     "runlog",
     "runtime",
     "session",
+    "stats",
     "testing",
     "tokenizer",
     "tools",

@@ -42,12 +42,10 @@ from typing import Any
 import numpy as np
 from tunix.rl.agentic.tools.base_tool import BaseTool, ToolOutput
 
-from tunixkit import _compat, calculator, data, evaluation, pipeline, rl, training
+from tunixkit import _compat, calculator, data, evaluation, pipeline, prompting, rl, training
 from tunixkit.answers import extract_answer, numbers_equal, parse_number
 
 __all__ = [
-    "SHORT_TOOL_PROMPT",
-    "SYSTEM_PROMPT",
     "TOOLS",
     "CalculatorAgent",
     "CalculatorEnvironment",
@@ -65,15 +63,6 @@ __all__ = [
     "table",
     "trace_pairs",
 ]
-
-SYSTEM_PROMPT = (
-    "Solve the problem. To compute, call the calculator tool. Then give your reasoning between "
-    "<reasoning> and </reasoning> and the number between <answer> and </answer>.\n"
-)
-# A short tool description for small models (the JSON-schema prompt tunix writes is ~120 tokens).
-SHORT_TOOL_PROMPT = (
-    'Call it as <tool_call>{"name": "calculator", "arguments": {"expression": "..."}}</tool_call>'
-)
 
 
 class CalculatorTool(BaseTool):
@@ -272,7 +261,7 @@ def trace_pairs(
     records: Sequence[dict[str, str]],
     tokenizer,
     *,
-    system_prompt: str = SYSTEM_PROMPT,
+    system_prompt: str = prompting.CALCULATOR_SYSTEM_PROMPT,
     tools_prompt: str | None = None,
     tool_share: float = 1.0,
 ) -> list[tuple[str, str]]:
@@ -291,7 +280,10 @@ def trace_pairs(
         first = parser.parse(agent.chat_completions, add_generation_prompt=True)
         if not uses_tool[i]:
             pairs.append(
-                (first, data.format_completion(f"{r['expression']} = {r['answer']}", r["answer"]))
+                (
+                    first,
+                    prompting.format_completion(f"{r['expression']} = {r['answer']}", r["answer"]),
+                )
             )
             continue
         call = calculator.tool_call(r["expression"])
@@ -300,8 +292,8 @@ def trace_pairs(
         agent.update_from_env({"tool_outputs": {"0": result}}, 0.0, False, {})
         second = parser.parse(agent.chat_completions, add_generation_prompt=True)
         # The answer quotes the tool: a copy, not a calculation (direct answers write their own).
-        answer = data.format_completion(f"The calculator gives {result}.", r["answer"])
-        pairs += [(first, call + data.END_OF_TURN), (second, answer)]
+        answer = prompting.format_completion(f"The calculator gives {result}.", r["answer"])
+        pairs += [(first, call + prompting.END_OF_TURN), (second, answer)]
     return pairs
 
 
@@ -312,7 +304,7 @@ def evaluate(
     *,
     tool: bool = True,
     max_turns: int = 2,
-    system_prompt: str = SYSTEM_PROMPT,
+    system_prompt: str = prompting.CALCULATOR_SYSTEM_PROMPT,
     tools_prompt: str | None = None,
     name: str = "eval",
     output_dir: str | pathlib.Path | None = None,
@@ -324,7 +316,7 @@ def evaluate(
     if log.path is not None and log.path.exists():
         log.path.unlink()
     if not tool:
-        prompts = [loaded.chat.prompt(r["question"], data.SYSTEM_PROMPT) for r in records]
+        prompts = [loaded.chat.prompt(r["question"], prompting.MATH_SYSTEM_PROMPT) for r in records]
         for r, g in zip(
             records, evaluation.generate(loaded, prompts, config, progress=False), strict=True
         ):
@@ -431,7 +423,7 @@ def build(
     eos_ids: Sequence[int],
     vocab_size: int,
     max_turns: int = 2,
-    system_prompt: str = SYSTEM_PROMPT,
+    system_prompt: str = prompting.CALCULATOR_SYSTEM_PROMPT,
     tools_prompt: str | None = None,
     reward_fns: Sequence[Any] = (),
     family: str = "gemma3",

@@ -1,4 +1,4 @@
-"""GSM8K-style math data: one record schema, file and hub loaders, the chat template, pipelines.
+"""GSM8K-style math data: one record schema, file and hub loaders, SFT pairs, GRPO batches.
 
 Every source becomes a list of records ``{"question", "solution", "answer"}`` (``answer`` is the
 canonical numeric string, ``solution`` the worked steps without GSM8K's ``<<calc>>`` notes).
@@ -20,8 +20,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tunixkit import families, runtime
+from tunixkit import runtime
 from tunixkit.answers import format_number, parse_number
+from tunixkit.prompting import MATH_SYSTEM_PROMPT, format_completion, format_prompt
 
 __all__ = [
     "DataError",
@@ -29,10 +30,7 @@ __all__ = [
     "KAGGLE_GSM8K",
     "LoadReport",
     "Record",
-    "SYSTEM_PROMPT",
     "columns",
-    "format_completion",
-    "format_prompt",
     "grpo_dataset",
     "load_gsm8k",
     "load_rows",
@@ -44,14 +42,6 @@ __all__ = [
     "write_jsonl",
 ]
 
-REASONING_START, REASONING_END = "<reasoning>", "</reasoning>"
-ANSWER_START, ANSWER_END = "<answer>", "</answer>"
-START_OF_TURN, END_OF_TURN = families.GEMMA_CHAT.turn_start, families.GEMMA_CHAT.end_of_turn
-SYSTEM_PROMPT = (
-    f"You are given a problem. Think about the problem and provide your reasoning. Place it "
-    f"between {REASONING_START} and {REASONING_END}. Then, provide the final answer (i.e., just "
-    f"one numerical value) between {ANSWER_START} and {ANSWER_END}."
-)
 KAGGLE_GSM8K = "thedevastator/grade-school-math-8k-q-a"
 _CALC_RE = re.compile(r"<<[^>]*>>")
 Record = dict[str, str]
@@ -62,44 +52,6 @@ class DataError(ValueError):
 
 
 GSM8K_COLUMNS = ("question", "answer")  # what a local GSM8K-style file must have
-
-
-def format_prompt(
-    question: str, system_prompt: str | None = SYSTEM_PROMPT, *, family: str = "gemma3"
-) -> str:
-    """The ``family``'s chat prompt (no BOS; the tokenizer adds it), ending where the model speaks.
-
-    Gemma has no system role: the system prompt opens the user turn, as Gemma's template does.
-    Code holding a loaded model writes ``loaded.chat.prompt(...)`` (its own family's template).
-
-    >>> print(format_prompt("1+1?", system_prompt=None))
-    <start_of_turn>user
-    1+1?<end_of_turn>
-    <start_of_turn>model
-    <BLANKLINE>
-    """
-    return families.get(family).chat.prompt(question, system_prompt)
-
-
-def format_completion(reasoning: str, answer: str, *, family: str = "gemma3") -> str:
-    """The target completion in the reasoning format, closed by the family's end of turn.
-
-    >>> format_completion("2 plus 2 is 4.", "4")
-    '<reasoning>2 plus 2 is 4.</reasoning>\\n<answer>4</answer><end_of_turn>'
-    """
-    end = families.get(family).end_of_turn
-    return f"{REASONING_START}{reasoning}{REASONING_END}\n{ANSWER_START}{answer}{ANSWER_END}{end}"
-
-
-def end_turn(completion: str, *, family: str = "gemma3") -> str:
-    """``completion`` closed by the family's end of turn, which SFT must teach (without it answers
-    run on to the generation limit); a completion that has it is returned as it is.
-
-    >>> end_turn("<answer>4</answer>"), end_turn("<answer>4</answer><end_of_turn>")
-    ('<answer>4</answer><end_of_turn>', '<answer>4</answer><end_of_turn>')
-    """
-    end = families.get(family).end_of_turn
-    return completion if completion.rstrip().endswith(end) else completion.rstrip() + end
 
 
 def spread(n: int, share: float) -> list[bool]:
@@ -331,7 +283,10 @@ def gsm8k_file(path: str | pathlib.Path, split: str) -> pathlib.Path:
 
 
 def sft_pair(
-    record: Mapping[str, str], system_prompt: str | None = SYSTEM_PROMPT, *, family: str = "gemma3"
+    record: Mapping[str, str],
+    system_prompt: str | None = MATH_SYSTEM_PROMPT,
+    *,
+    family: str = "gemma3",
 ) -> tuple[str, str]:
     """(prompt, target completion) for SFT in ``family``'s chat template: the solution steps
     become the reasoning."""
@@ -346,7 +301,7 @@ def grpo_dataset(
     batch_size: int,
     num_batches: int | None = None,
     seed: int = 0,
-    system_prompt: str | None = SYSTEM_PROMPT,
+    system_prompt: str | None = MATH_SYSTEM_PROMPT,
     family: str = "gemma3",
 ):
     """A grain dataset of GRPO batches: dicts of numpy arrays with ``prompts`` (in ``family``'s chat

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tunixkit import data
+from tunixkit import prompting
 from tunixkit.training import model_inputs_fn, tokenize_pair
 
 __all__ = [
@@ -39,9 +39,9 @@ def check_vocab(teacher, student) -> None:
             f"teacher {teacher.model_id} has {nt} vocabulary entries, student {student.model_id} "
             f"{ns}: logit distillation needs one vocabulary (pick a student of the same family)"
         )
-    probe = data.format_prompt("Tom has 12 apples and buys 30 more.") + data.format_completion(
-        "12 + 30 = 42", "42"
-    )
+    probe = prompting.format_prompt(
+        "Tom has 12 apples and buys 30 more."
+    ) + prompting.format_completion("12 + 30 = 42", "42")
     a = tokenize_pair(teacher.tokenizer, probe, "", 512)[0]
     b = tokenize_pair(student.tokenizer, probe, "", 512)[0]
     if not np.array_equal(a, b):

@@ -20,13 +20,12 @@ import collections
 import dataclasses
 import itertools
 import json
-import math
 import pathlib
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tunixkit import data, evaluation
+from tunixkit import data, evaluation, prompting, stats
 from tunixkit.answers import is_correct
 from tunixkit.rewards import has_format
 
@@ -39,7 +38,6 @@ __all__ = [
     "load_traces",
     "math_tasks",
     "plot",
-    "judged_interval",
     "paired_change",
     "side_by_side",
     "stage_changes",
@@ -55,10 +53,6 @@ __all__ = [
 
 DOMAINS = ("creative", "ideation", "summarization", "science", "math", "code")
 MAX_ANSWER_TOKENS = 1024  # the judges read answers under 1K tokens
-SYSTEM_PROMPT = (
-    "Answer the request. Think first and put your reasoning between <reasoning> and </reasoning>, "
-    "then give the answer between <answer> and </answer>."
-)
 
 
 _KEYWORDS = (  # classify(): the first domain one of whose words starts a word of the prompt
@@ -181,7 +175,7 @@ def math_tasks(records: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
             "domain": "math",
             "prompt": r["question"],
             "answer": r["answer"],
-            "response": data.format_completion(r["solution"], r["answer"]),
+            "response": prompting.format_completion(r["solution"], r["answer"]),
         }
         for r in records
     ]
@@ -355,31 +349,6 @@ class DomainScores:
         return {"name": self.name, "domains": self.rows}
 
 
-def judged_interval(prompts: Sequence[str], scores: Sequence[float]) -> tuple[float, float, int]:
-    """(mean score, half-width of its 95% interval, distinct prompts). Greedy answers to a repeated
-    prompt are one draw, not several (a held-out set may repeat a prompt), so the interval
-    is cluster-robust over the distinct prompts, with Student's t for their number (NaN for one).
-
-    >>> [round(x, 3) for x in judged_interval(["a", "b", "c", "d"], [0, 1, 0, 1])]
-    [0.5, 0.919, 4]
-    >>> [round(x, 3) for x in judged_interval(["a"] * 10 + ["b"] * 10, [0] * 10 + [1] * 10)]
-    [0.5, 6.353, 2]
-    >>> judged_interval(["a", "a"], [0.2, 0.4])[1]
-    nan
-    """
-    from scipy import stats
-
-    mean = sum(scores) / len(scores)
-    by_prompt: dict[str, float] = {}
-    for p, x in zip(prompts, scores, strict=True):
-        by_prompt[p] = by_prompt.get(p, 0.0) + x - mean
-    c = len(by_prompt)
-    if c < 2:
-        return mean, math.nan, c
-    se = math.sqrt(sum(v * v for v in by_prompt.values()) * c / (c - 1)) / len(scores)
-    return mean, float(stats.t.ppf(0.975, c - 1)) * se, c
-
-
 def evaluate(
     loaded,
     tasks: Sequence[Mapping[str, str]],
@@ -394,7 +363,8 @@ def evaluate(
     """Greedy answers to ``tasks`` (records with ``domain``, ``prompt``, ``answer``), judged by
     ``judge`` (:class:`tunixkit.judging.Judge`): per domain and ``all``, the format rate, the share
     under :data:`MAX_ANSWER_TOKENS`, the mean judged score (0..1) with a 95% interval over the
-    distinct prompts (``prompts`` of them; :func:`judged_interval`), and math accuracy.
+    distinct prompts (``prompts`` of them; :func:`tunixkit.stats.clustered_mean_interval`), and
+    math accuracy.
 
     With ``samples``, each prompt is also answered that many times with ``sampling`` (a temperature)
     and ``sampled`` / ``sampled_ci`` hold the mean judged score of those answers: what a policy
@@ -422,7 +392,9 @@ def evaluate(
     rows: dict[str, dict[str, float]] = {}
     for domain in [*sorted({t["domain"] for t in tasks}), "all"]:
         idx = [i for i, t in enumerate(tasks) if domain in ("all", t["domain"])]
-        mean, ci, n_prompts = judged_interval([questions[i] for i in idx], [scores[i] for i in idx])
+        mean, ci, n_prompts = stats.clustered_mean_interval(
+            [questions[i] for i in idx], [scores[i] for i in idx]
+        )
         row = {
             "n": len(idx),
             "prompts": n_prompts,
@@ -436,7 +408,7 @@ def evaluate(
             "judged_ci": ci,
         }
         if sampled:
-            row["sampled"], row["sampled_ci"], _ = judged_interval(
+            row["sampled"], row["sampled_ci"], _ = stats.clustered_mean_interval(
                 [questions[i] for i in idx], [sampled[i] for i in idx]
             )
         math_idx = [i for i in idx if tasks[i]["domain"] == "math"]
@@ -487,7 +459,7 @@ def paired_change(
     out = {}
     for domain in [*sorted({r["domain"] for r in runs[0]}), "all"]:
         idx = [i for i, r in enumerate(runs[0]) if domain in ("all", r["domain"])]
-        out[domain] = judged_interval(
+        out[domain] = stats.clustered_mean_interval(
             [runs[0][i]["prompt"] for i in idx], [runs[1][i][key] - runs[0][i][key] for i in idx]
         )
     return out

@@ -12,15 +12,14 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
-import math
 import pathlib
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tunixkit import session
+from tunixkit import session, stats
 from tunixkit.answers import extract_answer, is_correct
-from tunixkit.data import SYSTEM_PROMPT
+from tunixkit.prompting import MATH_SYSTEM_PROMPT
 from tunixkit.rewards import has_format
 
 __all__ = [
@@ -39,7 +38,6 @@ __all__ = [
     "plot_comparison",
     "result_from",
     "side_by_side",
-    "wilson_interval",
     "worst_errors",
 ]
 
@@ -126,7 +124,7 @@ class EvalConfig:
     top_k: int | None = None
     top_p: float | None = None
     seed: int = 42
-    system_prompt: str | None = SYSTEM_PROMPT
+    system_prompt: str | None = MATH_SYSTEM_PROMPT
 
     @classmethod
     def smoke(cls) -> EvalConfig:
@@ -252,20 +250,6 @@ def _clip(prompt: str, encode, tokenizer, max_len: int) -> str:
     )
 
 
-def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """95% Wilson score interval for k successes in n trials.
-
-    >>> [round(x, 3) for x in wilson_interval(50, 100)]
-    [0.404, 0.596]
-    """
-    if n == 0:
-        return (0.0, 0.0)
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
 def categorize(text: str, gold: str, truncated: bool) -> str:
     """One of :data:`CATEGORIES` for a completion.
 
@@ -377,7 +361,7 @@ def result_from(name: str, preds: Sequence[dict[str, Any]]) -> EvalResult:
     """The :class:`EvalResult` of scored predictions (as :func:`evaluate` stores them)."""
     n = len(preds)
     k = sum(p["category"] == "correct" for p in preds)
-    lo, hi = wilson_interval(k, n)
+    lo, hi = stats.wilson_interval(k, n)
     return EvalResult(
         name=name,
         n=n,
@@ -421,9 +405,8 @@ def paired(a: EvalResult, b: EvalResult) -> Paired:
     ok_b = [p["category"] == "correct" for p in b.predictions]
     only_a = sum(x and not y for x, y in zip(ok_a, ok_b, strict=True))
     only_b = sum(y and not x for x, y in zip(ok_a, ok_b, strict=True))
-    n, k = only_a + only_b, min(only_a, only_b)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n if n else 1.0
-    return Paired(a.name, b.name, only_a, only_b, b.accuracy - a.accuracy, min(1.0, 2 * tail))
+    p_value = stats.mcnemar_p(only_a, only_b)
+    return Paired(a.name, b.name, only_a, only_b, b.accuracy - a.accuracy, p_value)
 
 
 def comparison_table(results: Sequence[EvalResult]) -> str:

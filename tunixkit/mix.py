@@ -25,7 +25,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tunixkit import data
+from tunixkit import data, prompting
 
 __all__ = ["PLANS", "SOURCES", "Skip", "Source", "convert", "load_mix"]
 
@@ -109,7 +109,7 @@ def mbpp(row: Mapping[str, Any], family: str = "gemma3") -> dict[str, str]:
 
 
 def _completion(reasoning: str, answer: str, family: str) -> str:
-    return data.format_completion(reasoning, answer, family=family)
+    return prompting.format_completion(reasoning, answer, family=family)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,6 +31,7 @@ from tunixkit import (
     judging,
     models,
     preferences,
+    prompting,
     rewards,
     rl,
     session,
@@ -513,7 +514,9 @@ def contested(
         return list(records)
     seen = {row["prompt"] for row in data.read_rows(path, required=("prompt",))}
     kept = [
-        r for r in records if data.format_prompt(r["prompt"], system_prompt, family=family) in seen
+        r
+        for r in records
+        if prompting.format_prompt(r["prompt"], system_prompt, family=family) in seen
     ]
     if not kept:
         print(f"GRPO prompts: none of {len(records)} is in {path}; training on all of them")
@@ -595,7 +598,7 @@ def grpo_stage(
         family=base.family,
     )
     prompts = {
-        data.format_prompt(r["question"], system_prompt, family=base.family) for r in records
+        prompting.format_prompt(r["question"], system_prompt, family=base.family) for r in records
     }
     lengths = [len(base.tokenizer.encode(p)) + 1 for p in prompts]  # + BOS
     evaluation.count_cut(name, lengths, recipe.grpo.max_prompt_length)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tunixkit import _compat, data, evaluation, families
+from tunixkit import _compat, data, evaluation, families, prompting
 
 __all__ = [
     "simpo_loss_fn",
@@ -89,7 +89,7 @@ def on_policy_pairs(
             chosen = (
                 good[0]
                 if good
-                else data.format_completion(r["solution"], r["answer"], family=loaded.family)
+                else prompting.format_completion(r["solution"], r["answer"], family=loaded.family)
             )
             pairs.append({"prompt": prompts[i], "chosen": chosen, "rejected": bad[0]})
         all_right += not bad

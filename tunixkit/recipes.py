@@ -14,7 +14,7 @@ import shutil
 from typing import Any, NamedTuple
 
 import tunixkit
-from tunixkit import agentic, data, domains, evaluation, rl, runtime, session
+from tunixkit import data, evaluation, prompting, rl, runtime, session
 from tunixkit.runtime import Runtime, resolve
 
 # qwix regex: adapters on the MLP only (the smoke GRPO recipes; the families' default adds attention)
@@ -695,7 +695,7 @@ class Pipeline(_Presets):
             },
             shares={"sft": 0.35, "improve": 0.1, "preference": 0.15, "grpo": 0.4},
             eval=dataclasses.replace(
-                evaluation.EvalConfig.smoke(), system_prompt=domains.SYSTEM_PROMPT
+                evaluation.EvalConfig.smoke(), system_prompt=prompting.DOMAINS_SYSTEM_PROMPT
             ),
         )
 
@@ -756,7 +756,7 @@ class Pipeline(_Presets):
             shares={"sft": 0.3, "improve": 0.1, "preference": 0.2, "grpo": 0.4},
             eval=dataclasses.replace(
                 evaluation.EvalConfig.full(),
-                system_prompt=domains.SYSTEM_PROMPT,
+                system_prompt=prompting.DOMAINS_SYSTEM_PROMPT,
                 max_prompt_length=prompt_tokens,
             ),
         )
@@ -841,7 +841,7 @@ class Agentic(_Presets):
             tool_share=0.3,
             max_operand=99,
             max_turns=2,
-            tools_prompt=agentic.SHORT_TOOL_PROMPT,
+            tools_prompt=prompting.SHORT_TOOL_PROMPT,
             grpo=grpo,
             eval=dataclasses.replace(
                 evaluation.EvalConfig.smoke(), max_prompt_length=160, max_generation_steps=48

@@ -20,7 +20,7 @@ import pathlib
 import random
 from collections.abc import Callable, Sequence
 
-from tunixkit import data
+from tunixkit import data, prompting
 from tunixkit.answers import is_correct
 from tunixkit.domains import DOMAINS
 from tunixkit.judging import answer_text
@@ -165,7 +165,7 @@ def _task(domain: str, rng: random.Random, asked: bool = False) -> Task:
         return Task(
             domain,
             f"Summarize in one sentence: {passage}",
-            data.format_completion(f"The main event: {name} saw a {animal}.", answer),
+            prompting.format_completion(f"The main event: {name} saw a {animal}.", answer),
             (name.lower(), animal, place),
         )
     if domain == "creative":
@@ -177,7 +177,7 @@ def _task(domain: str, rng: random.Random, asked: bool = False) -> Task:
         return Task(
             domain,
             ask,
-            data.format_completion(
+            prompting.format_completion(
                 f"The {topic} is {a} and {b}.", f"The {a} {topic} is {b} tonight."
             ),
             (topic, a, b),
@@ -190,7 +190,7 @@ def _task(domain: str, rng: random.Random, asked: bool = False) -> Task:
         return Task(
             domain,
             f"Give {who}three ideas for a {occasion}.",
-            data.format_completion(f"Three things fit a {occasion}.", listed),
+            prompting.format_completion(f"Three things fit a {occasion}.", listed),
             tuple(_IDEAS[occasion]),
         )
     if domain == "science":
@@ -199,7 +199,7 @@ def _task(domain: str, rng: random.Random, asked: bool = False) -> Task:
         return Task(
             domain,
             f"{ask} does a {thing} need to {verb}?",
-            data.format_completion(
+            prompting.format_completion(
                 f"A {thing} uses {f1} and {f2}.", f"A {thing} needs {f1} and {f2} to {verb}."
             ),
             (f1, f2),
@@ -216,26 +216,29 @@ def _task(domain: str, rng: random.Random, asked: bool = False) -> Task:
         return Task(
             domain,
             ask,
-            data.format_completion(f"Use {sym} on the two numbers.", code),
+            prompting.format_completion(f"Use {sym} on the two numbers.", code),
             ("def", "return", sym),
         )
     # math: the GSM8K-style problems
     row = synthetic_gsm8k(1, seed=rng.randrange(10**9), max_operand=SMOKE_MAX_OPERAND)[0]
     steps, answer = data.parse_gsm8k_answer(row["answer"])
     return Task(
-        "math", row["question"], data.format_completion(steps, answer or ""), answer=answer or ""
+        "math",
+        row["question"],
+        prompting.format_completion(steps, answer or ""),
+        answer=answer or "",
     )
 
 
 # Well-formed but empty answers, one per domain: the smoke judge gives them the format point only.
 WEAK = {
-    "summarization": data.format_completion(
+    "summarization": prompting.format_completion(
         "Something happened.", "Someone went out and came back."
     ),
-    "creative": data.format_completion("A line of poetry.", "It is a nice night."),
-    "ideation": data.format_completion("Some ideas.", "1. have fun. 2. relax. 3. rest."),
-    "science": data.format_completion("It needs things.", "It needs some care."),
-    "code": data.format_completion("Write a function.", "It takes two numbers."),
+    "creative": prompting.format_completion("A line of poetry.", "It is a nice night."),
+    "ideation": prompting.format_completion("Some ideas.", "1. have fun. 2. relax. 3. rest."),
+    "science": prompting.format_completion("It needs things.", "It needs some care."),
+    "code": prompting.format_completion("Write a function.", "It takes two numbers."),
 }
 
 

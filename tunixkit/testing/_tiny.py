@@ -18,20 +18,18 @@ import pathlib
 import random
 import tempfile
 
-from tunixkit import calculator, checkpoints, domains, families, training
-from tunixkit.data import (
+from tunixkit import calculator, checkpoints, families, prompting, training
+from tunixkit.data import parse_gsm8k_answer, sft_pair, to_records
+from tunixkit.prompting import (
     ANSWER_END,
     ANSWER_START,
     END_OF_TURN,
+    MATH_SYSTEM_PROMPT,
     REASONING_END,
     REASONING_START,
     START_OF_TURN,
-    SYSTEM_PROMPT,
     format_completion,
     format_prompt,
-    parse_gsm8k_answer,
-    sft_pair,
-    to_records,
 )
 from tunixkit.testing._synthetic import (
     SMOKE_MAX_OPERAND,
@@ -83,10 +81,10 @@ def tokenizer_corpus() -> list[str]:
         steps, answer = parse_gsm8k_answer(row["answer"])
         lines.append(format_prompt(row["question"]) + format_completion(steps, answer or ""))
         lines.append(format_prompt(row["question"], system_prompt=None))
-    lines.append(SYSTEM_PROMPT)
+    lines.append(MATH_SYSTEM_PROMPT)
     lines += [" ".join(str(i) for i in range(k, k + 30)) for k in range(0, 200, 10)]
     for task in synthetic_tasks(1200, seed=54321, asked=False):
-        lines.append(format_prompt(task.prompt, domains.SYSTEM_PROMPT) + task.response)
+        lines.append(format_prompt(task.prompt, prompting.DOMAINS_SYSTEM_PROMPT) + task.response)
     rng = random.Random(777)
     for _ in range(600):
         a, b, op = rng.randint(2, 99), rng.randint(2, 99), rng.choice("+-*")

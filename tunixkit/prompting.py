@@ -1,0 +1,89 @@
+"""THE answer format and the system prompts: the one home of both.
+
+Every notebook trains and judges answers as ``<reasoning>...</reasoning>`` then
+``<answer>...</answer>``, closed by the model's end of turn. Here are the tags, the system prompts
+(GSM8K's, the judged domains' of notebook 06, the calculator's of notebook 07 with its short tool
+description), and the three functions that write the format: :func:`format_prompt` (a question in
+a family's chat template), :func:`format_completion` (a target answer) and :func:`end_turn`.
+"""
+
+from __future__ import annotations
+
+from tunixkit import families
+
+__all__ = [
+    "ANSWER_END",
+    "ANSWER_START",
+    "CALCULATOR_SYSTEM_PROMPT",
+    "DOMAINS_SYSTEM_PROMPT",
+    "END_OF_TURN",
+    "MATH_SYSTEM_PROMPT",
+    "REASONING_END",
+    "REASONING_START",
+    "SHORT_TOOL_PROMPT",
+    "START_OF_TURN",
+    "end_turn",
+    "format_completion",
+    "format_prompt",
+]
+
+REASONING_START, REASONING_END = "<reasoning>", "</reasoning>"
+ANSWER_START, ANSWER_END = "<answer>", "</answer>"
+START_OF_TURN, END_OF_TURN = families.GEMMA_CHAT.turn_start, families.GEMMA_CHAT.end_of_turn
+MATH_SYSTEM_PROMPT = (  # GSM8K: one number in the answer
+    f"You are given a problem. Think about the problem and provide your reasoning. Place it "
+    f"between {REASONING_START} and {REASONING_END}. Then, provide the final answer (i.e., just "
+    f"one numerical value) between {ANSWER_START} and {ANSWER_END}."
+)
+# The judged domains (notebook 06): any answer, reasoning first.
+DOMAINS_SYSTEM_PROMPT = (
+    "Answer the request. Think first and put your reasoning between <reasoning> and </reasoning>, "
+    "then give the answer between <answer> and </answer>."
+)
+# The calculator's (notebook 07).
+CALCULATOR_SYSTEM_PROMPT = (
+    "Solve the problem. To compute, call the calculator tool. Then give your reasoning between "
+    "<reasoning> and </reasoning> and the number between <answer> and </answer>.\n"
+)
+# A short tool description for small models (the JSON-schema prompt tunix writes is ~120 tokens).
+SHORT_TOOL_PROMPT = (
+    'Call it as <tool_call>{"name": "calculator", "arguments": {"expression": "..."}}</tool_call>'
+)
+
+
+def format_prompt(
+    question: str, system_prompt: str | None = MATH_SYSTEM_PROMPT, *, family: str = "gemma3"
+) -> str:
+    """The ``family``'s chat prompt (no BOS; the tokenizer adds it), ending where the model speaks.
+
+    Gemma has no system role: the system prompt opens the user turn, as Gemma's template does.
+    Code holding a loaded model writes ``loaded.chat.prompt(...)`` (its own family's template).
+
+    >>> print(format_prompt("1+1?", system_prompt=None))
+    <start_of_turn>user
+    1+1?<end_of_turn>
+    <start_of_turn>model
+    <BLANKLINE>
+    """
+    return families.get(family).chat.prompt(question, system_prompt)
+
+
+def format_completion(reasoning: str, answer: str, *, family: str = "gemma3") -> str:
+    """The target completion in the reasoning format, closed by the family's end of turn.
+
+    >>> format_completion("2 plus 2 is 4.", "4")
+    '<reasoning>2 plus 2 is 4.</reasoning>\\n<answer>4</answer><end_of_turn>'
+    """
+    end = families.get(family).end_of_turn
+    return f"{REASONING_START}{reasoning}{REASONING_END}\n{ANSWER_START}{answer}{ANSWER_END}{end}"
+
+
+def end_turn(completion: str, *, family: str = "gemma3") -> str:
+    """``completion`` closed by the family's end of turn, which SFT must teach (without it answers
+    run on to the generation limit); a completion that has it is returned as it is.
+
+    >>> end_turn("<answer>4</answer>"), end_turn("<answer>4</answer><end_of_turn>")
+    ('<answer>4</answer><end_of_turn>', '<answer>4</answer><end_of_turn>')
+    """
+    end = families.get(family).end_of_turn
+    return completion if completion.rstrip().endswith(end) else completion.rstrip() + end
