@@ -16,7 +16,7 @@ Sets up tunixkit for the machine it finds:
                           running kernel sees it without a restart), adds the light dependencies it
                           lacks with --no-deps, never upgrades the preinstalled jax/libtpu, then
                           checks that the installed tunix offers every API tunixkit calls and has
-                          its own dependencies (python -m tunixkit.doctor), installing missing ones.
+                          its own dependencies (python -m tunixkit.tools.doctor), installing missing ones.
 Re-running skips what is already installed.
 
 Then:
@@ -74,9 +74,9 @@ if [[ -n "$KERNEL_PY" ]]; then
   if [[ "$have" != "$want" ]]; then
     say "jax: the image has $have, tunixkit was tested with $want; kept (no restart, no jax upgrade in a live kernel). The doctor below checks every tunix API tunixkit calls; a failure after it is worth reporting with both versions."
   fi
-  fix="$("$PY" -m tunixkit.doctor --pins "$ROOT/requirements.txt" --missing-deps-line)"
+  fix="$("$PY" -m tunixkit.tools.doctor --pins "$ROOT/requirements.txt" --missing-deps-line)"
   if [[ -n "$fix" ]]; then say "tunix needs: $fix"; "$PY" -m $fix; fi
-  "$PY" -m tunixkit.doctor --pins "$ROOT/requirements.txt" || { echo "[setup] fix the APIs above, then re-run this script" >&2; exit 1; }
+  "$PY" -m tunixkit.tools.doctor --pins "$ROOT/requirements.txt" || { echo "[setup] fix the APIs above, then re-run this script" >&2; exit 1; }
 else
   VENV="$ROOT/.venv"
   [[ -x "$VENV/bin/python" ]] || { say "creating $VENV"; python3 -m venv "$VENV"; }
