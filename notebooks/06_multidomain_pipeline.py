@@ -146,6 +146,7 @@ from tunixkit import (
     session,
     testing,
 )
+from tunixkit.tools import memplan
 
 rt, recipe, out_dir, clock = recipes.start(
     recipes.Pipeline,
@@ -234,9 +235,13 @@ display(Markdown(domains.examples(train)))
 # judge is calibrated on the held-out prompts: per domain, their reference answers should score
 # clearly above another prompt's reference (relevance) and the reference without its tags (format);
 # a domain where they do not is named (a weak judge trains the policy toward its own blind spots).
+# First, before any weights load, the memory plan compiles each stage's steps at their real shapes
+# with the judge resident (on a TPU/GPU; skipped on CPU): a stage that does not fit the chip stops
+# here, naming the recipe fields to turn down, instead of hours later.
 
 # %%
 mesh = runtime.make_mesh()
+memplan.check_stages(recipe, mesh)
 if recipe.judge_id is None:
     judge = judging.Judge(testing.rubric_grader(task_list), name="judge")
 else:

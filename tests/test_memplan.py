@@ -125,3 +125,44 @@ def test_a_plan_that_does_not_fit_stops_before_the_weights_load(monkeypatch, cap
     monkeypatch.setenv("TUNIXKIT_MEMPLAN", "warn")
     assert memplan.check("grpo", None, mesh) is found  # asked to go on: prints only
     assert "does not fit" in capsys.readouterr().out
+
+
+def test_pipeline_plan_covers_every_stage_with_the_judge_resident(tmp_path):
+    _plan(
+        tmp_path,
+        "pipeline",
+        "--set",
+        "batch_size=2",
+        "max_len=128",
+        "max_response_length=32",
+        "grpo.max_prompt_length=64",
+        "grpo.max_generation_steps=32",
+        "grpo.batch_size=2",
+        "grpo.micro_batch_size=2",
+    )
+    plans = [json.loads(line) for line in (tmp_path / "plan.jsonl").read_text().splitlines()]
+    assert [p["stage"] for p in plans] == ["sft", "improve", "preference", "grpo"]
+    assert [p["kind"] for p in plans] == ["sft", "sft", "dpo", "grpo"]
+    judge = plans[0]["persistent"]["judge"]
+    assert judge > 0 and all(p["persistent"]["judge"] == judge for p in plans)
+    assert all(s["resident_other"] >= judge for p in plans for s in p["steps"])
+    names = [s["name"] for p in plans for s in p["steps"]]
+    assert "simpo_update" in names and "rollout_decode" in names  # 06's full recipe: SimPO
+
+
+def test_a_stage_that_does_not_fit_stops_06_naming_it_and_its_knobs(monkeypatch, capsys):
+    import types
+
+    def plans(rec, **kw):
+        out = {}
+        for stage, gib in (("sft", 8), ("grpo", 20)):
+            step = memplan.StepReport("x", "", gib * memplan.GIB, 0, 0, 0, 0, 0, 1.0)
+            out[stage] = memplan.Plan("grpo", "gemma-3-1b-it", "v5e", 8, "tpu", {}, [step], stage)
+        return out
+
+    monkeypatch.setattr(memplan, "plan_stages", plans)
+    device = types.SimpleNamespace(platform="tpu", device_kind="TPU v5 lite")
+    mesh = types.SimpleNamespace(devices=types.SimpleNamespace(flat=[device]))
+    with pytest.raises(memplan.DoesNotFit, match=r"grpo: 5\.6 GiB short, turn down grpo\.micro"):
+        memplan.check_stages(None, mesh)
+    assert "stage sft (grpo) on gemma-3-1b-it: fits" in capsys.readouterr().out

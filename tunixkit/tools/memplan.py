@@ -17,6 +17,12 @@ compiler upcasts bf16 and fuses less (gemma-3-1b SFT step 16x512: 13.0 GiB on CP
 TPU v5e ahead-of-time compile, see ``bench/results/memplan.json``).
 
     python -m tunixkit.tools.memplan sft --model gemma-3-1b-it --devices 8 --chip v5e
+    python -m tunixkit.tools.memplan pipeline   # notebook 06: every stage, the judge resident
+
+Notebook 06 runs four stages on one mesh with its judge model resident throughout:
+:func:`plan_stages` plans each stage as the kind it trains (SFT, SFT, preference, GRPO) with the
+judge's weights counted in every step (its sampler's cache during GRPO's judging is not: a lower
+bound there), and :func:`check_stages` stops the notebook before the weights load.
 """
 
 from __future__ import annotations
@@ -41,6 +47,9 @@ __all__ = [
     "Plan",
     "StepReport",
     "check",
+    "check_stages",
+    "plan_stages",
+    "stage_recipes",
     "chip_of",
     "plan",
     "sharding_constraints",
@@ -102,6 +111,7 @@ class Plan:
     platform: str
     persistent: dict[str, int]  # per-device bytes of each piece of persistent state
     steps: list[StepReport]
+    stage: str = ""  # notebook 06's stage this plan is for (see plan_stages)
 
     @property
     def peak(self) -> int:
@@ -114,21 +124,23 @@ class Plan:
 
     def verdict(self) -> str:
         worst = max(self.steps, key=lambda s: s.peak).name
+        what = f"stage {self.stage} ({self.kind})" if self.stage else self.kind
+        knobs = STAGE_KNOBS.get(self.stage) or KNOBS[self.kind]
         bound = " (CPU compile: an upper bound)" if self.platform == "cpu" else ""
         if self.spare >= 0:
             return (
-                f"{self.kind} on {self.model_id}: fits a {self.chip} chip with {self.spare:.1f} GiB to spare "
+                f"{what} on {self.model_id}: fits a {self.chip} chip with {self.spare:.1f} GiB to spare "
                 f"(peak {self.peak / GIB:.1f} GiB in {worst}){bound}"
             )
         if self.platform == "cpu":
             return (
-                f"{self.kind} on {self.model_id}: the CPU upper bound, {self.peak / GIB:.1f} GiB in {worst}, "
+                f"{what} on {self.model_id}: the CPU upper bound, {self.peak / GIB:.1f} GiB in {worst}, "
                 f"exceeds a {self.chip} chip by {-self.spare:.1f} GiB; TPU compiles typically need ~2.4x less "
-                f"(plan it on the TPU: the notebooks' model cell does, memplan.check). If it does not fit there, try {KNOBS[self.kind]}"
+                f"(plan it on the TPU: the notebooks' model cell does, memplan.check). If it does not fit there, try {knobs}"
             )
         return (
-            f"{self.kind} on {self.model_id}: does not fit a {self.chip} chip: {self.peak / GIB:.1f} GiB in "
-            f"{worst}, {-self.spare:.1f} GiB too many; try {KNOBS[self.kind]}"
+            f"{what} on {self.model_id}: does not fit a {self.chip} chip: {self.peak / GIB:.1f} GiB in "
+            f"{worst}, {-self.spare:.1f} GiB too many; try {knobs}"
         )
 
     def table(self) -> str:
@@ -699,6 +711,10 @@ def plan(
     rec = recipe or getattr(recipes, _RECIPES[kind]).full()
     model_id = model_id or getattr(rec, "student_id", None) or rec.model_id
     models.get_spec(model_id)  # an unknown id names the known ones
+    if kind == "sft" and not rec.lora_rank:
+        raise NotImplementedError(
+            "the sft plan covers LoRA and QLoRA recipes, not full fine-tuning"
+        )
     if kind in ("dpo", "grpo") and not rec.lora_rank:
         raise NotImplementedError(
             f"the {kind} plan covers LoRA recipes (full fine-tuning holds a second copy)"
@@ -770,11 +786,148 @@ def check(
     return found
 
 
+STAGE_KNOBS = {  # notebook 06's recipe fields to turn down, by stage
+    "sft": "batch_size or max_len, or SFT_LORA_RANK",
+    "improve": "batch_size or max_len, or LORA_RANK",
+    "preference": "batch_size or max_response_length (GENERATION_STEPS), or LORA_RANK",
+    "grpo": "grpo.micro_batch_size or GENERATION_STEPS, or grpo.num_generations",
+}
+
+
+def stage_recipes(rec) -> dict[str, tuple[str, Any]]:
+    """Notebook 06's stages as the plans' recipes, ``{stage: (kind, recipe)}``: stage 1's SFT (at
+    ``sft_lora_rank``), the self-improvement SFT and the preference stage (at ``lora_rank``, the
+    preference stage's prompts as long as GRPO's) and GRPO, with the values the stages train with."""
+    import types
+
+    common = dict(model_id=rec.model_id, lora_alpha=rec.lora_alpha, eval_every=10**9)
+    sft = dict(common, qlora=False, batch_size=rec.batch_size, max_len=rec.max_len)
+    return {
+        "sft": (
+            "sft",
+            types.SimpleNamespace(
+                **sft,
+                lora_rank=rec.sft_lora_rank,
+                steps=rec.sft_steps,
+                learning_rate=rec.sft_learning_rate,
+            ),
+        ),
+        "improve": (
+            "sft",
+            types.SimpleNamespace(
+                **sft,
+                lora_rank=rec.lora_rank,
+                steps=rec.improve_steps,
+                learning_rate=rec.improve_learning_rate,
+            ),
+        ),
+        "preference": (
+            "dpo",
+            types.SimpleNamespace(
+                **common,
+                lora_rank=rec.lora_rank,
+                steps=rec.preference_steps,
+                learning_rate=rec.preference_learning_rate,
+                clip_norm=None,
+                algorithm=rec.algorithm,
+                beta=rec.beta,
+                lambda_orpo=0.1,
+                batch_size=rec.batch_size,
+                max_prompt_length=rec.grpo.max_prompt_length,
+                max_response_length=rec.max_response_length,
+            ),
+        ),
+        "grpo": (
+            "grpo",
+            types.SimpleNamespace(
+                **common,
+                lora_rank=rec.lora_rank,
+                qlora=False,
+                lora_modules=rec.grpo_lora_modules,
+                grpo=rec.grpo,
+            ),
+        ),
+    }
+
+
+def plan_stages(
+    rec=None,
+    *,
+    mesh=None,
+    devices: int | None = None,
+    chip: str = "v5e",
+    layers: int | None = None,
+    verbose: bool = True,
+) -> dict[str, Plan]:
+    """Plan each of notebook 06's stages (``rec``: a :class:`tunixkit.recipes.Pipeline`, default
+    the full one) with its judge model's weights resident in every step (``judge_id``; none in
+    smoke). Arguments as :func:`plan`."""
+    rec = rec or recipes.Pipeline.full()
+    judge = 0
+    if rec.judge_id:
+        mesh = mesh or runtime.make_mesh((devices, 1)) if devices else mesh or runtime.make_mesh()
+        judge = _state(_abstract(rec.judge_id, layers, mesh)[0])
+    plans = {}
+    for stage, (kind, stage_rec) in stage_recipes(rec).items():
+        if verbose:
+            print(f"memory plan, stage {stage}:", flush=True)
+        try:
+            found = plan(
+                kind,
+                stage_rec,
+                mesh=mesh,
+                devices=devices,
+                chip=chip,
+                layers=layers,
+                verbose=verbose,
+            )
+        except NotImplementedError as e:  # full fine-tuning: not planned, not an error
+            print(f"memory plan, stage {stage}: {e}")
+            continue
+        if judge:
+            found.persistent["judge"] = judge
+            for step in found.steps:
+                step.resident_other += judge
+        found.stage = stage
+        plans[stage] = found
+    return plans
+
+
+def check_stages(rec, mesh, *, stop: bool | None = None) -> dict[str, Plan] | None:
+    """Notebook 06's model cell, before any weights are read: :func:`check` for every stage (the
+    judge resident throughout). A stage that does not fit raises :class:`DoesNotFit` naming it and
+    the recipe fields to turn down."""
+    device = mesh.devices.flat[0]
+    chip = chip_of(getattr(device, "device_kind", ""))
+    if device.platform == "cpu" or chip is None:
+        print(
+            f"memory plan: skipped on {device.platform} ({getattr(device, 'device_kind', '?')}); "
+            "`python -m tunixkit.tools.memplan pipeline` plans the stages on emulated devices"
+        )
+        return None
+    plans = plan_stages(rec, mesh=mesh, chip=chip)
+    for found in plans.values():
+        print(found.table())
+    short = {s: p for s, p in plans.items() if p.spare < 0}
+    if stop is None:
+        stop = os.environ.get("TUNIXKIT_MEMPLAN", "stop") != "warn"
+    if stop and short:
+        named = "; ".join(
+            f"{s}: {-p.spare:.1f} GiB short, turn down {STAGE_KNOBS[s]}" for s, p in short.items()
+        )
+        raise DoesNotFit(
+            f"stages that do not fit a {chip} chip with the judge resident: {named}. Stopped before "
+            "loading the weights; to try anyway set TUNIXKIT_MEMPLAN=warn (os.environ in the first "
+            "cell)."
+        )
+    return plans
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("kind", choices=KINDS)
+    ap.add_argument("kind", choices=(*KINDS, "pipeline"))
     ap.add_argument(
         "--model", help="model id (the student for distill); default: the full recipe's"
     )
@@ -798,11 +951,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["XLA_FLAGS"] = (
             f"{flags} --xla_force_host_platform_device_count={args.devices}".strip()
         )
-    rec = getattr(getattr(recipes, _RECIPES[args.kind]), args.preset)()
+    cls = recipes.Pipeline if args.kind == "pipeline" else getattr(recipes, _RECIPES[args.kind])
+    rec = getattr(cls, args.preset)()
     for kv in args.set:
         name, value = kv.split("=", 1)
         rec = recipes._override(rec, name, json.loads(value))
     t0 = time.perf_counter()
+    if args.kind == "pipeline":
+        if args.model:
+            rec = dataclasses.replace(rec, model_id=args.model)
+        plans = plan_stages(rec, devices=args.devices, chip=args.chip, layers=args.layers)
+        for p in plans.values():
+            print(p.table())
+            if args.json:
+                with open(args.json, "a") as f:
+                    f.write(json.dumps(p.to_json() | {"layers": args.layers}) + "\n")
+        return 0 if all(p.spare >= 0 for p in plans.values()) else 1
     p = plan(
         args.kind,
         rec,
