@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from tunixkit import distill, families, models, preferences, recipes, rl, runtime, training
+from tunixkit.recipes._base import _override
 
 __all__ = [
     "CHIPS",
@@ -955,7 +956,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rec = getattr(cls, args.preset)()
     for kv in args.set:
         name, value = kv.split("=", 1)
-        rec = recipes._override(rec, name, json.loads(value))
+        rec = _override(rec, name, json.loads(value))
     t0 = time.perf_counter()
     if args.kind == "pipeline":
         if args.model:

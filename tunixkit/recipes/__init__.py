@@ -1,0 +1,54 @@
+"""Per-notebook presets: frozen, keyword-only configs with ``smoke()``, ``full()`` and, where the
+full profile has one chip (Colab), ``one_chip()``; one file per notebook.
+
+The profile is the one dial: ``Recipe.for_runtime(rt)`` picks the preset, and a notebook's
+parameters override single fields through :func:`start` (every notebook's setup cell) instead of
+branching on ``if smoke:``. A recipe shows as a table in a notebook. Also here: where each profile's
+GSM8K data comes from (:func:`gsm8k`), so notebooks never branch on it either. How the presets'
+values were chosen (the runs behind them) is in ``docs/tuning.md``.
+
+==========================  =====================================================
+notebook                    preset (file)
+==========================  =====================================================
+00_quickstart               :class:`Quickstart` (``quickstart.py``)
+01_qlora_sft                :class:`SFT` (``qlora_sft.py``)
+02_grpo_gsm8k               :class:`GRPO` (``grpo_gsm8k.py``)
+03_dpo                      :class:`DPO` (``dpo.py``)
+04_logit_distillation       :class:`Distill` (``logit_distillation.py``)
+05_math_eval                :class:`MathEval` (``math_eval.py``)
+06_multidomain_pipeline     :class:`Pipeline` (``multidomain_pipeline.py``)
+07_agentic_calculator       :class:`Agentic` (``agentic_calculator.py``)
+==========================  =====================================================
+"""
+
+from tunixkit.recipes._base import (
+    COMPETITION_MODELS,
+    Start,
+    competition_note,
+    gsm8k,
+    start,
+)
+from tunixkit.recipes.agentic_calculator import Agentic
+from tunixkit.recipes.dpo import DPO
+from tunixkit.recipes.grpo_gsm8k import GRPO
+from tunixkit.recipes.logit_distillation import Distill
+from tunixkit.recipes.math_eval import MathEval
+from tunixkit.recipes.multidomain_pipeline import Pipeline
+from tunixkit.recipes.qlora_sft import SFT
+from tunixkit.recipes.quickstart import Quickstart
+
+__all__ = [
+    "COMPETITION_MODELS",
+    "DPO",
+    "GRPO",
+    "SFT",
+    "Agentic",
+    "Distill",
+    "MathEval",
+    "Pipeline",
+    "Quickstart",
+    "Start",
+    "competition_note",
+    "gsm8k",
+    "start",
+]

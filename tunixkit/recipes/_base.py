@@ -1,0 +1,209 @@
+"""What every notebook's presets share: the preset base class, field overrides, the setup cell.
+
+The profile is the one dial: ``Recipe.for_runtime(rt)`` picks the preset, and a notebook's
+parameters override single fields through :func:`start` (every notebook's setup cell) instead of
+branching on ``if smoke:``. A recipe shows as a table in a notebook. Also here: where each profile's
+GSM8K data comes from (:func:`gsm8k`), so notebooks never branch on it either.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import shutil
+from typing import Any, NamedTuple
+
+import tunixkit
+from tunixkit import data, runtime, session
+from tunixkit.runtime import Runtime, resolve
+
+# qwix regex: adapters on the MLP only (the smoke GRPO recipes; the families' default adds attention)
+_MLP_LORA = ".*gate_proj|.*up_proj|.*down_proj"
+
+__all__ = ["COMPETITION_MODELS", "Start", "competition_note", "gsm8k", "start"]
+
+# The models the Kaggle Tunix competition accepts as the judged checkpoint.
+COMPETITION_MODELS = ("gemma-3-1b-it", "gemma-2-2b-it")
+
+
+def competition_note(model_id: str, role: str = "model") -> str | None:
+    """A warning when ``model_id`` cannot be the judged checkpoint of the competition (None when it
+    can, or for the smoke models).
+
+    >>> competition_note("gemma-3-1b-it") is None
+    True
+    >>> print(competition_note("gemma-3-270m-it", "student"))
+    WARNING: the student gemma-3-270m-it is not a model the competition judges (only gemma-3-1b-it, gemma-2-2b-it): use this notebook to learn distillation, or make the student one of those.
+    """
+    if model_id in COMPETITION_MODELS or model_id.startswith("tiny-"):
+        return None
+    return (
+        f"WARNING: the {role} {model_id} is not a model the competition judges (only "
+        f"{', '.join(COMPETITION_MODELS)}): use this notebook to learn distillation, or make the "
+        f"{role} one of those."
+    )
+
+
+class _Presets:
+    """Shared by every recipe: preset choice, a readable table, nested overrides."""
+
+    @classmethod
+    def for_runtime(cls, rt: Runtime):
+        """smoke on the smoke profile; ``one_chip()`` where the full profile has a single device
+        (Colab's v5e-1) and the recipe has one; else ``full()`` (Kaggle's v5e-8)."""
+        if rt.smoke:
+            return cls.smoke()
+        if rt.device_count == 1 and hasattr(cls, "one_chip"):
+            return cls.one_chip()
+        return cls.full()
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+    def _repr_markdown_(self) -> str:
+        rows = [f"| `{k}` | {v!r} |" for k, v in _flatten(self.as_dict())]
+        return f"**{type(self).__name__} recipe**\n\n| setting | value |\n|---|---|\n" + "\n".join(
+            rows
+        )
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for k, v in d.items():
+        out += (
+            _flatten(v, f"{prefix}{k}.")
+            if isinstance(v, dict) and k != "models"
+            else [(prefix + k, v)]
+        )
+    return out
+
+
+def _override(recipe: Any, name: str, value: Any) -> Any:
+    """``recipe`` with field ``name`` set: a top-level field, a dotted one (``grpo.batch_size``), or
+    a field of exactly one nested settings object (``num_generations`` -> ``grpo.num_generations``)."""
+    fields = {f.name for f in dataclasses.fields(recipe)}
+    if name in fields:
+        return dataclasses.replace(recipe, **{name: value})
+    outer, _, inner = name.partition(".")
+    if (
+        inner and outer in fields and dataclasses.is_dataclass(getattr(recipe, outer))
+    ):  # "grpo.batch_size"
+        return dataclasses.replace(
+            recipe, **{outer: _override(getattr(recipe, outer), inner, value)}
+        )
+    nested = [
+        f
+        for f in fields
+        if dataclasses.is_dataclass(getattr(recipe, f))
+        and name in {g.name for g in dataclasses.fields(getattr(recipe, f))}
+    ]
+    if len(nested) != 1:
+        known = sorted(
+            fields
+            | {
+                f"{f}.{g.name}"
+                for f in fields
+                if dataclasses.is_dataclass(getattr(recipe, f))
+                for g in dataclasses.fields(getattr(recipe, f))
+            }
+        )
+        raise TypeError(
+            f"{type(recipe).__name__} has no field {name!r}; its fields: {', '.join(known)}"
+        )
+    inner = dataclasses.replace(getattr(recipe, nested[0]), **{name: value})
+    return dataclasses.replace(recipe, **{nested[0]: inner})
+
+
+class Start(NamedTuple):
+    """What a notebook's setup cell needs: ``rt, recipe, out_dir, clock = recipes.start(...)``."""
+
+    rt: Runtime
+    recipe: Any
+    out_dir: pathlib.Path
+    clock: session.Session  # the session clock (SESSION_HOURS from the first cell)
+
+
+def start(
+    preset: type[_Presets],
+    profile: str | None,
+    output_dir: str | pathlib.Path,
+    *,
+    session_hours: float | None = None,
+    resume_from: str | None = None,
+    start_fresh: bool = False,
+    inputs: dict[str, Any] | None = None,
+    rehearsal: bool = False,
+    verbose: bool = True,
+    **overrides: Any,
+) -> Start:
+    """Every notebook's setup cell: resolve the profile, pick ``preset``'s smoke or full recipe,
+    apply the notebook parameters that are not None (``overrides``, by field name), prepare
+    ``output_dir`` (``recipe.json``; continue a run or ``resume_from`` a previous session's output,
+    see :func:`tunixkit.session.prepare`) and start the session clock. ``inputs``: the other
+    parameters that decide what is trained (data, start model), recorded in ``recipe.json`` too.
+
+    ``rehearsal`` (``REHEARSAL = True``): the run goes to ``output_dir/rehearsal`` (made anew), its
+    stages stop after a few steps and its evaluations take a few items (:class:`session.Rehearsal`),
+    and the notebook's ``clock.rehearsal_report()`` projects the real run into
+    ``output_dir/rehearsal.json``. ``output_dir`` itself, and any run in it, are left as they are.
+
+    >>> from tunixkit.recipes import Quickstart
+    >>> started = start(Quickstart, "smoke", "/tmp/tunixkit_doctest", verbose=False, num_questions=None)
+    >>> started.recipe.num_questions
+    4
+    >>> start(Quickstart, "smoke", "/tmp/tunixkit_doctest", verbose=False, num_question=2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: Quickstart has no field 'num_question'; its fields: eval, eval.batch_size, ..., model_id, num_questions
+    """
+    rt = resolve(profile, verbose=verbose)
+    recipe = preset.for_runtime(rt)
+    for name, value in overrides.items():
+        updated = _override(recipe, name, value)  # an unknown name is an error, even when unset
+        recipe = updated if value is not None else recipe
+    out_dir = pathlib.Path(output_dir).resolve()
+    report_dir = out_dir
+    if rehearsal:
+        out_dir = out_dir / session.REHEARSAL_DIR
+        shutil.rmtree(out_dir, ignore_errors=True)  # each rehearsal starts from nothing
+        resume_from, start_fresh = None, False
+    record = {
+        session.VERSION_KEY: tunixkit.__version__,
+        "notebook": preset.__name__,
+        "profile": rt.profile,
+        "recipe": recipe.as_dict(),
+        "inputs": dict(inputs or {}),
+    }
+    said = session.prepare(out_dir, record, resume_from=resume_from, start_fresh=start_fresh)
+    clock = session.Session.start(out_dir, session_hours)
+    if rehearsal:
+        batch = getattr(getattr(recipe, "eval", None), "batch_size", 8)
+        clock.rehearsal = session.Rehearsal(report_dir=report_dir, items=2 * batch)
+    if verbose:
+        print(f"output: {out_dir} ({said})\n{clock.describe()}")
+    return Start(rt, recipe, out_dir, clock)
+
+
+def gsm8k(
+    rt: Runtime,
+    split: str,
+    *,
+    data_dir: str | pathlib.Path,
+    source: str = "hf",
+    path: str | pathlib.Path | None = None,
+    limit: int | None = None,
+    max_operand: int | None = None,
+) -> list[data.Record]:
+    """GSM8K ``split`` for the profile: the real dataset (full: downloaded from ``source``, or read
+    from ``path``, a local copy, see :func:`tunixkit.data.load_gsm8k`) or synthetic files written to
+    ``data_dir`` (smoke, numbers up to ``max_operand``, by default the smoke profile's); both go
+    through the same loader."""
+    if rt.smoke:
+        kit = runtime.smoke_kit()
+        paths = kit.write_synthetic_gsm8k(
+            data_dir, max_operand=max_operand or kit.SMOKE_MAX_OPERAND
+        )
+        return data.load_gsm8k(split, source="file", path=str(paths[split]), limit=limit)
+    if path is not None:
+        return data.load_gsm8k(split, source="file", path=path, limit=limit)
+    return data.load_gsm8k(split, source=source, limit=limit)

@@ -1,0 +1,120 @@
+"""The presets of notebook 07_agentic_calculator: :class:`Agentic`."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tunixkit import evaluation, prompting, rl
+from tunixkit.recipes._base import _Presets
+
+__all__ = ["Agentic"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Agentic(_Presets):
+    """07_agentic_calculator: a warm start on tool-use traces, then agentic GRPO with a calculator."""
+
+    model_id: str
+    sft_lora_rank: int | None  # the warm start's LoRA rank; None: full fine-tuning
+    lora_rank: int  # the GRPO stage's LoRA rank (on the shared reference)
+    lora_alpha: float
+    sft_steps: int  # warm-start steps on tool-use traces
+    sft_learning_rate: float
+    batch_size: int  # warm-start rows per step
+    max_len: int  # warm-start tokens per row
+    trace_questions: int  # training questions turned into warm-start traces
+    tool_share: float  # the share of traces that call the tool; the rest answer directly
+    max_operand: int  # smoke: the largest number added or subtracted (the tool earns its keep)
+    max_turns: int  # model turns per episode (tool calls + the answer)
+    tools_prompt: str | None  # None: tunix's JSON-schema tool prompt; else this text
+    grpo: rl.GRPOSettings
+    eval: evaluation.EvalConfig  # greedy, per turn
+    eval_questions: int
+    shares: dict[str, float]  # each stage's share of the training time
+
+    @classmethod
+    def smoke(cls) -> Agentic:
+        # The response budget counts the tool's turn too (tunix 0.1.7): call ~21 + result ~12 + answer ~16 tokens.
+        # The warm start writes 30% of its traces with the tool (tool_share): GRPO then learns that
+        # calling pays, 0.11 -> 0.89 (the runs behind it: docs/tuning.md#07-agentic-smoke).
+        grpo = rl.GRPOSettings(
+            learning_rate=1e-3,
+            beta=0.04,
+            clip_norm=1.0,
+            weight_decay=0.0,
+            temperature=0.7,
+            max_prompt_length=160,
+            max_generation_steps=80,
+            batch_size=4,
+            num_generations=4,
+            num_steps=30,
+            checkpoint_every=10,
+        )
+        # The warm start fine-tunes every weight: the tiny model never saw the tool call's JSON
+        # words, and adapters cannot train their embeddings (as in notebook 06's stage 1).
+        return cls(
+            model_id="tiny-gemma3-sft",
+            sft_lora_rank=None,
+            lora_rank=16,
+            lora_alpha=16.0,
+            sft_steps=160,
+            sft_learning_rate=3e-3,
+            batch_size=16,
+            max_len=192,
+            trace_questions=1200,
+            tool_share=0.3,
+            max_operand=99,
+            max_turns=2,
+            tools_prompt=prompting.SHORT_TOOL_PROMPT,
+            grpo=grpo,
+            eval=dataclasses.replace(
+                evaluation.EvalConfig.smoke(), max_prompt_length=160, max_generation_steps=48
+            ),
+            eval_questions=128,
+            shares={"sft": 0.3, "grpo": 0.7},
+        )
+
+    @classmethod
+    def full(cls) -> Agentic:
+        grpo = rl.GRPOSettings(
+            max_prompt_length=1024,
+            max_generation_steps=512,
+            batch_size=4,
+            micro_batch_size=2,
+            num_steps=1000,
+            checkpoint_every=50,
+        )
+        return cls(
+            model_id="gemma-3-1b-it",
+            sft_lora_rank=64,
+            lora_rank=64,
+            lora_alpha=64.0,
+            sft_steps=200,
+            sft_learning_rate=1e-4,
+            batch_size=16,
+            max_len=1024,
+            trace_questions=3000,
+            tool_share=1.0,
+            max_operand=0,
+            max_turns=4,
+            tools_prompt=None,
+            grpo=grpo,
+            eval=dataclasses.replace(
+                evaluation.EvalConfig.full(), max_prompt_length=1024, max_generation_steps=512
+            ),
+            eval_questions=500,
+            shares={"sft": 0.15, "grpo": 0.85},
+        )
+
+    @classmethod
+    def one_chip(cls) -> Agentic:
+        # One 16 GiB chip (Colab v5e-1): 4 warm-start rows of 1,024 (4x the steps), GRPO 2 questions
+        # x G with one question's episodes per forward/backward. Not measured on a chip yet: run
+        # REHEARSAL = True first (it reports peak memory against the chip's).
+        full = cls.full()
+        return dataclasses.replace(
+            full,
+            batch_size=4,
+            sft_steps=4 * full.sft_steps,
+            grpo=dataclasses.replace(full.grpo, batch_size=2, micro_batch_size=1),
+        )

@@ -1,0 +1,88 @@
+"""The presets of notebook 02_grpo_gsm8k: :class:`GRPO`."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tunixkit import evaluation, rl
+from tunixkit.recipes._base import _MLP_LORA, _Presets
+
+__all__ = ["GRPO"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GRPO(_Presets):
+    """02_grpo_gsm8k: GRPO on GSM8K from a model with partial skill."""
+
+    model_id: str
+    lora_rank: int | None  # None: full fine-tuning (reference = a second copy)
+    lora_alpha: float | None  # adapters scaled by alpha / rank; None: the rank (LORA_RANK alone)
+    lora_modules: str | None  # qwix regex of the modules given adapters; None: attention and MLP
+    qlora: bool  # nf4 backbone under the adapters
+    grpo: rl.GRPOSettings
+    eval: evaluation.EvalConfig  # greedy evaluation before/after
+    eval_questions: int | None  # None: the whole test split (1,319 for GSM8K)
+    heldout_questions: int  # held-out prompts for the sampled-reward check
+    heldout_samples: int  # completions per held-out prompt
+
+    @classmethod
+    def smoke(cls) -> GRPO:
+        # LoRA r16 on the MLP, lr 2e-3, tunix's "kl" estimator: held-out reward +0.30, greedy
+        # 0.56 -> 0.56 (the runs behind it: docs/tuning.md#02-grpo-smoke).
+        settings = rl.GRPOSettings(
+            learning_rate=2e-3,
+            beta=0.04,
+            clip_norm=1.0,
+            weight_decay=0.0,
+            warmup_ratio=0.05,
+            temperature=1.0,
+            max_prompt_length=96,
+            max_generation_steps=64,
+            batch_size=8,
+            num_generations=8,
+            num_steps=120,
+            checkpoint_every=40,
+        )
+        return cls(
+            model_id="tiny-gemma3-sft",
+            lora_rank=16,
+            lora_alpha=None,
+            qlora=False,
+            lora_modules=_MLP_LORA,
+            grpo=settings,
+            eval=evaluation.EvalConfig.smoke(),
+            eval_questions=None,
+            heldout_questions=200,
+            heldout_samples=4,
+        )
+
+    @classmethod
+    def full(cls) -> GRPO:
+        # 9 h Kaggle session: ~0.5 h load + eval before, ~0.75 h eval after + exports, margin.
+        settings = rl.GRPOSettings(
+            max_prompt_length=256,
+            max_generation_steps=768,
+            batch_size=4,
+            micro_batch_size=2,
+            num_steps=3_000,
+            checkpoint_every=100,
+        )
+        return cls(
+            model_id="gemma-3-1b-it",
+            lora_rank=64,
+            lora_alpha=64.0,
+            qlora=False,
+            lora_modules=None,
+            grpo=settings,
+            eval=evaluation.EvalConfig.full(),
+            eval_questions=None,
+            heldout_questions=128,
+            heldout_samples=1,
+        )
+
+    @classmethod
+    def one_chip(cls) -> GRPO:
+        # One 16 GiB chip: 2 prompts x G=4 per step, one prompt's 4 rollouts per forward/backward.
+        full = cls.full()
+        settings = dataclasses.replace(full.grpo, batch_size=2, micro_batch_size=1)
+        return dataclasses.replace(full, grpo=settings)

@@ -1,0 +1,35 @@
+"""The presets of notebook 05_math_eval: :class:`MathEval`."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tunixkit import evaluation
+from tunixkit.recipes._base import _Presets
+
+__all__ = ["MathEval"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MathEval(_Presets):
+    """05_math_eval: several models on the GSM8K test set."""
+
+    models: dict[str, str]  # display name -> model id or HF-layout folder
+    base_id: str  # the model id whose family/tokenizer rules apply to local folders
+    eval: evaluation.EvalConfig
+
+    @classmethod
+    def smoke(cls) -> MathEval:
+        return cls(
+            models={"tiny-random": "tiny-gemma3", "tiny-sft": "tiny-gemma3-sft"},
+            base_id="tiny-gemma3",
+            eval=evaluation.EvalConfig.smoke(),
+        )
+
+    @classmethod
+    def full(cls) -> MathEval:
+        return cls(
+            models={"gemma-3-1b-it": "gemma-3-1b-it", "grpo": "runs/02_grpo_gsm8k/export/hf"},
+            base_id="gemma-3-1b-it",
+            eval=evaluation.EvalConfig.full(),
+        )

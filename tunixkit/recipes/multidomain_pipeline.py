@@ -1,0 +1,190 @@
+"""The presets of notebook 06_multidomain_pipeline: :class:`Pipeline`."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tunixkit import evaluation, prompting, rl
+from tunixkit.recipes._base import _MLP_LORA, _Presets
+
+__all__ = ["Pipeline"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Pipeline(_Presets):
+    """06_multidomain_pipeline: SFT, a self-improvement round, preference tuning, then GRPO with
+    rubric and judge rewards, on every domain of the competition, in one session."""
+
+    model_id: str  # where stage 1 starts
+    judge_id: str | None  # a judge model id (None: the smoke profile's rubric grader)
+    lora_rank: int  # LoRA rank of the self-improvement, preference and GRPO stages
+    lora_alpha: float
+    sft_lora_rank: int | None  # stage 1's LoRA rank; None: full fine-tuning
+    # smoke: synthetic tasks made (held-out prompts and their repeats are taken out); full: traces used at most
+    train_tasks: int
+    good_share: float  # smoke: SFT traces keeping their answer; the rest get testing.WEAK
+    heldout_per_domain: int  # held-out distinct prompts per domain for every evaluation
+    eval_samples: int  # answers sampled per held-out prompt in every evaluation (0: greedy only)
+    sft_steps: int
+    sft_learning_rate: float
+    batch_size: int
+    max_len: int  # SFT tokens per row
+    improve_prompts: int  # self-improvement: prompts sampled
+    improve_threshold: float  # ... and the judged score (0..1) an answer must reach to be kept
+    improve_steps: int  # SFT steps on what was kept
+    improve_learning_rate: float
+    algorithm: str  # "dpo", "orpo" or "simpo"
+    beta: float  # DPO's KL strength (SimPO's reward scale)
+    simpo_gamma: float  # SimPO's target reward margin (the SimPO paper's gamma/beta ~ 0.25-0.5)
+    preference_steps: int
+    preference_learning_rate: float
+    pair_prompts: int  # prompts sampled for judged pairs
+    samples: int  # answers sampled per prompt (self-improvement and pairs)
+    max_response_length: int
+    grpo: rl.GRPOSettings
+    # qwix regex of the GRPO stage's adapted modules; None: the family's
+    grpo_lora_modules: str | None
+    reward_weights: dict[str, float]  # weight of each GRPO reward, by name
+    shares: dict[str, float]  # each stage's share of the training time
+    eval: evaluation.EvalConfig
+
+    @classmethod
+    def smoke(cls) -> Pipeline:
+        # Held-out prompts are distinct and never trained on; GRPO raises the sampled score on every
+        # run, greedy answers barely move (the runs behind it: docs/tuning.md#06-pipeline-smoke).
+        grpo = rl.GRPOSettings(
+            learning_rate=2e-3,
+            beta=0.04,
+            clip_norm=1.0,
+            weight_decay=0.0,
+            temperature=0.7,
+            max_prompt_length=96,
+            max_generation_steps=64,
+            batch_size=8,
+            num_generations=8,
+            num_steps=40,
+            checkpoint_every=20,
+        )
+        # Stage 1 fine-tunes every weight in smoke: the tiny model's other-domain words have untrained
+        # embeddings that adapters cannot change (docs/tuning.md#06-stage-1-smoke); full trains LoRA.
+        return cls(
+            model_id="tiny-gemma3-sft",
+            judge_id=None,
+            lora_rank=16,
+            lora_alpha=16.0,
+            sft_lora_rank=None,
+            train_tasks=3000,
+            good_share=0.5,
+            heldout_per_domain=20,
+            eval_samples=4,
+            sft_steps=300,
+            sft_learning_rate=3e-3,
+            batch_size=16,
+            max_len=144,
+            improve_prompts=120,
+            improve_threshold=0.9,
+            improve_steps=20,
+            improve_learning_rate=3e-4,
+            algorithm="simpo",
+            beta=2.0,
+            simpo_gamma=0.5,
+            # SimPO's learning rate: docs/tuning.md#06-simpo-smoke
+            preference_steps=30,
+            preference_learning_rate=1e-4,
+            pair_prompts=240,
+            samples=4,
+            max_response_length=64,
+            grpo=grpo,
+            grpo_lora_modules=_MLP_LORA,
+            reward_weights={
+                "judge": 4.0,
+                "structure": 1.0,
+                "length_limit": 1.0,
+                "repetition": 1.0,
+                "no_boilerplate": 1.0,
+                "relevance": 0.5,
+                "answer_match": 1.0,
+            },
+            shares={"sft": 0.35, "improve": 0.1, "preference": 0.15, "grpo": 0.4},
+            eval=dataclasses.replace(
+                evaluation.EvalConfig.smoke(), system_prompt=prompting.DOMAINS_SYSTEM_PROMPT
+            ),
+        )
+
+    @classmethod
+    def full(cls) -> Pipeline:
+        # Prompt lengths fit the data: a summarization prompt carries its document, so 1,024 tokens
+        # hold the system prompt (~60) and a document of ~700 words (news articles, abstracts); 256
+        # (EvalConfig.full) dropped the system prompt and the text, 512 a long article's start. Prompts
+        # still longer are left-truncated, counted (evaluation.PROMPTS_CUT) and written to
+        # summary.json's prompts_cut by notebook 06. The preference stage uses the same prompt length.
+        prompt_tokens = 1024
+        grpo = rl.GRPOSettings(
+            max_prompt_length=prompt_tokens,
+            max_generation_steps=768,
+            batch_size=4,
+            micro_batch_size=2,
+            num_steps=1500,
+            checkpoint_every=50,
+        )
+        return cls(
+            model_id="gemma-3-1b-it",
+            judge_id="gemma-3-1b-it",
+            lora_rank=64,
+            lora_alpha=64.0,
+            sft_lora_rank=64,
+            train_tasks=20000,
+            good_share=1.0,
+            heldout_per_domain=50,
+            eval_samples=2,
+            sft_steps=1200,
+            sft_learning_rate=1e-4,
+            batch_size=16,
+            max_len=1024,
+            improve_prompts=512,
+            improve_threshold=0.8,
+            improve_steps=200,
+            improve_learning_rate=3e-5,
+            algorithm="simpo",
+            beta=2.0,
+            simpo_gamma=0.5,
+            preference_steps=600,
+            preference_learning_rate=5e-6,
+            pair_prompts=1024,
+            samples=4,
+            max_response_length=768,
+            grpo=grpo,
+            grpo_lora_modules=None,
+            reward_weights={
+                "judge": 4.0,
+                "structure": 1.0,
+                "length_limit": 1.0,
+                "repetition": 1.0,
+                "no_boilerplate": 1.0,
+                "relevance": 0.5,
+                "answer_match": 1.0,
+                "length_target": 1.0,
+            },  # answers under ~600 tokens, none left open
+            shares={"sft": 0.3, "improve": 0.1, "preference": 0.2, "grpo": 0.4},
+            eval=dataclasses.replace(
+                evaluation.EvalConfig.full(),
+                system_prompt=prompting.DOMAINS_SYSTEM_PROMPT,
+                max_prompt_length=prompt_tokens,
+            ),
+        )
+
+    @classmethod
+    def one_chip(cls) -> Pipeline:
+        # One 16 GiB chip (Colab v5e-1) holds the policy, the judge and one stage's activations:
+        # 4 SFT rows of 1,024 (the same rows in 4x the steps), 4 preference pairs, GRPO 2 prompts x
+        # G=4 with one prompt's rollouts per forward/backward. Not measured on a chip yet: run
+        # REHEARSAL = True first (it reports peak memory against the chip's), or plan the stages
+        # with `python -m tunixkit.tools.memplan`.
+        full = cls.full()
+        return dataclasses.replace(
+            full,
+            batch_size=4,
+            sft_steps=4 * full.sft_steps,
+            preference_steps=4 * full.preference_steps,
+            grpo=dataclasses.replace(full.grpo, batch_size=2, micro_batch_size=1),
+        )

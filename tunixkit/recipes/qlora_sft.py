@@ -1,0 +1,77 @@
+"""The presets of notebook 01_qlora_sft: :class:`SFT`."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tunixkit import evaluation
+from tunixkit.recipes._base import _Presets
+
+__all__ = ["SFT"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SFT(_Presets):
+    """01_qlora_sft: LoRA/QLoRA SFT into the reasoning format."""
+
+    model_id: str
+    lora_rank: int
+    lora_alpha: float
+    qlora: bool  # nf4 backbone under the adapters
+    learning_rate: float  # peak AdamW learning rate (warmup-cosine)
+    steps: int  # optimizer steps
+    batch_size: int  # examples per step
+    max_len: int  # tokens per row (prompt + target); longer examples are counted and truncated
+    packing: bool  # fill each row with as many whole examples as fit (block-diagonal attention)
+    eval_every: int  # steps between held-out loss evaluations
+    eval_examples: int  # held-out examples for the loss (a multiple of batch_size)
+    checkpoint_every: int
+    eval: evaluation.EvalConfig  # generation settings for format/accuracy before and after
+    eval_questions: int | None  # None: the whole test split
+
+    @classmethod
+    def smoke(cls) -> SFT:
+        # From the random tiny model: 150 steps take format compliance from 0 to ~1 (~65 s on CI).
+        return cls(
+            model_id="tiny-gemma3",
+            lora_rank=16,
+            lora_alpha=16.0,
+            qlora=True,
+            learning_rate=3e-3,
+            steps=150,
+            batch_size=16,
+            max_len=144,
+            packing=True,
+            eval_every=25,
+            eval_examples=64,
+            checkpoint_every=25,
+            eval=evaluation.EvalConfig.smoke(),
+            eval_questions=None,
+        )
+
+    @classmethod
+    def full(cls) -> SFT:
+        # ~2 epochs of GSM8K train (7,473 solutions) at 16 per step.
+        return cls(
+            model_id="gemma-3-1b-it",
+            lora_rank=64,
+            lora_alpha=64.0,
+            qlora=True,
+            learning_rate=1e-4,
+            steps=930,
+            batch_size=16,
+            max_len=512,
+            packing=True,
+            eval_every=100,
+            eval_examples=256,
+            checkpoint_every=100,
+            eval=evaluation.EvalConfig.full(),
+            eval_questions=None,
+        )
+
+    @classmethod
+    def one_chip(cls) -> SFT:
+        # One 16 GiB chip (Colab v5e-1): 4 rows of 512 per step, the same ~2 epochs in 4x the steps.
+        return dataclasses.replace(
+            cls.full(), batch_size=4, steps=3700, eval_examples=64, checkpoint_every=200
+        )

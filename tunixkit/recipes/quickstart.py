@@ -1,0 +1,33 @@
+"""The presets of notebook 00_quickstart: :class:`Quickstart`."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tunixkit import evaluation
+from tunixkit.recipes._base import _Presets
+
+__all__ = ["Quickstart"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Quickstart(_Presets):
+    """00_quickstart: load a model, answer a few questions."""
+
+    model_id: str  # a tunixkit.models.MODELS id
+    num_questions: int  # questions to answer
+    eval: evaluation.EvalConfig  # generation settings
+
+    @classmethod
+    def smoke(cls) -> Quickstart:
+        return cls(model_id="tiny-gemma3-sft", num_questions=4, eval=evaluation.EvalConfig.smoke())
+
+    @classmethod
+    def full(cls) -> Quickstart:
+        return cls(
+            model_id="gemma-3-1b-it",
+            num_questions=4,
+            eval=dataclasses.replace(
+                evaluation.EvalConfig.full(), max_generation_steps=512, batch_size=4
+            ),
+        )
