@@ -6,8 +6,6 @@
 - :func:`validate_hf_checkpoint`: before loading, every expected tensor is present with the shape the
   config implies; otherwise a clear error naming the tensor and both shapes.
 - :func:`save_state` / :func:`restore_state`: Orbax save/restore of a model's full or LoRA-only state.
-- :func:`merge_lora`: LoRA adapters folded into a plain copy of the base weights (any family, fused
-  QKV and sharded bases included).
 - the export of a trained model (``hf/`` and ``orbax/``) is :func:`tunixkit.models.export`, which
   reloads the base weights to merge LoRA into; it writes with the functions here.
 - :func:`write_judged`: the one judged artifact, ``OUTPUT_DIR/ckpts/actor/<step>/model_params``
@@ -36,7 +34,6 @@ __all__ = [
     "TUNIX_CONFIG_FILE",
     "WEIGHTS_FILE",
     "CheckpointError",
-    "merge_lora",
     "restore_state",
     "save_state",
     "tunix_config_dict",
@@ -175,51 +172,6 @@ def restore_state(model, directory: str | pathlib.Path, *, lora_only: bool = Fal
     target = jax.tree.map(ocp.utils.to_shape_dtype_struct, state)
     nnx.update(model, ocp.StandardCheckpointer().restore(pathlib.Path(directory).resolve(), target))
     return model
-
-
-def _lora_pairs(model) -> dict[tuple, dict[str, Any]]:
-    """``{module path: {"a", "b", "weight"}}`` for every LoRA-wrapped weight of ``model``."""
-    from flax import nnx
-
-    pairs: dict[tuple, dict[str, Any]] = {}
-    for path, value in nnx.iter_graph(model):
-        if isinstance(value, nnx.LoRAParam):
-            weight, _, ab = str(path[-1]).rpartition("_lora_")
-            pairs.setdefault(tuple(path[:-1]), {"weight": weight})[ab] = value.value
-    return pairs
-
-
-def _module(model, path: tuple):
-    for key in path:
-        model = model[key] if isinstance(key, int) else getattr(model, key)
-    return model
-
-
-def merge_lora(lora_model, plain_model, *, rank: int, alpha: float):
-    """Fold ``lora_model``'s adapters into ``plain_model`` (the same base without LoRA; in place).
-
-    qwix computes ``x @ W + (x @ A) @ B * alpha / rank``; for an einsum weight ``A`` holds the
-    input-side dims and ``B`` the rest (qwix's ``<weight>_lora_einsum_str``), for a dense kernel
-    ``A @ B`` has the kernel's shape. The sum is done on the host in float32, then cast back.
-    """
-    import jax
-
-    scale = alpha / rank
-    for path, p in _lora_pairs(lora_model).items():
-        lora_mod, target = _module(lora_model, path), _module(plain_model, path)
-        param = getattr(target, p["weight"])
-        w = np.asarray(jax.device_get(param.value), np.float32)
-        a, b = (np.asarray(jax.device_get(p[k]), np.float32) for k in ("a", "b"))
-        spec = getattr(lora_mod, f"{p['weight']}_lora_einsum_str", None)
-        if spec is not None:  # "lhs,a,b->out": the weight's own dims are a's and b's minus rank
-            rhs = lora_mod.einsum_str.split("->")[0].split(",")[1]
-            a_str, b_str = spec.split("->")[0].split(",")[1:]
-            delta = np.einsum(f"{a_str},{b_str}->{rhs}", a, b)
-        else:
-            delta = (a.reshape(-1, a.shape[-1]) @ b.reshape(b.shape[-2], -1)).reshape(w.shape)
-        merged = (w + scale * delta).astype(param.value.dtype)
-        param.value = jax.device_put(merged, param.value.sharding)
-    return plain_model
 
 
 def tunix_config_dict(cfg) -> dict[str, Any]:

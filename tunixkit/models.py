@@ -7,8 +7,9 @@ tensors against that config, load it with tunix's safetensors loader onto the me
 tokenizer from the folder itself (never ``gs://``). The smoke models are written to that layout in
 a local cache first (:func:`tunixkit.testing.materialize`), so the smoke profile runs the real loader.
 
-:data:`MODELS` is the registry: plain data, one row per model id. :func:`export` writes a trained
-model (LoRA merged) as ``hf/`` (HF layout) and ``orbax/`` (params, tunix config and tokenizer: what
+:data:`MODELS` is the registry: plain data, one row per model id. LoRA and QLoRA are added by
+:func:`apply_lora` and folded back into a plain copy of the base weights by :func:`merge_lora` (any
+family, fused QKV and sharded bases included). :func:`export` writes a trained model (LoRA merged) as ``hf/`` (HF layout) and ``orbax/`` (params, tunix config and tokenizer: what
 Kaggle Models and the competition's tunix loader take).
 """
 
@@ -21,6 +22,8 @@ import pathlib
 import shutil
 import time
 from typing import Any
+
+import numpy as np
 
 from tunixkit import checkpoints, families, runtime
 from tunixkit.tokenizer import Tokenizer
@@ -42,6 +45,7 @@ __all__ = [
     "load_args",
     "load_model",
     "lora_provider",
+    "merge_lora",
     "shard",
 ]
 
@@ -392,6 +396,51 @@ def apply_lora(
     return lora_model
 
 
+def _lora_pairs(model) -> dict[tuple, dict[str, Any]]:
+    """``{module path: {"a", "b", "weight"}}`` for every LoRA-wrapped weight of ``model``."""
+    from flax import nnx
+
+    pairs: dict[tuple, dict[str, Any]] = {}
+    for path, value in nnx.iter_graph(model):
+        if isinstance(value, nnx.LoRAParam):
+            weight, _, ab = str(path[-1]).rpartition("_lora_")
+            pairs.setdefault(tuple(path[:-1]), {"weight": weight})[ab] = value.value
+    return pairs
+
+
+def _module(model, path: tuple):
+    for key in path:
+        model = model[key] if isinstance(key, int) else getattr(model, key)
+    return model
+
+
+def merge_lora(lora_model, plain_model, *, rank: int, alpha: float):
+    """Fold ``lora_model``'s adapters into ``plain_model`` (the same base without LoRA; in place).
+
+    qwix computes ``x @ W + (x @ A) @ B * alpha / rank``; for an einsum weight ``A`` holds the
+    input-side dims and ``B`` the rest (qwix's ``<weight>_lora_einsum_str``), for a dense kernel
+    ``A @ B`` has the kernel's shape. The sum is done on the host in float32, then cast back.
+    """
+    import jax
+
+    scale = alpha / rank
+    for path, p in _lora_pairs(lora_model).items():
+        lora_mod, target = _module(lora_model, path), _module(plain_model, path)
+        param = getattr(target, p["weight"])
+        w = np.asarray(jax.device_get(param.value), np.float32)
+        a, b = (np.asarray(jax.device_get(p[k]), np.float32) for k in ("a", "b"))
+        spec = getattr(lora_mod, f"{p['weight']}_lora_einsum_str", None)
+        if spec is not None:  # "lhs,a,b->out": the weight's own dims are a's and b's minus rank
+            rhs = lora_mod.einsum_str.split("->")[0].split(",")[1]
+            a_str, b_str = spec.split("->")[0].split(",")[1:]
+            delta = np.einsum(f"{a_str},{b_str}->{rhs}", a, b)
+        else:
+            delta = (a.reshape(-1, a.shape[-1]) @ b.reshape(b.shape[-2], -1)).reshape(w.shape)
+        merged = (w + scale * delta).astype(param.value.dtype)
+        param.value = jax.device_put(merged, param.value.sharding)
+    return plain_model
+
+
 def export(
     model,
     base,
@@ -414,7 +463,7 @@ def export(
         plain = load_model(
             base.model_id, path=base.path, mesh=mesh, dtype=base.dtype, verbose=False
         ).model
-        checkpoints.merge_lora(model, plain, rank=lora_rank, alpha=float(lora_alpha or lora_rank))
+        merge_lora(model, plain, rank=lora_rank, alpha=float(lora_alpha or lora_rank))
     src = json.loads((base.path / checkpoints.CONFIG_FILE).read_text())
     ids = {k: src[k] for k in ("eos_token_id", "pad_token_id", "bos_token_id") if k in src}
     extras = {
