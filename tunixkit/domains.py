@@ -380,11 +380,9 @@ def evaluate(
     if samples:
         if sampling is None or not sampling.temperature:
             raise ValueError("evaluate: samples > 0 needs a sampling config with a temperature")
-        drawn = evaluation.generate(
-            loaded, [p for p in prompts for _ in range(samples)], sampling, progress=False
-        )
+        groups = evaluation.sample_groups(loaded, prompts, sampling, samples=samples)
         judged = judge.scores(
-            [q for q in questions for _ in range(samples)], [g.text for g in drawn]
+            [q for q in questions for _ in range(samples)], [g.text for gs in groups for g in gs]
         )
         sampled = [
             sum(judged[i * samples : (i + 1) * samples]) / samples for i in range(len(tasks))

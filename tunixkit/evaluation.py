@@ -33,6 +33,7 @@ __all__ = [
     "comparison_table",
     "evaluate",
     "generate",
+    "sample_groups",
     "make_sampler",
     "paired",
     "plot_comparison",
@@ -248,6 +249,29 @@ def _clip(prompt: str, encode, tokenizer, max_len: int) -> str:
         + CUT_MARK
         + tokenizer.decode(ids[len(ids) - (room - head) :])
     )
+
+
+def sample_groups(
+    loaded,
+    prompts: Sequence[str],
+    config: EvalConfig,
+    *,
+    samples: int,
+    logprobs: bool = False,
+    progress: bool = False,
+) -> list[list[Generation]]:
+    """``samples`` answers to each (formatted) prompt in one batched :func:`generate`, grouped: the
+    i-th group answers ``prompts[i]``. Every pass that samples several answers per prompt and then
+    ranks or averages them starts here: 03's on-policy pairs, 06's sampled evaluations, its
+    self-improvement and judged pairs (:func:`tunixkit.pipeline.sample_and_judge`)."""
+    flat = generate(
+        loaded,
+        [p for p in prompts for _ in range(samples)],
+        config,
+        logprobs=logprobs,
+        progress=progress,
+    )
+    return [flat[i * samples : (i + 1) * samples] for i in range(len(prompts))]
 
 
 def categorize(text: str, gold: str, truncated: bool) -> str:

@@ -227,8 +227,13 @@ def sample_and_judge(
             )
             prompts = prompts[:i]
             break
-        part = [p for p in prompts[i : i + chunk] for _ in range(samples)]
-        made = evaluation.generate(loaded, part, config, progress=False)
+        made = [
+            g
+            for group in evaluation.sample_groups(
+                loaded, prompts[i : i + chunk], config, samples=samples
+            )
+            for g in group
+        ]
         questions = [t["prompt"] for t in tasks[i : i + chunk] for _ in range(samples)]
         scores += judge.scores(questions, [g.text for g in made])
         gens += made

@@ -61,13 +61,13 @@ def on_policy_pairs(
     pair are counted. (Preferring the greedy answer as chosen was tried on the smoke model: held-out
     preference accuracy no better, greedy accuracy 0.47 -> 0.33.)"""
     prompts = [loaded.chat.prompt(r["question"], config.system_prompt) for r in records]
-    gens = evaluation.generate(
-        loaded, [p for p in prompts for _ in range(samples)], config, logprobs=True
+    groups = evaluation.sample_groups(
+        loaded, prompts, config, samples=samples, logprobs=True, progress=True
     )
     pairs: list[Pair] = []
     all_right = all_wrong = 0
     for i, r in enumerate(records):
-        group = gens[i * samples : (i + 1) * samples]
+        group = groups[i]
         keys = [-g.mean_logprob for g in group]  # the likeliest correct answer sorts first
         cats = [evaluation.categorize(g.text, r["answer"], g.truncated) for g in group]
         # The sampler drops the stop token; put it back where the answer stopped on its own.
