@@ -37,13 +37,20 @@ import pathlib
 import re
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tunix.rl.agentic.tools.base_tool import BaseTool, ToolOutput
 
 from tunixkit import _compat, calculator, data, evaluation, pipeline, prompting, rl, training
 from tunixkit.answers import extract_answer, numbers_equal, parse_number
+
+if TYPE_CHECKING:
+    from flax import nnx
+    from jax.sharding import Mesh
+
+    from tunixkit.models import LoadedModel
+    from tunixkit.tokenizer import Tokenizer
 
 __all__ = [
     "TOOLS",
@@ -259,7 +266,7 @@ def _conversation(question: str, system_prompt: str, tools_prompt: str | None) -
 
 def trace_pairs(
     records: Sequence[dict[str, str]],
-    tokenizer,
+    tokenizer: Tokenizer,
     *,
     system_prompt: str = prompting.CALCULATOR_SYSTEM_PROMPT,
     tools_prompt: str | None = None,
@@ -298,7 +305,7 @@ def trace_pairs(
 
 
 def evaluate(
-    loaded,
+    loaded: LoadedModel,
     records: Sequence[dict[str, str]],
     config: evaluation.EvalConfig,
     *,
@@ -413,11 +420,11 @@ def show_episodes(path: str | pathlib.Path, k: int = 3) -> str:
 
 
 def build(
-    actor,
-    reference,
-    tokenizer,
+    actor: nnx.Module,
+    reference: nnx.Module,
+    tokenizer: Tokenizer,
     *,
-    mesh,
+    mesh: Mesh,
     settings: rl.GRPOSettings,
     output_dir: str | pathlib.Path,
     eos_ids: Sequence[int],
@@ -481,7 +488,9 @@ def build(
     return learner, cluster, episodes
 
 
-def stage(stages, name: str, records: Sequence[dict[str, str]], recipe, *, mesh=None) -> str | None:
+def stage(
+    stages, name: str, records: Sequence[dict[str, str]], recipe, *, mesh: Mesh | None = None
+) -> str | None:
     """The agentic GRPO stage of a :class:`tunixkit.pipeline.Stages` run (LoRA on the shared
     reference, the previous stage's export as the start); returns its export (None: not finished)."""
     if stages.done(name):

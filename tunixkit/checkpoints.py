@@ -22,11 +22,14 @@ import pathlib
 import shutil
 import struct
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tunixkit import families
+
+if TYPE_CHECKING:
+    from flax import nnx
 
 __all__ = [
     "CONFIG_FILE",
@@ -57,7 +60,7 @@ class CheckpointError(ValueError):
 
 
 def write_hf_checkpoint(
-    model,
+    model: nnx.Module,
     cfg,
     out_dir: str | pathlib.Path,
     *,
@@ -136,7 +139,11 @@ def validate_hf_checkpoint(model_dir: str | pathlib.Path, cfg, *, family: str = 
 
 
 def save_state(
-    model, directory: str | pathlib.Path, *, lora_only: bool = False, portable: bool = False
+    model: nnx.Module,
+    directory: str | pathlib.Path,
+    *,
+    lora_only: bool = False,
+    portable: bool = False,
 ) -> pathlib.Path:
     """Save the model's full state (or only its LoRA params) with Orbax; returns the folder.
 
@@ -162,7 +169,7 @@ def save_state(
     return directory
 
 
-def restore_state(model, directory: str | pathlib.Path, *, lora_only: bool = False):
+def restore_state(model: nnx.Module, directory: str | pathlib.Path, *, lora_only: bool = False):
     """Restore what :func:`save_state` wrote into ``model`` (in place; also returned)."""
     import jax
     import orbax.checkpoint as ocp

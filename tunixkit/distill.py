@@ -9,12 +9,17 @@ at the training temperature, and the hard (task) cross-entropy of student and te
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tunixkit import prompting
 from tunixkit.training import model_inputs_fn, tokenize_pair
+
+if TYPE_CHECKING:
+    from flax import nnx
+
+    from tunixkit.models import LoadedModel
 
 __all__ = [
     "trainer",
@@ -30,7 +35,7 @@ class VocabularyMismatch(ValueError):
     """Teacher and student do not share a vocabulary: their logits cannot be compared."""
 
 
-def check_vocab(teacher, student) -> None:
+def check_vocab(teacher: LoadedModel, student: LoadedModel) -> None:
     """Raise :class:`VocabularyMismatch` unless both models have the same vocabulary size and their
     tokenizers encode a probe text (chat markers, tags, digits, words) to the same ids."""
     nt, ns = teacher.config.num_embed, student.config.num_embed
@@ -52,7 +57,7 @@ def check_vocab(teacher, student) -> None:
         )
 
 
-def forward(model, input_tokens, input_mask, positions, attention_mask):
+def forward(model: nnx.Module, input_tokens, input_mask, positions, attention_mask):
     """Next-token logits for every position but the last (what the labels line up with)."""
     del input_mask
     logits, _ = model(input_tokens, positions, None, attention_mask)
@@ -78,7 +83,7 @@ def strategy(vocab_size: int, *, temperature: float, alpha: float):
     )
 
 
-def trainer(student, teacher, strategy_, optimizer, config, *, pad_id: int):
+def trainer(student: nnx.Module, teacher: nnx.Module, strategy_, optimizer, config, *, pad_id: int):
     """tunix's ``DistillationTrainer``: ``student`` learns ``teacher``'s logits by ``strategy_``
     (:func:`strategy`), fed SFT batches through :func:`tunixkit.training.model_inputs_fn`. The one
     distillation builder: notebook 04 and the memory plan build theirs here."""
@@ -117,7 +122,12 @@ def _sums(student, teacher, inputs: dict[str, Any], temperature: float):
 
 
 def heldout_losses(
-    student, teacher, batches: Iterable[Any], *, pad_id: int, temperature: float
+    student: nnx.Module,
+    teacher: nnx.Module,
+    batches: Iterable[Any],
+    *,
+    pad_id: int,
+    temperature: float,
 ) -> dict[str, float]:
     """Per answer token on ``batches`` (``TrainingInput``): ``kl`` (teacher || student at T=1),
     ``soft`` (T^2 x KL at ``temperature``, the distillation loss), ``student_loss`` and

@@ -23,11 +23,15 @@ import json
 import pathlib
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tunixkit import data, evaluation, prompting, stats
 from tunixkit.answers import is_correct
 from tunixkit.rewards import has_format
+
+if TYPE_CHECKING:
+    from tunixkit.judging import Judge
+    from tunixkit.models import LoadedModel
 
 __all__ = [
     "DOMAINS",
@@ -267,7 +271,7 @@ def balanced(records: Sequence[dict[str, Any]], n: int) -> list[dict[str, Any]]:
 CALIBRATION_MARGINS = {"other_prompt": 0.2, "untagged": 0.05}  # reference above each, at least
 
 
-def calibrate(judge, records: Sequence[Mapping[str, str]]) -> dict:
+def calibrate(judge: Judge, records: Sequence[Mapping[str, str]]) -> dict:
     """The judge's calibration before training relies on it: per domain, the mean judged score
     of each held-out prompt's reference answer, of *another* prompt's reference (a good answer to
     the wrong question), and of the reference stripped of its ``<reasoning>``/``<answer>`` tags
@@ -350,9 +354,9 @@ class DomainScores:
 
 
 def evaluate(
-    loaded,
+    loaded: LoadedModel,
     tasks: Sequence[Mapping[str, str]],
-    judge,
+    judge: Judge,
     *,
     name: str,
     config: evaluation.EvalConfig,

@@ -15,12 +15,15 @@ import json
 import pathlib
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tunixkit import session, stats
 from tunixkit.answers import extract_answer, is_correct
 from tunixkit.prompting import MATH_SYSTEM_PROMPT
 from tunixkit.rewards import has_format
+
+if TYPE_CHECKING:
+    from tunixkit.models import LoadedModel
 
 __all__ = [
     "CATEGORIES",
@@ -146,7 +149,7 @@ class Generation:
     )
 
 
-def make_sampler(loaded, cache_size: int):
+def make_sampler(loaded: LoadedModel, cache_size: int):
     """A tunix ``Sampler`` for a :class:`tunixkit.models.LoadedModel`."""
     from tunix.generate import sampler as sampler_lib
 
@@ -163,7 +166,7 @@ def make_sampler(loaded, cache_size: int):
 
 
 def generate(
-    loaded,
+    loaded: LoadedModel,
     prompts: Sequence[str],
     config: EvalConfig = EvalConfig(),
     *,
@@ -252,7 +255,7 @@ def _clip(prompt: str, encode, tokenizer, max_len: int) -> str:
 
 
 def sample_groups(
-    loaded,
+    loaded: LoadedModel,
     prompts: Sequence[str],
     config: EvalConfig,
     *,
@@ -329,7 +332,7 @@ class EvalResult:
 
 
 def evaluate(
-    loaded,
+    loaded: LoadedModel,
     records: Sequence[Mapping[str, str]],
     *,
     name: str,

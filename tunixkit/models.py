@@ -21,13 +21,17 @@ import math
 import pathlib
 import shutil
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tunixkit import checkpoints, families, runtime
 from tunixkit.tokenizer import Tokenizer
 from tunixkit.tokenizer import load as load_tokenizer
+
+if TYPE_CHECKING:
+    from flax import nnx
+    from jax.sharding import Mesh
 
 __all__ = [
     "MODELS",
@@ -182,7 +186,7 @@ def load_model(
     *,
     source: str = "auto",
     path: str | pathlib.Path | None = None,
-    mesh=None,
+    mesh: Mesh | None = None,
     dtype=None,
     verbose: bool = True,
 ) -> LoadedModel:
@@ -250,7 +254,7 @@ def load_args(ref: str, *, base_id: str, source: str = "auto") -> dict[str, Any]
     return {"model_id": base_id, "path": ref}
 
 
-def count_params(model) -> tuple[int, int]:
+def count_params(model: nnx.Module) -> tuple[int, int]:
     """(trainable LoRA params, all params) of an nnx model."""
     import jax
     from flax import nnx
@@ -261,7 +265,7 @@ def count_params(model) -> tuple[int, int]:
     return n(nnx.state(model, nnx.LoRAParam)), n(nnx.state(model, nnx.Param))
 
 
-def footprint(model) -> dict[str, int]:
+def footprint(model: nnx.Module) -> dict[str, int]:
     """``{"params", "trainable", "bytes"}``: parameter count, LoRA parameter count (0 without LoRA)
     and the bytes all parameters occupy (nf4/int4 weights count half a byte)."""
     import jax
@@ -273,7 +277,7 @@ def footprint(model) -> dict[str, int]:
     return {"params": total, "trainable": lora, "bytes": int(nbytes)}
 
 
-def describe(model) -> str:
+def describe(model: nnx.Module) -> str:
     """ "1.2 million params (bf16)" or, with LoRA, the trainable share as well."""
     import humanize
     import jax
@@ -287,7 +291,7 @@ def describe(model) -> str:
     return text
 
 
-def shard(model, mesh):
+def shard(model: nnx.Module, mesh: Mesh):
     """Place an nnx model's state on ``mesh`` following its own partition specs (in place).
 
     An axis whose size the mesh cannot divide is kept whole (replicated) instead of failing: QLoRA's
@@ -350,7 +354,7 @@ def lora_provider(
 
 
 def apply_lora(
-    model,
+    model: nnx.Module,
     *,
     family: str = "gemma3",
     rank: int = 64,
@@ -358,7 +362,7 @@ def apply_lora(
     modules: str | None = None,
     qlora: bool = False,
     tile_size: int | None = None,
-    mesh=None,
+    mesh: Mesh | None = None,
     seed: int = 0,
     verbose: bool = True,
 ):
@@ -414,7 +418,7 @@ def _module(model, path: tuple):
     return model
 
 
-def merge_lora(lora_model, plain_model, *, rank: int, alpha: float):
+def merge_lora(lora_model: nnx.Module, plain_model: nnx.Module, *, rank: int, alpha: float):
     """Fold ``lora_model``'s adapters into ``plain_model`` (the same base without LoRA; in place).
 
     qwix computes ``x @ W + (x @ A) @ B * alpha / rank``; for an einsum weight ``A`` holds the
@@ -442,13 +446,13 @@ def merge_lora(lora_model, plain_model, *, rank: int, alpha: float):
 
 
 def export(
-    model,
+    model: nnx.Module,
     base,
     out_dir: str | pathlib.Path,
     *,
     lora_rank: int | None = None,
     lora_alpha: float | None = None,
-    mesh=None,
+    mesh: Mesh | None = None,
 ) -> dict[str, pathlib.Path]:
     """Export a fine-tuned model two ways: ``out_dir/hf`` (HF layout: tunix and ``transformers``
     load it) and ``out_dir/orbax`` (``params/`` + ``tunix_config.json`` + tokenizer files).

@@ -21,7 +21,7 @@ import pathlib
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tunixkit import (
     checkpoints,
@@ -37,6 +37,12 @@ from tunixkit import (
     session,
     training,
 )
+
+if TYPE_CHECKING:
+    from jax.sharding import Mesh
+
+    from tunixkit.judging import Judge
+    from tunixkit.models import LoadedModel
 
 __all__ = [
     "StageClock",
@@ -169,10 +175,10 @@ class Stages:
         model_id: str,
         path: str | pathlib.Path | None,
         tasks,
-        judge,
+        judge: Judge,
         config,
         *,
-        mesh=None,
+        mesh: Mesh | None = None,
         samples: int = 0,
         sampling=None,
     ):
@@ -200,7 +206,7 @@ class Stages:
 
 
 def sample_and_judge(
-    loaded,
+    loaded: LoadedModel,
     tasks: Sequence[dict[str, str]],
     judge: judging.Judge,
     config: evaluation.EvalConfig,
@@ -241,7 +247,7 @@ def sample_and_judge(
 
 
 def judged_pairs(
-    loaded,
+    loaded: LoadedModel,
     tasks: Sequence[dict[str, str]],
     judge: judging.Judge,
     config: evaluation.EvalConfig,
@@ -276,7 +282,7 @@ def judged_pairs(
 
 
 def self_improve(
-    loaded,
+    loaded: LoadedModel,
     tasks: Sequence[dict[str, str]],
     judge: judging.Judge,
     config: evaluation.EvalConfig,
@@ -342,7 +348,7 @@ def _rank(recipe, name: str) -> int | None:
     return recipe.sft_lora_rank if name == "sft" else recipe.lora_rank
 
 
-def finish_stage(stages: Stages, name: str, lora, base, recipe, mesh, result) -> str | None:
+def finish_stage(stages: Stages, name: str, lora, base, recipe, mesh: Mesh, result) -> str | None:
     """Export the stage's model (its ``export/hf`` is returned); mark it done unless the session
     itself ran out (then the next session continues the stage from its checkpoint)."""
     with stages.session.timed("export"):  # the session keeps the last export's time in reserve
@@ -370,7 +376,7 @@ def start_stage(
     name: str,
     recipe,
     base_path,
-    mesh,
+    mesh: Mesh,
     *,
     frozen_reference: bool = False,
     modules: str | None = None,
@@ -409,7 +415,7 @@ def sft_stage(
     steps: int,
     learning_rate: float | None = None,
     base_path=None,
-    mesh=None,
+    mesh: Mesh | None = None,
 ) -> str | None:
     """A LoRA SFT stage on (prompt, completion) ``pairs`` (``learning_rate``: the recipe's
     ``sft_learning_rate`` unless given); returns its export (None: not finished)."""
@@ -448,7 +454,13 @@ def sft_stage(
 
 
 def preference_stage(
-    stages: Stages, name: str, pairs: Sequence[dict[str, str]], recipe, *, base_path=None, mesh=None
+    stages: Stages,
+    name: str,
+    pairs: Sequence[dict[str, str]],
+    recipe,
+    *,
+    base_path=None,
+    mesh: Mesh | None = None,
 ) -> str | None:
     """A LoRA DPO / ORPO / SimPO stage on judged ``pairs``; returns its export."""
     from tunix.sft.dpo import dpo_trainer
@@ -565,7 +577,7 @@ def grpo_stage(
     *,
     system_prompt: str,
     base_path=None,
-    mesh=None,
+    mesh: Mesh | None = None,
 ) -> str | None:
     """A GRPO stage (LoRA on the shared reference, KL) with ``reward_fns``; returns its export."""
     if stages.done(name):

@@ -18,11 +18,17 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tunixkit import _compat, data, evaluation, families, prompting
+
+if TYPE_CHECKING:
+    from flax import nnx
+
+    from tunixkit.models import LoadedModel
+    from tunixkit.tokenizer import Tokenizer
 
 __all__ = [
     "simpo_loss_fn",
@@ -43,7 +49,7 @@ _REJECT_ORDER = {"broken_format": 0, "no_answer": 1, "truncated": 2, "wrong_numb
 
 
 def on_policy_pairs(
-    loaded,
+    loaded: LoadedModel,
     records: Sequence[Mapping[str, str]],
     config: evaluation.EvalConfig,
     *,
@@ -127,7 +133,7 @@ def training_pairs(
     source: str,
     *,
     heldout: int,
-    policy=None,
+    policy: LoadedModel | None = None,
     train_records: Sequence[Mapping[str, str]] = (),
     heldout_records: Sequence[Mapping[str, str]] = (),
     config: evaluation.EvalConfig | None = None,
@@ -173,7 +179,7 @@ def training_pairs(
 
 
 def tokenize(
-    pairs: Sequence[Pair], tokenizer, *, max_prompt_length: int, max_response_length: int
+    pairs: Sequence[Pair], tokenizer: Tokenizer, *, max_prompt_length: int, max_response_length: int
 ) -> list[dict[str, np.ndarray]]:
     """``DPOTrainer``'s tokenized fields per pair: ``[BOS] prompt`` left-padded (long prompts keep
     their end), each response right-padded. Truncated pairs are counted and reported."""
@@ -206,7 +212,7 @@ def tokenize(
 
 def preference_dataset(
     pairs: Sequence[Pair],
-    tokenizer,
+    tokenizer: Tokenizer,
     *,
     batch_size: int,
     num_batches: int | None = None,
@@ -241,7 +247,7 @@ class Scores:
     n: int
 
 
-def sequence_logps(model, batch: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+def sequence_logps(model: nnx.Module, batch: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """Summed log-probabilities of the chosen and rejected responses of a tokenized batch, computed
     exactly as ``DPOTrainer`` computes them for training."""
     import jax.numpy as jnp
@@ -274,7 +280,7 @@ def sequence_logps(model, batch: Mapping[str, Any]) -> tuple[np.ndarray, np.ndar
     return np.asarray(chosen), np.asarray(rejected)
 
 
-def score(policy, reference, batches, *, beta: float) -> Scores:
+def score(policy: nnx.Module, reference: nnx.Module, batches, *, beta: float) -> Scores:
     """:class:`Scores` of ``policy`` against ``reference`` over tokenized ``batches``."""
     rows = []
     for batch in batches:
@@ -288,7 +294,7 @@ def score(policy, reference, batches, *, beta: float) -> Scores:
     return Scores(float(wins), float(np.mean(pc > pr)), float(np.mean(margin)), len(pc))
 
 
-def simpo_loss_fn(model, train_example, beta: float = 2.0, gamma: float = 0.5):
+def simpo_loss_fn(model: nnx.Module, train_example, beta: float = 2.0, gamma: float = 0.5):
     """SimPO (Meng et al. 2024) as a tunix DPO-trainer loss: no reference model; the margin is
     between length-normalised log-probabilities, ``-log sigmoid(beta * (lp_c/|c| - lp_r/|r|) - gamma)``."""
     import jax
@@ -318,7 +324,15 @@ def simpo_loss_fn(model, train_example, beta: float = 2.0, gamma: float = 0.5):
     return losses.mean(), aux
 
 
-def trainer(algorithm: str, actor, reference, optimizer, config, *, simpo_gamma: float = 0.5):
+def trainer(
+    algorithm: str,
+    actor: nnx.Module,
+    reference: nnx.Module | None,
+    optimizer,
+    config,
+    *,
+    simpo_gamma: float = 0.5,
+):
     """tunix's ``DPOTrainer`` for ``algorithm`` "dpo" (with ``reference``), "orpo", or "simpo"
     (:func:`simpo_loss_fn`, reference-free; ``config.beta`` is SimPO's beta), fed the batches of
     :func:`preference_dataset`. The one preference builder: notebooks 03 and 06 and the memory

@@ -19,11 +19,18 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tunixkit import evaluation, runlog, training
+
+if TYPE_CHECKING:
+    from flax import nnx
+    from jax.sharding import Mesh
+
+    from tunixkit.models import LoadedModel
+    from tunixkit.tokenizer import Tokenizer
 
 __all__ = [
     "ENGINES",
@@ -155,11 +162,11 @@ def rollout_config(
 
 
 def cluster(
-    actor,
-    reference,
-    tokenizer,
+    actor: nnx.Module,
+    reference: nnx.Module,
+    tokenizer: Tokenizer,
     *,
-    mesh,
+    mesh: Mesh,
     settings: GRPOSettings,
     output_dir: str | pathlib.Path,
     eos_ids: Sequence[int],
@@ -219,11 +226,11 @@ def cluster(
 
 
 def build_grpo(
-    actor,
-    reference,
-    tokenizer,
+    actor: nnx.Module,
+    reference: nnx.Module,
+    tokenizer: Tokenizer,
     *,
-    mesh,
+    mesh: Mesh,
     settings: GRPOSettings,
     reward_fns: Sequence[RewardFn],
     output_dir: str | pathlib.Path,
@@ -367,7 +374,7 @@ class HeldOut:
 
 
 def heldout_reward(
-    loaded,
+    loaded: LoadedModel,
     records: Sequence[dict[str, str]],
     reward_fns: Sequence[RewardFn],
     config,

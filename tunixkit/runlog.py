@@ -12,10 +12,13 @@ from __future__ import annotations
 import json
 import pathlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tunix.sft import hooks
+
+if TYPE_CHECKING:
+    from flax import nnx
 
 __all__ = [
     "MetricsFile",
@@ -165,7 +168,7 @@ def plot_metrics(
     return fig
 
 
-def digest(model, *, trainable_only: bool = True) -> str:
+def digest(model: nnx.Module, *, trainable_only: bool = True) -> str:
     """SHA-256 (first 16 hex digits) of a model's parameters in path order: LoRA params when it has
     any, else all params. Equal digests mean bit-identical weights (e.g. a resumed run ended where an
     uninterrupted one did)."""

@@ -22,7 +22,10 @@ import pathlib
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jax.sharding import Mesh
 
 __all__ = [
     "DownloadError",
@@ -234,7 +237,7 @@ def make_mesh(shape: Sequence[int] | None = None, axis_names: Sequence[str] = ME
 
 
 @contextlib.contextmanager
-def mesh_context(mesh) -> Iterator[Any]:
+def mesh_context(mesh: Mesh) -> Iterator[Any]:
     """Activate ``mesh`` the way tunix 0.1.7's trainers read it (the legacy ``with mesh:``, which
     shards each batch over ``fsdp``; ``jax.set_mesh`` does not set what they read), quietly."""
     with warnings.catch_warnings():

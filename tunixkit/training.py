@@ -24,7 +24,7 @@ import dataclasses
 import pathlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from flax.struct import dataclass as flax_dataclass
@@ -32,6 +32,9 @@ from flax.struct import dataclass as flax_dataclass
 from tunixkit import runtime
 from tunixkit.runlog import MetricsFile, RLMetricsFile
 from tunixkit.tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    from flax import nnx
 
 __all__ = [
     "sft_trainer",
@@ -305,7 +308,7 @@ class RunResult:
         return self.steps - self.resumed_from
 
 
-def sft_trainer(model, optimizer, config, *, pad_id: int):
+def sft_trainer(model: nnx.Module, optimizer, config, *, pad_id: int):
     """tunix's ``PeftTrainer`` for supervised fine-tuning (LoRA, QLoRA or every weight), fed the
     batches of :func:`sft_dataset` (packed or not) through :func:`model_inputs_fn`. The one SFT
     builder: notebooks 01 and 06, the smoke warm start and the memory plan build theirs here."""
