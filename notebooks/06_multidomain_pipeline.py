@@ -219,7 +219,8 @@ else:
     )
     records = traces + domains.math_tasks(gsm + gsm_test)
 heldout, train = domains.split_heldout(records, recipe.heldout_per_domain)
-heldout = heldout[: clock.sized(len(heldout))]  # a rehearsal takes a few
+n_heldout = len(heldout)
+heldout = heldout[: clock.sized(n_heldout)]  # a rehearsal takes a few
 print(
     f"{len(train)} training and {len(heldout)} held-out prompts over {sorted({r['domain'] for r in records})}"
 )
@@ -249,7 +250,8 @@ else:
     # each question is graded with its domain's criteria (judging.JudgeRubric.CRITERIA)
     rubric = judging.JudgeRubric(domain_of={r["prompt"]: r["domain"] for r in records})
     judge = judging.Judge(judging.llm_grader(judge_model, rubric=rubric), name="judge")
-calibration = domains.calibrate(judge, heldout)
+with clock.timed("calibration", items=len(heldout), planned=n_heldout):
+    calibration = domains.calibrate(judge, heldout)
 display(Markdown(domains.calibration_table(calibration)))
 
 # %% [markdown]

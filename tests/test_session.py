@@ -340,6 +340,16 @@ def test_a_rehearsal_without_training_that_does_not_fit_says_so(tmp_path):
     assert "evaluate fewer questions" in report["advice"][0]
 
 
+def test_a_timed_block_is_projected_to_the_items_it_names(tmp_path):
+    clock = session.Session(tmp_path, None, time.time())
+    clock.rehearsal = session.Rehearsal(report_dir=tmp_path, items=8)
+    clock.rehearsal.timed("calibration", 0.0, 4.0, items=8, generate_calls=[], planned=300)
+    clock.rehearsal.timed("judges' check", 4.0, 2.0, items=12, generate_calls=[])
+    calibration, check = clock.rehearsal.events
+    assert calibration["planned_items"] == 300 and calibration["projected_seconds"] == 150.0
+    assert check["projected_seconds"] == 2.0  # a fixed-size block: as measured
+
+
 def test_the_schedule_spans_the_steps_a_rehearsal_says_fit(tmp_path, capsys):
     clock = session.Session(tmp_path, 9.0, time.time())
     assert clock.schedule_steps(930, label="SFT") == 930  # no rehearsal: the plan

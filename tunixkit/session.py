@@ -106,18 +106,23 @@ class Session:
         return 0.0 if self.hours is None else min(300.0, max(2.0, 0.02 * self.hours * 3600))
 
     @contextlib.contextmanager
-    def timed(self, name: str, *, items: int | None = None) -> Iterator[None]:
+    def timed(
+        self, name: str, *, items: int | None = None, planned: int | None = None
+    ) -> Iterator[None]:
         """Measure a block and keep its seconds under ``name`` (and ``items``, the questions it
         handled, under ``<name>_items``) in ``timings.json``, so a resumed session knows them too.
         A block that was skipped (a stored result reused) in well under a second keeps the old time.
-        In a rehearsal the block is also an event of the projected schedule."""
+        In a rehearsal the block is also an event of the projected schedule, scaled to ``planned``
+        items (default: what :meth:`sized` recorded under ``name``)."""
         t0, began = time.perf_counter(), self.elapsed()
         calls = len(GENERATE_CALLS)
         yield
         seconds = time.perf_counter() - t0
         if self.rehearsal is not None:
             batches = GENERATE_CALLS[calls:]
-            self.rehearsal.timed(name, began, seconds, items=items, generate_calls=batches)
+            self.rehearsal.timed(
+                name, began, seconds, items=items, generate_calls=batches, planned=planned
+            )
         if name in self.timings and seconds < 1.0:
             return
         if items is not None:
@@ -257,6 +262,7 @@ class Rehearsal:
         *,
         items: int | None,
         generate_calls: Sequence[Sequence[tuple[int, float]]],
+        planned: int | None = None,
     ) -> None:
         """A timed block (:meth:`Session.timed`): ``generate_calls`` are the (prompts, seconds) of
         each generation batch it ran, by call; each call's first batch over its later ones' median
@@ -266,7 +272,7 @@ class Rehearsal:
             if len(batches) > 1:
                 steady = statistics.median(s for _, s in batches[1:])
                 compile_s += max(0.0, batches[0][1] - steady)
-        planned = self.planned.get(name, items or 0)
+        planned = planned or self.planned.get(name, items or 0)
         scale = planned / items if items and planned > items else 1.0
         self.events.append(
             {
