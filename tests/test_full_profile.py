@@ -63,8 +63,8 @@ REHEARSALS = {
             "TRACES": "chat",
             "TRAIN_TASKS": 96,
             "HELDOUT_PER_DOMAIN": 4,
-            "IMPROVE_PROMPTS": 8,
-            "PAIR_PROMPTS": 8,
+            "IMPROVE_PROMPTS": 4,
+            "PAIR_PROMPTS": 4,
             "GENERATION_STEPS": 32,  # answers need not be long to exercise the path (fast CI)
             "SFT_STEPS": 6,
             "GRPO_STEPS": 6,
