@@ -1,7 +1,8 @@
 """tunix 0.1.7's rough edges, worked around in one place.
 
-Each entry says what tunix 0.1.7 does (with the file of the installed release), what is done
-instead, and which test shows it (``tests/test_compat.py``: each fails on the behaviour it works
+Each entry says what tunix 0.1.7 does (with the file of the installed release: no tunix issue was
+found for any of them in a search of google/tunix's issues on 2026-11-25), what is done instead,
+and which test shows it (``tests/test_compat.py``: each fails on the behaviour it works
 around, so a tunix upgrade that fixes one shows which entry to drop). Nothing here runs at import:
 the code that needs a workaround applies it (the agentic learner's build, the SimPO trainer, the
 export's weight mapping). The memory plan (:mod:`tunixkit.tools.memplan`, a tool) re-wires tunix's
