@@ -294,7 +294,7 @@ def test_evaluations_judge_greedy_and_sampled_answers_and_stages_compare_paired(
     reference = {t.prompt: t.response for t in tasks}
     stage = {"name": "before"}
 
-    def generate(loaded, prompts, config, progress=False):
+    def generate(loaded, prompts, config, progress=False, logprobs=False):
         out = []
         for i, p in enumerate(prompts):
             question = next(q for q in reference if q in p)
@@ -459,7 +459,7 @@ def test_a_pass_stops_when_its_clock_says_and_keeps_what_it_made(tmp_path, monke
     reference = {t.prompt: t.response for t in tasks}
     made = []
 
-    def generate(loaded, prompts, config, progress=False):
+    def generate(loaded, prompts, config, progress=False, logprobs=False):
         made.extend(prompts)
         weak = "<reasoning>x</reasoning><answer>no</answer>"
         return [
