@@ -38,7 +38,17 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from tunixkit import distill, families, models, preferences, recipes, rl, runtime, training
+from tunixkit import (
+    distill,
+    families,
+    models,
+    pipeline,
+    preferences,
+    recipes,
+    rl,
+    runtime,
+    training,
+)
 from tunixkit.recipes._base import _override
 
 __all__ = [
@@ -754,6 +764,30 @@ def chip_of(device_kind: str) -> str | None:
     return next((chip for key, chip in _KINDS_OF_DEVICE if key in kind), None)
 
 
+def _chip_or_skip(mesh, command: str) -> str | None:
+    """The chip of ``mesh`` to plan for; None (said, with the ``command`` that plans on emulated
+    devices instead) on CPU or an unknown chip."""
+    device = mesh.devices.flat[0]
+    chip = chip_of(getattr(device, "device_kind", ""))
+    if device.platform == "cpu" or chip is None:
+        print(
+            f"memory plan: skipped on {device.platform} ({getattr(device, 'device_kind', '?')}); "
+            f"`python -m tunixkit.tools.memplan {command}` plans {'the stages' if command == 'pipeline' else 'a full recipe'} on emulated devices"
+        )
+    return None if device.platform == "cpu" else chip
+
+
+def _stops(stop: bool | None) -> bool:
+    """Whether a plan that does not fit stops the notebook (``$TUNIXKIT_MEMPLAN=warn``: it prints)."""
+    return os.environ.get("TUNIXKIT_MEMPLAN", "stop") != "warn" if stop is None else stop
+
+
+_TRY_ANYWAY = (
+    "Stopped before loading the weights; to try anyway set TUNIXKIT_MEMPLAN=warn (os.environ in "
+    "the first cell)."
+)
+
+
 def check(
     kind: str, recipe: Any, mesh, *, model_id: str | None = None, stop: bool | None = None
 ) -> Plan | None:
@@ -763,13 +797,8 @@ def check(
 
     A plan that does not fit raises :class:`DoesNotFit` naming the knobs to turn, before the session
     is spent on loading and evaluating (``stop=False``, or ``$TUNIXKIT_MEMPLAN=warn``, only prints)."""
-    device = mesh.devices.flat[0]
-    chip = chip_of(getattr(device, "device_kind", ""))
-    if device.platform == "cpu" or chip is None:
-        print(
-            f"memory plan: skipped on {device.platform} ({getattr(device, 'device_kind', '?')}); "
-            f"`python -m tunixkit.tools.memplan {kind} --model <id>` plans a full recipe on emulated devices"
-        )
+    chip = _chip_or_skip(mesh, f"{kind} --model <id>")
+    if chip is None:
         return None
     try:
         found = plan(kind, recipe, model_id=model_id, mesh=mesh, chip=chip)
@@ -777,13 +806,8 @@ def check(
         print(f"memory plan: {e}")
         return None
     print(found.table())
-    if stop is None:
-        stop = os.environ.get("TUNIXKIT_MEMPLAN", "stop") != "warn"
-    if stop and found.spare < 0:
-        raise DoesNotFit(
-            f"{found.verdict()}. Stopped before loading the weights; to try anyway set "
-            "TUNIXKIT_MEMPLAN=warn (os.environ in the first cell)."
-        )
+    if _stops(stop) and found.spare < 0:
+        raise DoesNotFit(f"{found.verdict()}. {_TRY_ANYWAY}")
     return found
 
 
@@ -808,7 +832,7 @@ def stage_recipes(rec) -> dict[str, tuple[str, Any]]:
             "sft",
             types.SimpleNamespace(
                 **sft,
-                lora_rank=rec.sft_lora_rank,
+                lora_rank=pipeline._rank(rec, "sft"),
                 steps=rec.sft_steps,
                 learning_rate=rec.sft_learning_rate,
             ),
@@ -817,7 +841,7 @@ def stage_recipes(rec) -> dict[str, tuple[str, Any]]:
             "sft",
             types.SimpleNamespace(
                 **sft,
-                lora_rank=rec.lora_rank,
+                lora_rank=pipeline._rank(rec, "improve"),
                 steps=rec.improve_steps,
                 learning_rate=rec.improve_learning_rate,
             ),
@@ -826,7 +850,7 @@ def stage_recipes(rec) -> dict[str, tuple[str, Any]]:
             "dpo",
             types.SimpleNamespace(
                 **common,
-                lora_rank=rec.lora_rank,
+                lora_rank=pipeline._rank(rec, "preference"),
                 steps=rec.preference_steps,
                 learning_rate=rec.preference_learning_rate,
                 clip_norm=None,
@@ -842,7 +866,7 @@ def stage_recipes(rec) -> dict[str, tuple[str, Any]]:
             "grpo",
             types.SimpleNamespace(
                 **common,
-                lora_rank=rec.lora_rank,
+                lora_rank=pipeline._rank(rec, "grpo"),
                 qlora=False,
                 lora_modules=rec.grpo_lora_modules,
                 grpo=rec.grpo,
@@ -898,28 +922,19 @@ def check_stages(rec, mesh, *, stop: bool | None = None) -> dict[str, Plan] | No
     """Notebook 06's model cell, before any weights are read: :func:`check` for every stage (the
     judge resident throughout). A stage that does not fit raises :class:`DoesNotFit` naming it and
     the recipe fields to turn down."""
-    device = mesh.devices.flat[0]
-    chip = chip_of(getattr(device, "device_kind", ""))
-    if device.platform == "cpu" or chip is None:
-        print(
-            f"memory plan: skipped on {device.platform} ({getattr(device, 'device_kind', '?')}); "
-            "`python -m tunixkit.tools.memplan pipeline` plans the stages on emulated devices"
-        )
+    chip = _chip_or_skip(mesh, "pipeline")
+    if chip is None:
         return None
     plans = plan_stages(rec, mesh=mesh, chip=chip)
     for found in plans.values():
         print(found.table())
     short = {s: p for s, p in plans.items() if p.spare < 0}
-    if stop is None:
-        stop = os.environ.get("TUNIXKIT_MEMPLAN", "stop") != "warn"
-    if stop and short:
+    if _stops(stop) and short:
         named = "; ".join(
             f"{s}: {-p.spare:.1f} GiB short, turn down {STAGE_KNOBS[s]}" for s, p in short.items()
         )
         raise DoesNotFit(
-            f"stages that do not fit a {chip} chip with the judge resident: {named}. Stopped before "
-            "loading the weights; to try anyway set TUNIXKIT_MEMPLAN=warn (os.environ in the first "
-            "cell)."
+            f"stages that do not fit a {chip} chip with the judge resident: {named}. {_TRY_ANYWAY}"
         )
     return plans
 
