@@ -155,6 +155,6 @@ assert stopped >= len(result.predictions) / 2, f"only {stopped} answers stopped 
 assert len(loaded.eos_ids) == 2, (
     f"expected EOS and <end_of_turn> as stop tokens, got {loaded.eos_ids}"
 )
-checks = evaluation.Checks(enforce=rt.smoke)  # the smoke model was trained on the format
+checks = evaluation.Checks.for_run(rt, recipe)  # the smoke model was trained on the format
 checks.should(result.format_rate >= 0.75, f"format followed in {result.format_rate:.2f} of answers")
 checks.done("quickstart")

@@ -179,7 +179,7 @@ summary = {
 # and the random one's errors are format errors while the tuned one's are wrong numbers.
 
 # %%
-checks = evaluation.Checks(enforce=rt.smoke)
+checks = evaluation.Checks.for_run(rt, recipe)
 checks.must(results, "no model was evaluated (see the skipped ones above)")
 if rt.smoke:  # the random tiny model knows nothing; its SFT warm start has partial skill
     base, tuned = results[0], results[-1]

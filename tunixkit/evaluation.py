@@ -24,6 +24,7 @@ from tunixkit.rewards import has_format
 
 if TYPE_CHECKING:
     from tunixkit.models import LoadedModel
+    from tunixkit.runtime import Runtime
 
 __all__ = [
     "CATEGORIES",
@@ -93,6 +94,22 @@ class Checks:
         self.enforce = enforce
         self.warnings: list[str] = []
         self.asked = 0
+
+    @classmethod
+    def for_run(cls, rt: Runtime, recipe: Any, *, rehearsal: bool = False) -> Checks:
+        """A notebook's checks: learning is asserted for the run whose bars were measured, the smoke
+        preset as it is (no knob set); a run with other settings (fewer steps, other data sizes),
+        a rehearsal or the full profile warns with its numbers instead.
+
+        >>> from tunixkit import recipes, runtime
+        >>> smoke = runtime.resolve("smoke", verbose=False)
+        >>> Checks.for_run(smoke, recipes.SFT.smoke()).enforce
+        True
+        >>> fewer = dataclasses.replace(recipes.SFT.smoke(), steps=10)
+        >>> Checks.for_run(smoke, fewer).enforce, Checks.for_run(smoke, recipes.SFT.smoke(), rehearsal=True).enforce
+        (False, False)
+        """
+        return cls(enforce=rt.smoke and not rehearsal and recipe == type(recipe).smoke())
 
     def must(self, condition: bool, message: Any) -> None:
         if not condition:
