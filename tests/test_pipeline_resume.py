@@ -2,7 +2,11 @@
 the stage's first checkpoint (``tests/killing.py``); its output, made read-only, is the second
 session's ``RESUME_FROM``. The second must not train the finished stages again, must read their
 evaluations back, must continue GRPO from its checkpoint (the remaining steps only) and must end
-with the notebook's checks passed.
+with the notebook's must-hold checks passed.
+
+It runs the smoke preset cut small by the notebook's own knobs (``SMALL``): what it proves is the
+resume, not learning (the whole preset's learning is asserted by the notebook's nbval run), so the
+learning checks only warn here (``evaluation.Checks.for_run``).
 
 The notebook's py:percent source runs as a plain script with its parameters injected
 (``tunixkit.testing.notebook_script``), so the killed process is the one training.
@@ -21,7 +25,16 @@ import killing
 from tunixkit import testing
 
 NOTEBOOK = pathlib.Path(__file__).resolve().parents[1] / "notebooks" / "06_multidomain_pipeline.py"
-GRPO_STEPS, KILL_AT = 40, 20  # the smoke recipe's steps and its first GRPO checkpoint
+GRPO_STEPS, KILL_AT = 22, 20  # the smoke recipe's first GRPO checkpoint is at step 20
+# Fewer steps and prompts than the smoke preset: every stage still trains, evaluates and hands over.
+SMALL = {
+    "TRAIN_TASKS": 600,
+    "SFT_STEPS": 60,
+    "HELDOUT_PER_DOMAIN": 4,
+    "IMPROVE_PROMPTS": 24,
+    "PAIR_PROMPTS": 24,
+    "GRPO_STEPS": GRPO_STEPS,
+}
 
 
 def _env():
@@ -40,7 +53,7 @@ def _env():
 def _start(
     tmp: pathlib.Path, name: str, env: dict, **params
 ) -> tuple[subprocess.Popen, pathlib.Path]:
-    script = testing.notebook_script(NOTEBOOK, params, tmp / f"{name}.py")
+    script = testing.notebook_script(NOTEBOOK, SMALL | params, tmp / f"{name}.py")
     log = tmp / f"{name}.log"
     proc = subprocess.Popen(
         [sys.executable, str(script)],
@@ -91,4 +104,5 @@ def test_a_pipeline_killed_in_its_grpo_stage_continues_there_in_the_next_session
     summary = json.loads((second / "summary.json").read_text())
     assert summary["final_stage"] == "grpo" and summary["stages"]["grpo"]["steps"] == GRPO_STEPS
     assert summary["scores"].keys() == {"start", "sft", "improve", "preference", "grpo"}
-    assert "pipeline OK" in said
+    # the checks cell ran to its end: every must-hold check passed (learning checks only warn here)
+    assert re.search(r"^pipeline( OK$|: must-hold checks passed)", said, re.M), said[-3000:]
