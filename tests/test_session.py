@@ -118,8 +118,10 @@ def test_resume_from_errors_say_what_to_do(tmp_path):
         session.prepare(tmp_path / "out2", RECIPE, resume_from=str(other))
 
 
-def test_clock_keeps_time_for_the_work_after_training(tmp_path, capsys):
-    clock = session.Session(tmp_path, hours=0.1, started=time.time() - 300)  # 6 min session, 5 in
+def test_clock_keeps_time_for_the_work_after_training(tmp_path, capsys, monkeypatch):
+    now = time.time()
+    monkeypatch.setattr(session.time, "time", lambda: now)  # the clock stands still: no pace
+    clock = session.Session(tmp_path, hours=0.1, started=now - 300)  # 6 min session, 5 in
     clock.record("load", 5.0)
     clock.timings |= {"evaluation": 20.0, "evaluation_items": 100}
     # until measured: the export as 3 loads, the last checkpoint as one load
