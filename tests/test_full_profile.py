@@ -133,13 +133,13 @@ def test_rehearsal_times_every_stage_then_stops_before_the_long_run(tmp_path, na
     for stage in report["stages"].values():
         assert stage["rehearsed_steps"] == 4, stage
         assert stage["steps_that_fit"] == stage["planned_steps"], stage  # no session limit here
-        assert stage["seconds_per_step"] > 0 and stage["compile_seconds"] >= 0, stage
-        pace = stage["seconds_per_step"] * stage["planned_steps"]
-        assert stage["projected_seconds"] >= pace - 0.01, stage  # (both rounded)
+        # (the projection's arithmetic is checked with fixed numbers in test_session)
+        assert stage["seconds_per_step"] > 0, stage
     ends = report["export_ends_s"], report["last_evaluation_ends_s"], report["projected_seconds"]
     assert 0 < ends[0] < ends[1] <= ends[2], ends
     assert report["projected_seconds"] > report["rehearsal_seconds"], report
-    assert report["disk_bytes"] > 0 and report["peak_memory_bytes"] > 0, report
+    # a process that loaded a model and trained it: hundreds of MiB (a unit slip would show)
+    assert report["disk_bytes"] > 0 and report["peak_memory_bytes"] > 200 * 2**20, report
     # no training beyond the rehearsal's steps, none of it in OUTPUT_DIR itself, nothing uploaded
     run = out / "rehearsal"
     summary = json.loads((run / "summary.json").read_text())
