@@ -8,6 +8,13 @@ the summary goes to ``bench/results/memplan.json`` with how long each compile to
 
     .venv/bin/python bench/memory_plan.py              # everything (about an hour on 2 cores)
     .venv/bin/python bench/memory_plan.py --only sft   # one recipe
+    python bench/memory_plan.py --accelerator --jobs 4 # on a GPU/TPU host: the one-device plans
+
+``--accelerator`` compiles the one-device plans (the one-chip presets, 06's stages, and the Gemma2
+variants) for the host's own chip instead of emulated CPU devices, several at once (compiles only:
+nothing is allocated), and writes ``bench/results/memplan_<platform>.json``. The verdicts stay
+against a v5e chip: an accelerator's compiler keeps bf16 and fuses like a TPU's, so its bytes are
+the closer stand-in (a GPU is not a TPU: the layouts and fusions still differ).
 
 Exits non-zero when a plan fails to compile. The verdicts are against a v5e chip (16 GiB); CPU
 compiles over-state a TPU's bytes (bf16 upcast, less fusion): see ``tpu_reference`` below.
@@ -16,12 +23,14 @@ compiles over-state a TPU's bytes (bf16 upcast, less fusion): see ``tpu_referenc
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import pathlib
 import subprocess
 import sys
 import tempfile
+import time
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 PLANS = [  # (recipe kind, model id, devices, preset, why)
@@ -49,6 +58,19 @@ PLANS = [  # (recipe kind, model id, devices, preset, why)
     ("dpo", "gemma-3-1b-it", 1, "one_chip", "03 on one chip (Colab): 2 pairs"),
     ("distill", "gemma-3-270m-it", 1, "one_chip", "04 on one chip (Colab): 4 x 512"),
 ]
+ACCELERATOR_PLANS = [  # one device each: compiled for the host's chip by --accelerator
+    *[p for p in PLANS if p[2] == 1],
+    (
+        "pipeline",
+        "gemma-3-1b-it",
+        1,
+        "one_chip",
+        "06 on one chip (Colab): every stage, judge resident",
+    ),
+    ("sft", "gemma-2-2b-it", 1, "one_chip", "01 on one chip with MODEL_ID=gemma-2-2b-it"),
+    ("grpo", "gemma-2-2b-it", 1, "one_chip", "02 on one chip with MODEL_ID=gemma-2-2b-it"),
+    ("dpo", "gemma-2-2b-it", 1, "one_chip", "03 on one chip with MODEL_ID=gemma-2-2b-it"),
+]
 # The same SFT and DPO programs compiled ahead of time for a TPU v5e 2x4 (libtpu's compile-only
 # client, no TPU attached) by the prototype of tunixkit.tools.memplan: the CPU figures are ~2.4x these.
 TPU_REFERENCE = {
@@ -57,58 +79,85 @@ TPU_REFERENCE = {
 }
 
 
+def _run(plan, accelerator: bool) -> tuple[list[dict], str | None]:
+    """Run one plan in its own process; its rows (06's pipeline gives one per stage) or a failure."""
+    kind, model, devices, preset, why = plan
+    env = dict(os.environ)
+    if accelerator:
+        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # compiles only: processes share the chip
+    else:
+        env |= {
+            "JAX_PLATFORMS": "cpu",
+            "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
+        }
+    with tempfile.TemporaryDirectory() as tmp:
+        out = pathlib.Path(tmp) / "plan.jsonl"
+        cmd = [sys.executable, "-m", "tunixkit.tools.memplan", kind, "--model", model]
+        cmd += ["--devices", str(devices), "--preset", preset, "--json", str(out)]
+        t0 = time.perf_counter()
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if not out.exists() or not out.read_text().strip():
+            return [], f"{kind} {model} x{devices} {preset}: {res.stderr[-2000:]}"
+        rows = [
+            json.loads(line) | {"recipe": why, "preset": preset}
+            for line in out.read_text().splitlines()
+        ]
+        for row in rows:
+            row.setdefault("seconds", time.perf_counter() - t0)
+        return rows, None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", choices=("sft", "grpo", "dpo", "distill"))
+    ap.add_argument("--only", choices=("sft", "grpo", "dpo", "distill", "pipeline"))
+    ap.add_argument(
+        "--accelerator",
+        action="store_true",
+        help="compile the one-device plans for this host's GPU/TPU",
+    )
+    ap.add_argument("--jobs", type=int, default=1, help="plans compiled at once")
     args = ap.parse_args()
+    todo = [
+        p
+        for p in (ACCELERATOR_PLANS if args.accelerator else PLANS)
+        if not args.only or p[0] == args.only
+    ]
     rows, failed = [], []
-    for kind, model, devices, preset, why in PLANS:
-        if args.only and kind != args.only:
-            continue
-        env = dict(
-            os.environ,
-            JAX_PLATFORMS="cpu",
-            XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
-        )
-        with tempfile.TemporaryDirectory() as tmp:
-            out = pathlib.Path(tmp) / "plan.jsonl"
-            cmd = [
-                sys.executable,
-                "-m",
-                "tunixkit.tools.memplan",
-                kind,
-                "--model",
-                model,
-                "--devices",
-                str(devices),
-                "--preset",
-                preset,
-                "--json",
-                str(out),
-            ]
-            res = subprocess.run(cmd, env=env, capture_output=True, text=True)
-            if not out.exists():
-                failed.append(f"{kind} {model} x{devices} {preset}: {res.stderr[-2000:]}")
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        futures = {pool.submit(_run, p, args.accelerator): p for p in todo}
+        for fut in concurrent.futures.as_completed(futures):
+            why = futures[fut][4]
+            got, error = fut.result()
+            if error:
+                failed.append(error)
                 print(f"FAILED {why}", flush=True)
-                continue
-            row = json.loads(out.read_text()) | {"recipe": why, "preset": preset}
-        rows.append(row)
-        print(
-            f"{row['verdict']}  ({why}; {row['seconds']:.0f}s, host {row['host_peak_rss'] / 2**30:.1f} GiB)",
-            flush=True,
-        )
+            for row in got:
+                rows.append(row)
+                print(f"{row['verdict']}  ({why}; {row['seconds']:.0f}s)", flush=True)
+    order = {p[4]: i for i, p in enumerate(todo)}
+    rows.sort(key=lambda r: order[r["recipe"]])
+    platform = rows[0]["platform"] if rows else ("accelerator" if args.accelerator else "cpu")
+    kinds = sorted({r.get("device_kind", "") for r in rows} - {""})
     RESULTS.mkdir(exist_ok=True)
+    command = "python bench/memory_plan.py" + (f" --only {args.only}" if args.only else "")
+    if args.accelerator:
+        command += f" --accelerator --jobs {args.jobs}"
     summary = {
-        "device": "emulated CPU devices (upper bounds for TPU, see tpu_reference)",
+        "device": (
+            f"{platform}: {', '.join(kinds) or 'one device'} (compiled for the chip itself)"
+            if args.accelerator
+            else "emulated CPU devices (upper bounds for TPU, see tpu_reference)"
+        ),
         "chip": "v5e",
-        "command": "python bench/memory_plan.py" + (f" --only {args.only}" if args.only else ""),
+        "command": command,
         "plans": rows,
         "tpu_reference": TPU_REFERENCE,
         "failed": failed,
     }
-    (RESULTS / ("memplan.json" if not args.only else f"memplan_{args.only}.json")).write_text(
-        json.dumps(summary, indent=1)
-    )
+    name = f"memplan_{platform}" if args.accelerator else "memplan"
+    name += f"_{args.only}" if args.only else ""
+    (RESULTS / f"{name}.json").write_text(json.dumps(summary, indent=1))
+    print(f"wrote {RESULTS / name}.json", flush=True)
     for f in failed:
         print(f"FAILED {f}", file=sys.stderr)
     return 1 if failed else 0

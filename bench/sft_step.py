@@ -123,6 +123,7 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--rank", type=int, default=16)
+    ap.add_argument("--out", default="sft_step.json", help="file name under bench/results/")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -173,9 +174,9 @@ def main() -> int:
         / next(r for r in largest if r["mode"] == "lora")["param_bytes"]
     )
     out |= {"qlora_param_share": share, "target_met": share <= MAX_QLORA_PARAM_SHARE}
-    (RESULTS / "sft_step.json").write_text(json.dumps(out, indent=2))
+    (RESULTS / args.out).write_text(json.dumps(out, indent=2))
     print(
-        f"wrote {RESULTS / 'sft_step.json'}; QLoRA params are {share:.0%} of LoRA's: target "
+        f"wrote {RESULTS / args.out}; QLoRA params are {share:.0%} of LoRA's: target "
         f"{'met' if out['target_met'] else 'MISSED'}"
     )
     return 0 if out["target_met"] else 1

@@ -939,6 +939,12 @@ def check_stages(rec, mesh, *, stop: bool | None = None) -> dict[str, Plan] | No
     return plans
 
 
+def _device_kind() -> str:
+    import jax
+
+    return jax.devices()[0].device_kind
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
@@ -981,7 +987,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(p.table())
             if args.json:
                 with open(args.json, "a") as f:
-                    f.write(json.dumps(p.to_json() | {"layers": args.layers}) + "\n")
+                    row = p.to_json() | {"layers": args.layers, "device_kind": _device_kind()}
+                    f.write(json.dumps(row) + "\n")
         return 0 if all(p.spare >= 0 for p in plans.values()) else 1
     p = plan(
         args.kind,
@@ -998,6 +1005,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "overrides": args.set,
             "seconds": time.perf_counter() - t0,
             "host_peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "device_kind": _device_kind(),
         }
         with open(args.json, "a") as f:
             f.write(json.dumps(row) + "\n")

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Real shapes on a lent GPU (random or abstract weights), in one call of the `device` tool:
+#   1. bench/memory_plan.py --accelerator: every one-device plan (01-04's one-chip presets, 06's
+#      stages with the judge resident, the Gemma2 variants) compiled for the GPU itself;
+#   2. bench/sft_step.py at 01's one-chip shape (gemma-3-1b, 4 x 512, rank 64): the peak memory a
+#      real step allocates, beside the plan's compiled figure for the same program.
+# The host has JAX 0.11.2 with CUDA and no network: the pinned pure-Python packages travel as wheels
+# in .whl/ (see the closing note for the download line) and bench/device/sitecustomize.py bridges
+# flax 0.12.8 to JAX 0.11. Results land in $OUT (bench/results/*_gpu.json and logs).
+set -uo pipefail
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH="$PWD/bench/device:/tmp/site:$PWD" PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
+python3 -c "import jax, flax, tunix; print(jax.__version__, jax.devices())" 2>&1 | tail -2 | tee -a "$OUT/gpu.txt"
+XLA_FLAGS="--xla_gpu_autotune_level=0" timeout "${PLAN_S:-300}" python3 bench/memory_plan.py --accelerator --jobs "${JOBS:-8}" 2>&1 | tee "$OUT/memplan.log"
+cp bench/results/memplan_gpu.json "$OUT/" 2>/dev/null
+XLA_PYTHON_CLIENT_PREALLOCATE=false timeout "${STEP_S:-120}" python3 bench/sft_step.py --shape gemma-3-1b \
+  --batch 4 --seq 512 --rank 64 --steps 10 --out sft_step_gpu.json 2>&1 | tee "$OUT/sft_step.log"
+cp bench/results/sft_step_gpu.json "$OUT/" 2>/dev/null
+ls -la "$OUT"
