@@ -54,8 +54,14 @@ PLANS = [  # (recipe kind, model id, devices, preset, why)
     ("grpo", "gemma-2-2b-it", 8, "full", "02 with MODEL_ID=gemma-2-2b-it"),
     ("dpo", "gemma-2-2b-it", 8, "full", "03 with MODEL_ID=gemma-2-2b-it"),
     ("sft", "gemma-3-1b-it", 1, "one_chip", "01 on one chip (Colab): 4 x 512"),
-    ("grpo", "gemma-3-1b-it", 1, "one_chip", "02 on one chip (Colab): 2 prompts x G=4, micro 1"),
-    ("dpo", "gemma-3-1b-it", 1, "one_chip", "03 on one chip (Colab): 2 pairs"),
+    (
+        "grpo",
+        "gemma-3-1b-it",
+        1,
+        "one_chip",
+        "02 on one chip (Colab): 2 prompts x G=4, micro 1, 256 + 320 tokens",
+    ),
+    ("dpo", "gemma-3-1b-it", 1, "one_chip", "03 on one chip (Colab): 1 pair"),
     ("distill", "gemma-3-270m-it", 1, "one_chip", "04 on one chip (Colab): 4 x 512"),
 ]
 ACCELERATOR_PLANS = [  # one device each: compiled for the host's chip by --accelerator

@@ -36,11 +36,23 @@ def _load(name: str) -> dict | None:
 
 def rows() -> list[str]:
     out = ["| script | measures | result (from `bench/results/`) | target |", "|---|---|---|---|"]
-    for name in ("eval_throughput", "grpo_step", "sft_step", "sft_packing", "memplan"):
+    for name in (
+        "eval_throughput",
+        "grpo_step",
+        "sft_step",
+        "sft_step_gpu",
+        "sft_packing",
+        "memplan",
+        "memplan_gpu",
+    ):
         try:
             out += _rows(name)
         except KeyError as e:  # a result written by an older version of the bench
-            script = "memory_plan" if name == "memplan" else name
+            script = {
+                "memplan": "memory_plan",
+                "memplan_gpu": "memory_plan",
+                "sft_step_gpu": "sft_step",
+            }.get(name, name)
             out.append(
                 f"| `bench/{script}.py` | | stale: `bench/results/{name}.json` lacks {e}; rerun the bench | |"
             )
@@ -70,6 +82,19 @@ def _rows(name: str) -> list[str]:
             f"| QLoRA parameters {s['qlora_param_share']:.0%} of LoRA's "
             f"| <= 30%: {'met' if s['target_met'] else 'missed'} |"
         )
+    if name == "sft_step_gpu" and (s := _load("sft_step_gpu")):
+        by = {r["mode"]: r for r in s["rows"]}
+        device = by["lora"]["device"].split(" x")[0]
+        out.append(
+            f"| `bench/sft_step.py --shape gemma-3-1b` | one SFT step at 01's one-chip shape "
+            f"({s['batch']} x {s['seq']}, rank {s['rank']}, random weights) on {device} "
+            f"| peak in use: LoRA {by['lora']['peak_bytes'] / 2**30:.1f} GiB, QLoRA "
+            f"{by['qlora']['peak_bytes'] / 2**30:.1f}, full {by['full']['peak_bytes'] / 2**30:.1f} "
+            f"(the plan compiled for the same chip: 11.3); step {by['lora']['median_step_s'] * 1e3:.0f} / "
+            f"{by['qlora']['median_step_s'] * 1e3:.0f} / {by['full']['median_step_s'] * 1e3:.0f} ms; "
+            f"QLoRA parameters {s['qlora_param_share']:.0%} of LoRA's (the 262k-row embedding stays bf16) "
+            f"| <= 30%: {'met' if s['target_met'] else 'missed'} |"
+        )
     if name == "sft_packing" and (p := _load("sft_packing")):
         out.append(
             f"| `bench/sft_packing.py` | SFT tokens/s with and without packing, same data "
@@ -88,6 +113,18 @@ def _rows(name: str) -> list[str]:
             out.append(
                 f"| `bench/memory_plan.py` | {plan['recipe']} | {plan['peak'] / 2**30:.1f} GiB/device "
                 f"({worst['name']}), {compile_s:.0f} s of compiles | v5e 16 GiB less 10%: {verdict} |"
+            )
+    if name == "memplan_gpu" and (m := _load("memplan_gpu")):
+        device = m["device"].split(" (")[0]
+        for plan in [*m["plans"], *m.get("rechecks", [])]:
+            worst = max(plan["steps"], key=lambda s: s["peak"])
+            spare = plan["spare_gib"]
+            verdict = f"fits, {spare:.1f} GiB spare" if spare >= 0 else f"{-spare:.1f} GiB over"
+            stage = f", stage {plan['stage']}" if plan.get("stage") else ""
+            out.append(
+                f"| `bench/memory_plan.py --accelerator` | {plan['recipe']}{stage} "
+                f"| {plan['peak'] / 2**30:.1f} GiB ({worst['name']}), compiled for {device} "
+                f"| v5e 16 GiB less 10%: {verdict} |"
             )
     return out
 
