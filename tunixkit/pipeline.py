@@ -479,7 +479,7 @@ def preference_stage(
     batches = preferences.preference_dataset(
         pairs,
         base.tokenizer,
-        batch_size=recipe.batch_size,
+        batch_size=recipe.preference_batch_size,
         num_batches=recipe.preference_steps,
         **lengths,
     )

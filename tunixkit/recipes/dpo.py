@@ -89,7 +89,9 @@ class DPO(_Presets):
 
     @classmethod
     def one_chip(cls) -> DPO:
-        # One 16 GiB chip: 2 pairs per step (the same pairs in 4x the steps).
+        # One 16 GiB chip: 1 pair per step (the same pairs in 8x the steps). Compiled for an H200
+        # (bench/results/memplan_gpu.json, a stand-in for the TPU), 2 pairs took 16.9 GiB (3.6 MiB
+        # per token of the 4 rows of 256 + 512, beside the policy and reference); 1 pair ~9.5.
         return dataclasses.replace(
-            cls.full(), batch_size=2, steps=4000, eval_every=400, checkpoint_every=200
+            cls.full(), batch_size=1, steps=8000, eval_every=800, checkpoint_every=400
         )

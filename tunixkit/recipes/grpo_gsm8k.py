@@ -82,7 +82,13 @@ class GRPO(_Presets):
 
     @classmethod
     def one_chip(cls) -> GRPO:
-        # One 16 GiB chip: 2 prompts x G=4 per step, one prompt's 4 rollouts per forward/backward.
+        # One 16 GiB chip: 2 prompts x G=4 per step, one prompt's 4 rollouts per forward/backward,
+        # answers of at most 320 tokens. Compiled for an H200 (bench/results/memplan_gpu.json, a
+        # stand-in for the TPU), the update took 20.0 GiB with 768-token answers and 14.7 with 384
+        # (3.4 MiB per token of its 4 rows); 320 gives ~13.8 of the 14.4 GiB a v5e's plan allows.
+        # GSM8K reasoning runs 150-300 tokens; the truncated share is in the evaluation.
         full = cls.full()
-        settings = dataclasses.replace(full.grpo, batch_size=2, micro_batch_size=1)
+        settings = dataclasses.replace(
+            full.grpo, batch_size=2, micro_batch_size=1, max_generation_steps=320
+        )
         return dataclasses.replace(full, grpo=settings)

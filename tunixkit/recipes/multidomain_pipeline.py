@@ -41,6 +41,9 @@ class Pipeline(_Presets):
     pair_prompts: int  # prompts sampled for judged pairs
     samples: int  # answers sampled per prompt (self-improvement and pairs)
     max_response_length: int
+    # pairs per preference step: each pair is two rows of prompt + response, and the rows' logits
+    # ([rows, tokens, 262k vocabulary] for Gemma3) take most of a step's memory
+    preference_batch_size: int
     grpo: rl.GRPOSettings
     # qwix regex of the GRPO stage's adapted modules; None: the family's
     grpo_lora_modules: str | None
@@ -94,6 +97,7 @@ class Pipeline(_Presets):
             pair_prompts=240,
             samples=4,
             max_response_length=64,
+            preference_batch_size=16,
             grpo=grpo,
             grpo_lora_modules=_MLP_LORA,
             reward_weights={
@@ -148,11 +152,15 @@ class Pipeline(_Presets):
             algorithm="simpo",
             beta=2.0,
             simpo_gamma=0.5,
-            preference_steps=600,
+            preference_steps=2400,  # 4 pairs a step: 9,600 pairs seen, ~9 passes over 1,024
             preference_learning_rate=5e-6,
             pair_prompts=1024,
             samples=4,
             max_response_length=768,
+            # 4 pairs = 8 rows of 1,024 + 768 tokens over 8 chips, one row per chip: compiled for an
+            # H200, two such rows took 13.8 GiB of temporaries (bench/results/memplan_gpu.json), ~6.9
+            # a row; 16 pairs, 4 rows a chip, would need ~28 GiB of a v5e's 16
+            preference_batch_size=4,
             grpo=grpo,
             grpo_lora_modules=None,
             reward_weights={
@@ -175,16 +183,19 @@ class Pipeline(_Presets):
 
     @classmethod
     def one_chip(cls) -> Pipeline:
-        # One 16 GiB chip (Colab v5e-1) holds the policy, the judge and one stage's activations:
-        # 4 SFT rows of 1,024 (the same rows in 4x the steps), 4 preference pairs, GRPO 2 prompts x
-        # G=4 with one prompt's rollouts per forward/backward. Not measured on a chip yet: run
-        # REHEARSAL = True first (it reports peak memory against the chip's), or plan the stages
-        # with `python -m tunixkit.tools.memplan`.
+        # One 16 GiB chip (Colab v5e-1) holds the policy, the judge and one stage's activations.
+        # Compiled for an H200 (bench/results/memplan_gpu.json; a stand-in for the TPU, whose own
+        # compile is expected somewhat smaller), the step temporaries take ~3.6 MiB per token of the
+        # batch: SFT 2 rows of 1,024 (the same rows in 8x the steps) ~11 GiB, fits; one preference
+        # pair (2 rows of 1,024 + 768) took 19.7 GiB and GRPO (G=4 rows of 1,792, the reference and
+        # the judge resident) 33.2 GiB: they do not. The model cell's plan stops before loading and names the
+        # knobs (shorter prompts or answers, a smaller G); run REHEARSAL = True first.
         full = cls.full()
         return dataclasses.replace(
             full,
-            batch_size=4,
-            sft_steps=4 * full.sft_steps,
+            batch_size=2,
+            sft_steps=8 * full.sft_steps,
+            preference_batch_size=1,
             preference_steps=4 * full.preference_steps,
             grpo=dataclasses.replace(full.grpo, batch_size=2, micro_batch_size=1),
         )

@@ -814,7 +814,7 @@ def check(
 STAGE_KNOBS = {  # notebook 06's recipe fields to turn down, by stage
     "sft": "batch_size or max_len, or SFT_LORA_RANK",
     "improve": "batch_size or max_len, or LORA_RANK",
-    "preference": "batch_size or max_response_length (GENERATION_STEPS), or LORA_RANK",
+    "preference": "PREFERENCE_BATCH (pairs a step) or GENERATION_STEPS (max_response_length), or LORA_RANK",
     "grpo": "grpo.micro_batch_size or GENERATION_STEPS, or grpo.num_generations",
 }
 
@@ -857,7 +857,7 @@ def stage_recipes(rec) -> dict[str, tuple[str, Any]]:
                 algorithm=rec.algorithm,
                 beta=rec.beta,
                 lambda_orpo=0.1,
-                batch_size=rec.batch_size,
+                batch_size=rec.preference_batch_size,
                 max_prompt_length=rec.grpo.max_prompt_length,
                 max_response_length=rec.max_response_length,
             ),
