@@ -6,7 +6,17 @@ import time
 import numpy as np
 import pytest
 
-from tunixkit import data, domains, judging, pipeline, preferences, prompting, session, testing
+from tunixkit import (
+    data,
+    domains,
+    judging,
+    pipeline,
+    preferences,
+    prompting,
+    runtime,
+    session,
+    testing,
+)
 
 
 def test_traces_load_from_chat_messages_or_prompt_response_and_other_shapes_are_refused(tmp_path):
@@ -39,6 +49,34 @@ def test_traces_load_from_chat_messages_or_prompt_response_and_other_shapes_are_
         match=r"columns \['label', 'text'\]; expected a 'messages'.*\['prompt', 'response'\]",
     ):
         domains.load_traces(str(other))
+
+
+def test_bad_trace_sources_are_named_with_what_was_expected(tmp_path, monkeypatch):
+    empty = tmp_path / "empty.jsonl"  # rows, but not one of them a trace
+    data.write_jsonl([{"messages": [{"role": "user", "content": "Hi?"}]}, {"messages": []}], empty)
+    with pytest.raises(
+        data.DataError, match=r"empty.jsonl: none of its 2 rows is a trace.*'messages'"
+    ):
+        domains.load_traces(str(empty))
+    flat = tmp_path / "flat.csv"
+    flat.write_text("prompt,response,kind\nWhat is 2+2?,4,math\n")
+    with pytest.raises(
+        data.DataError,
+        match=r"flat.csv: no column 'category' .* columns are \['kind', 'prompt', 'response'\]",
+    ):
+        domains.load_traces(str(flat), domain_field="category")
+    assert domains.load_traces(str(flat), domain_field="kind")[0]["domain"] == "math"
+
+    import datasets
+
+    def not_on_the_hub(path, *args, **kwargs):
+        raise datasets.exceptions.DatasetNotFoundError(f"Dataset '{path}' doesn't exist on the Hub")
+
+    monkeypatch.setattr(datasets, "load_dataset", not_on_the_hub)
+    with pytest.raises(
+        runtime.DownloadError, match=r"no-such/traces from Hugging Face: not found .* Check the id"
+    ):
+        domains.load_traces("no-such/traces", limit=10)
 
 
 def test_the_smoke_grader_prefers_the_reference_in_every_domain():

@@ -129,6 +129,12 @@ def load_traces(
             f"{source}: columns {cols}; expected a 'messages' (or 'conversations') column of chat turns, "
             f"or the columns {list(fields)} (set the field names to yours)"
         )
+    if domain_field != "domain" and not any(domain_field in row for row in rows):
+        raise data.DataError(
+            f"{source}: no column {domain_field!r} (the domain field asked for) in any of its "
+            f"{len(rows)} rows; the columns are {cols}. Name one of them, or leave it at 'domain' "
+            f"to classify each prompt by keywords"
+        )
     out, skipped, classified = [], 0, collections.Counter()
     for i, row in enumerate(rows, start=1):
         if chat is not None:
@@ -156,6 +162,15 @@ def load_traces(
             named = classify(prompt)
             classified[named] += 1
         out.append({"domain": str(named), "prompt": prompt.strip(), "response": response.strip()})
+    if not out:
+        shape = (
+            f"{chat!r} needs a user turn and an assistant turn after it"
+            if chat
+            else f"the columns {list(fields)} need text"
+        )
+        raise data.DataError(
+            f"{source}: none of its {len(rows)} rows is a trace (empty prompt or response): {shape}"
+        )
     print(
         f"{source}: {len(out)} traces"
         + (f", {skipped} skipped (empty prompt or response)" if skipped else "")

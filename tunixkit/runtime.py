@@ -70,6 +70,11 @@ def downloading(what: str, instead: str):
     """
     try:
         yield
+    except FileNotFoundError as exc:  # the hub answered: no such repository, config or split
+        raise DownloadError(
+            f"{what}: not found ({type(exc).__name__}: {str(exc)[:300]}). Check the id (and its "
+            f"config and split); if the Internet is off, turn it on; or {instead}."
+        ) from exc
     except OSError as exc:
         raise DownloadError(
             f"could not download {what} ({type(exc).__name__}: {str(exc)[:300]}). Turn the "
