@@ -10,6 +10,10 @@ import subprocess
 import time
 
 HANG = pathlib.Path(__file__).resolve().with_name("hang")
+# A child that has run this long is stuck (a deadlock, a hang step it never reaches): the test
+# fails with its log instead of holding CI to its 90-minute limit. Not a pace: the slowest child
+# takes a quarter of it on a loaded 2-core machine (tests/budget.py states the per-test caps).
+DEADLINE_S = 2400
 
 
 def hang_at(env: dict, step: int, where: str = "") -> dict:
@@ -22,14 +26,34 @@ def hang_at(env: dict, step: int, where: str = "") -> dict:
     return out
 
 
+def wait(proc: subprocess.Popen, log: pathlib.Path) -> int:
+    """``proc``'s exit code; a child still running after :data:`DEADLINE_S` is killed and fails
+    the test with the end of its log."""
+    try:
+        return proc.wait(timeout=DEADLINE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(
+            f"stuck: still running after {DEADLINE_S} s, killed:\n{log.read_text()[-3000:]}"
+        ) from None
+
+
 def kill_when_hanging(proc: subprocess.Popen, log: pathlib.Path, step: int) -> str:
     """SIGKILL ``proc`` once its log (stdout and stderr) says it hangs at ``step``; fail if it
-    ends first. Returns the log."""
+    ends first, or has not got there after :data:`DEADLINE_S`. Returns the log."""
+    started = time.monotonic()
     while f"hanging at {step} " not in (text := log.read_text()):
         rc = proc.poll()
         assert rc is None, (
             f"the run ended (exit {rc}) before its checkpoint {step}:\n{text[-3000:]}"
         )
+        if time.monotonic() - started > DEADLINE_S:
+            proc.kill()
+            proc.wait()
+            raise AssertionError(
+                f"stuck: no checkpoint {step} after {DEADLINE_S} s, killed:\n{text[-3000:]}"
+            )
         time.sleep(0.2)
     proc.kill()  # SIGKILL: no cleanup, no final checkpoint
     proc.wait()

@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 
+import killing
 import pytest
 
 from tunixkit import testing
@@ -106,6 +107,7 @@ def _run(tmp_path: pathlib.Path, name: str, case: dict, inputs: dict) -> str:
             env=_env(),
             stdout=out,
             stderr=subprocess.STDOUT,
+            timeout=killing.DEADLINE_S,  # a stuck child fails here, not at CI's limit
         ).returncode
     said = log.read_text()
     assert rc == 0, said[-5000:]

@@ -88,9 +88,9 @@ def _run(
     )
     if kill_after is not None:
         return cwd / "run", killing.kill_when_hanging(proc, log, kill_after)
-    proc.wait()
+    rc = killing.wait(proc, log)
     text = log.read_text()
-    assert proc.returncode == 0, text[-4000:]
+    assert rc == 0, text[-4000:]
     return cwd / "run", text
 
 

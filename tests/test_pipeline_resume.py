@@ -89,7 +89,7 @@ def test_a_pipeline_killed_in_its_grpo_stage_continues_there_in_the_next_session
 
     second = tmp_path / "working" / "run"
     proc, log = _start(tmp_path, "session2", _env(), OUTPUT_DIR=str(second), RESUME_FROM=str(first))
-    assert proc.wait() == 0, log.read_text()[-3000:]
+    assert killing.wait(proc, log) == 0, log.read_text()[-3000:]
     said = log.read_text()
     assert f"continuing from {first} (each stage continues from its own checkpoint)" in said
     assert (
