@@ -5,8 +5,18 @@
 #   2. bench/sft_step.py at 01's one-chip shape (gemma-3-1b, 4 x 512, rank 64): the peak memory a
 #      real step allocates, beside the plan's compiled figure for the same program.
 # The host has JAX 0.11.2 with CUDA and no network: the pinned pure-Python packages travel as wheels
-# in .whl/ (see the closing note for the download line) and bench/device/sitecustomize.py bridges
-# flax 0.12.8 to JAX 0.11. Results land in $OUT (bench/results/*_gpu.json and logs).
+# in .whl/ (git-ignored; ~12 MB), and bench/device/sitecustomize.py bridges flax 0.12.8 to JAX 0.11.
+# Results land in $OUT (copy memplan_gpu.json and sft_step_gpu.json to bench/results/). Make .whl/
+# here first, then call the device tool with carry [".whl"] and `bash bench/device/run.sh`:
+#   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+#     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+#     --platform manylinux2014_x86_64 --platform any -d .whl google-tunix==0.1.7 qwix==0.1.8 \
+#     flax==0.12.8 optax==0.2.8 orbax-checkpoint==0.12.8 google_metrax==0.2.4 clu==0.0.12 \
+#     tensorboardX==2.6.5 perfetto==0.59.1 ipython==9.18.1 traitlets==5.16.1 dill==0.4.1 \
+#     pytz==2026.6 treescope==0.1.10 etils==1.15.0 humanize==4.17.0 googleapis-common-protos==1.76.0 \
+#     jedi==0.20.1 parso==0.8.7 pexpect==4.9.0 ptyprocess==0.7.0 prompt_toolkit==3.0.53 \
+#     wcwidth==0.9.4 asttokens==3.0.2 executing==2.3.0 pure_eval==0.2.4 matplotlib-inline==0.2.2 \
+#     ipython_pygments_lexers==1.1.1 decorator stack_data
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH="$PWD/bench/device:/tmp/site:$PWD" PYTHONUNBUFFERED=1
