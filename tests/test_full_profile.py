@@ -70,7 +70,7 @@ REHEARSALS = {
             "SFT_STEPS": 6,
             "GRPO_STEPS": 6,
         },
-        {"sft": 6, "improve": 200, "preference": 600, "grpo": 6},
+        {"sft": 6, "improve": 200, "preference": 2400, "grpo": 6},
     ),
 }
 
