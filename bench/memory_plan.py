@@ -86,7 +86,7 @@ TPU_REFERENCE = {
 
 
 def _run(plan, accelerator: bool) -> tuple[list[dict], str | None]:
-    """Run one plan in its own process; its rows (06's pipeline gives one per stage) or a failure."""
+    """Run one plan in its own process: its rows (06's pipeline gives one a stage) or a failure."""
     kind, model, devices, preset, why = plan
     env = dict(os.environ)
     if accelerator:

@@ -85,14 +85,26 @@ def _rows(name: str) -> list[str]:
     if name == "sft_step_gpu" and (s := _load("sft_step_gpu")):
         by = {r["mode"]: r for r in s["rows"]}
         device = by["lora"]["device"].split(" x")[0]
+        planned = next(  # the same program's plan, compiled for the same chip
+            (
+                p["peak"]
+                for p in (_load("memplan_gpu") or {"plans": []})["plans"]
+                if p["recipe"].startswith("01 on one chip (Colab)")
+            ),
+            None,
+        )
+        plan = f" (its plan: {planned / 2**30:.1f})" if planned else ""
+        step_ms = " / ".join(
+            f"{by[m]['median_step_s'] * 1e3:.0f}" for m in ("lora", "qlora", "full")
+        )
+        peaks = ", ".join(
+            f"{m} {by[m]['peak_bytes'] / 2**30:.1f}" for m in ("lora", "qlora", "full")
+        )
         out.append(
             f"| `bench/sft_step.py --shape gemma-3-1b` | one SFT step at 01's one-chip shape "
             f"({s['batch']} x {s['seq']}, rank {s['rank']}, random weights) on {device} "
-            f"| peak in use: LoRA {by['lora']['peak_bytes'] / 2**30:.1f} GiB, QLoRA "
-            f"{by['qlora']['peak_bytes'] / 2**30:.1f}, full {by['full']['peak_bytes'] / 2**30:.1f} "
-            f"(the plan compiled for the same chip: 11.3); step {by['lora']['median_step_s'] * 1e3:.0f} / "
-            f"{by['qlora']['median_step_s'] * 1e3:.0f} / {by['full']['median_step_s'] * 1e3:.0f} ms; "
-            f"QLoRA parameters {s['qlora_param_share']:.0%} of LoRA's (the 262k-row embedding stays bf16) "
+            f"| peak in use, GiB: {peaks}{plan}; step {step_ms} ms; QLoRA parameters "
+            f"{s['qlora_param_share']:.0%} of LoRA's (the 262k-row embedding stays bf16) "
             f"| <= 30%: {'met' if s['target_met'] else 'missed'} |"
         )
     if name == "sft_packing" and (p := _load("sft_packing")):
@@ -102,30 +114,32 @@ def _rows(name: str) -> list[str]:
             f"{p['speedup']:.2f}x tokens/s; loss difference {p['loss_difference']:.1e} "
             f"| >= 1.3x, < 1e-4: {'met' if p['target_met'] else 'missed'} |"
         )
-    if name == "memplan" and (m := _load("memplan")):
-        for plan in m["plans"]:
-            worst = max(plan["steps"], key=lambda s: s["peak"])
-            compile_s = sum(s["compile_s"] for s in plan["steps"])
-            spare = plan["spare_gib"]
-            verdict = (
-                f"fits, {spare:.1f} GiB spare" if spare >= 0 else f"CPU bound {-spare:.1f} GiB over"
-            )
-            out.append(
-                f"| `bench/memory_plan.py` | {plan['recipe']} | {plan['peak'] / 2**30:.1f} GiB/device "
-                f"({worst['name']}), {compile_s:.0f} s of compiles | v5e 16 GiB less 10%: {verdict} |"
-            )
-    if name == "memplan_gpu" and (m := _load("memplan_gpu")):
-        device = m["device"].split(" (")[0]
-        for plan in [*m["plans"], *m.get("rechecks", [])]:
-            worst = max(plan["steps"], key=lambda s: s["peak"])
-            spare = plan["spare_gib"]
-            verdict = f"fits, {spare:.1f} GiB spare" if spare >= 0 else f"{-spare:.1f} GiB over"
-            stage = f", stage {plan['stage']}" if plan.get("stage") else ""
-            out.append(
-                f"| `bench/memory_plan.py --accelerator` | {plan['recipe']}{stage} "
-                f"| {plan['peak'] / 2**30:.1f} GiB ({worst['name']}), compiled for {device} "
-                f"| v5e 16 GiB less 10%: {verdict} |"
-            )
+    if name in ("memplan", "memplan_gpu") and (m := _load(name)):
+        out += _memplan_rows(m, accelerator=name == "memplan_gpu")
+    return out
+
+
+def _memplan_rows(m: dict, *, accelerator: bool) -> list[str]:
+    """One row per plan: the CPU's emulated-device upper bounds, or compiled for an accelerator."""
+    script = "`bench/memory_plan.py --accelerator`" if accelerator else "`bench/memory_plan.py`"
+    device = m["device"].split(" (")[0]
+    out = []
+    for plan in [*m["plans"], *m.get("rechecks", [])]:
+        worst = max(plan["steps"], key=lambda s: s["peak"])
+        spare = plan["spare_gib"]
+        over = f"{-spare:.1f} GiB over" if accelerator else f"CPU bound {-spare:.1f} GiB over"
+        verdict = f"fits, {spare:.1f} GiB spare" if spare >= 0 else over
+        stage = f", stage {plan['stage']}" if plan.get("stage") else ""
+        where = (
+            f"compiled for {device}"
+            if accelerator
+            else f"{sum(s['compile_s'] for s in plan['steps']):.0f} s of compiles"
+        )
+        out.append(
+            f"| {script} | {plan['recipe']}{stage} | {plan['peak'] / 2**30:.1f} GiB"
+            f"{'' if accelerator else '/device'} ({worst['name']}), {where} "
+            f"| v5e 16 GiB less 10%: {verdict} |"
+        )
     return out
 
 

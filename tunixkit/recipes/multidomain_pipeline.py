@@ -157,9 +157,9 @@ class Pipeline(_Presets):
             pair_prompts=1024,
             samples=4,
             max_response_length=768,
-            # 4 pairs = 8 rows of 1,024 + 768 tokens over 8 chips, one row per chip: compiled for an
-            # H200, two such rows took 13.8 GiB of temporaries (bench/results/memplan_gpu.json), ~6.9
-            # a row; 16 pairs, 4 rows a chip, would need ~28 GiB of a v5e's 16
+            # 4 pairs = 8 rows of 1,024 + 768 tokens over 8 chips, one row per chip: compiled for
+            # an H200, two such rows took 13.8 GiB of temporaries (~6.9 a row;
+            # bench/results/memplan_gpu.json); 16 pairs, 4 rows a chip, would need ~28 GiB of 16
             preference_batch_size=4,
             grpo=grpo,
             grpo_lora_modules=None,
@@ -188,8 +188,8 @@ class Pipeline(_Presets):
         # compile is expected somewhat smaller), the step temporaries take ~3.6 MiB per token of the
         # batch: SFT 2 rows of 1,024 (the same rows in 8x the steps) ~11 GiB, fits; one preference
         # pair (2 rows of 1,024 + 768) took 19.7 GiB and GRPO (G=4 rows of 1,792, the reference and
-        # the judge resident) 33.2 GiB: they do not. The model cell's plan stops before loading and names the
-        # knobs (shorter prompts or answers, a smaller G); run REHEARSAL = True first.
+        # the judge resident) 33.2 GiB: they do not. The model cell's plan stops before loading
+        # and names the knobs (shorter prompts or answers, a smaller G); run REHEARSAL = True first.
         full = cls.full()
         return dataclasses.replace(
             full,

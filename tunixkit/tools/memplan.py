@@ -123,6 +123,7 @@ class Plan:
     persistent: dict[str, int]  # per-device bytes of each piece of persistent state
     steps: list[StepReport]
     stage: str = ""  # notebook 06's stage this plan is for (see plan_stages)
+    device_kind: str = ""  # the device the steps were compiled for ("NVIDIA H200", "cpu", ...)
 
     @property
     def peak(self) -> int:
@@ -739,7 +740,17 @@ def plan(
         )
     with sharding_constraints(mesh):
         persistent, steps = _PLANNERS[kind](rec, mesh, model_id, layers, verbose, jnp)
-    return Plan(kind, model_id, chip, int(mesh.devices.size), platform, persistent, steps)
+    device = mesh.devices.flat[0]
+    return Plan(
+        kind,
+        model_id,
+        chip,
+        int(mesh.devices.size),
+        platform,
+        persistent,
+        steps,
+        device_kind=getattr(device, "device_kind", platform),
+    )
 
 
 _KINDS_OF_DEVICE = (
@@ -814,7 +825,9 @@ def check(
 STAGE_KNOBS = {  # notebook 06's recipe fields to turn down, by stage
     "sft": "batch_size or max_len, or SFT_LORA_RANK",
     "improve": "batch_size or max_len, or LORA_RANK",
-    "preference": "PREFERENCE_BATCH (pairs a step) or GENERATION_STEPS (max_response_length), or LORA_RANK",
+    "preference": (
+        "PREFERENCE_BATCH (pairs a step) or GENERATION_STEPS (max_response_length), or LORA_RANK"
+    ),
     "grpo": "grpo.micro_batch_size or GENERATION_STEPS, or grpo.num_generations",
 }
 
@@ -939,12 +952,6 @@ def check_stages(rec, mesh, *, stop: bool | None = None) -> dict[str, Plan] | No
     return plans
 
 
-def _device_kind() -> str:
-    import jax
-
-    return jax.devices()[0].device_kind
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
@@ -987,8 +994,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(p.table())
             if args.json:
                 with open(args.json, "a") as f:
-                    row = p.to_json() | {"layers": args.layers, "device_kind": _device_kind()}
-                    f.write(json.dumps(row) + "\n")
+                    f.write(json.dumps(p.to_json() | {"layers": args.layers}) + "\n")
         return 0 if all(p.spare >= 0 for p in plans.values()) else 1
     p = plan(
         args.kind,
@@ -1005,7 +1011,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             "overrides": args.set,
             "seconds": time.perf_counter() - t0,
             "host_peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-            "device_kind": _device_kind(),
         }
         with open(args.json, "a") as f:
             f.write(json.dumps(row) + "\n")
