@@ -10,7 +10,7 @@ the summary goes to ``bench/results/memplan.json`` with how long each compile to
     .venv/bin/python bench/memory_plan.py --only sft   # one recipe
     python bench/memory_plan.py --accelerator --jobs 4 # on a GPU/TPU host: the one-device plans
 
-``--accelerator`` compiles the one-device plans (the one-chip presets, 06's stages, and the Gemma2
+``--accelerator`` compiles the one-device plans (the one-chip presets, 06's and 07's stages, the Gemma2
 variants) for the host's own chip instead of emulated CPU devices, several at once (compiles only:
 nothing is allocated), and writes ``bench/results/memplan_<platform>.json``. The verdicts stay
 against a v5e chip: an accelerator's compiler keeps bf16 and fuses like a TPU's, so its bytes are
@@ -73,6 +73,13 @@ ACCELERATOR_PLANS = [  # one device each: compiled for the host's chip by --acce
         "one_chip",
         "06 on one chip (Colab): every stage, judge resident",
     ),
+    (
+        "agentic",
+        "gemma-3-1b-it",
+        1,
+        "one_chip",
+        "07 on one chip (Colab): warm start, agentic GRPO",
+    ),
     ("sft", "gemma-2-2b-it", 1, "one_chip", "01 on one chip with MODEL_ID=gemma-2-2b-it"),
     ("grpo", "gemma-2-2b-it", 1, "one_chip", "02 on one chip with MODEL_ID=gemma-2-2b-it"),
     ("dpo", "gemma-2-2b-it", 1, "one_chip", "03 on one chip with MODEL_ID=gemma-2-2b-it"),
@@ -115,7 +122,7 @@ def _run(plan, accelerator: bool) -> tuple[list[dict], str | None]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", choices=("sft", "grpo", "dpo", "distill", "pipeline"))
+    ap.add_argument("--only", choices=("sft", "grpo", "dpo", "distill", "pipeline", "agentic"))
     ap.add_argument(
         "--accelerator",
         action="store_true",

@@ -115,6 +115,7 @@ from tunixkit import (
     runtime,
     session,
 )
+from tunixkit.tools import memplan
 
 rt, recipe, out_dir, clock = recipes.start(
     recipes.Agentic,
@@ -148,7 +149,9 @@ print(calculator.tool_call("23 * 47"))
 # ## Questions
 # Training and held-out questions. The warm start uses the ones a single calculation solves: the
 # recipe's `tool_share` of them written as a conversation (the call, the tool's result, the answer
-# quoting it), the rest as a direct answer to the same prompt.
+# quoting it), the rest as a direct answer to the same prompt. Before the model loads, the memory
+# plan compiles both stages' steps at their real shapes (on a TPU/GPU; skipped on CPU): a stage that
+# does not fit the chip stops here, naming the recipe fields to turn down.
 
 # %%
 load = dict(
@@ -171,6 +174,7 @@ print(
     f" traces ({recipe.tool_share:.0%} with the tool)"
 )
 mesh = runtime.make_mesh()
+memplan.check_stages(recipe, mesh)  # TPU/GPU: both stages fit the chip? (before weights load)
 start = models.load_model(recipe.model_id, mesh=mesh)
 trace_pairs = agentic.trace_pairs(
     traces, start.tokenizer, tools_prompt=recipe.tools_prompt, tool_share=recipe.tool_share

@@ -173,3 +173,48 @@ def test_a_stage_that_does_not_fit_stops_06_naming_it_and_its_knobs(monkeypatch,
     with pytest.raises(memplan.DoesNotFit, match=r"grpo: 5\.6 GiB short, turn down grpo\.micro"):
         memplan.check_stages(None, mesh)
     assert "stage sft (grpo) on gemma-3-1b-it: fits" in capsys.readouterr().out
+
+
+def test_agentic_plan_samples_each_turn_from_the_conversation_so_far(tmp_path):
+    # 07: a warm start and agentic GRPO, no judge. A turn's prompt is the first prompt plus the
+    # episode's tokens so far, in the cache agentic.build gives the sampler.
+    _plan(
+        tmp_path,
+        "agentic",
+        "--set",
+        "batch_size=2",
+        "max_len=128",
+        "grpo.max_prompt_length=64",
+        "grpo.max_generation_steps=32",
+        "grpo.batch_size=2",
+        "grpo.micro_batch_size=1",
+        "grpo.num_generations=2",
+        "--chip",
+        "v2",
+    )
+    plans = [json.loads(line) for line in (tmp_path / "plan.jsonl").read_text().splitlines()]
+    assert [(p["stage"], p["kind"]) for p in plans] == [("sft", "sft"), ("grpo", "grpo")]
+    assert all("judge" not in p["persistent"] for p in plans)
+    prefill = plans[1]["steps"][0]
+    assert prefill["name"] == "rollout_prefill"
+    # 2 episodes a forward; turn prompt 64 + 32; cache 2 x 64 + 32 + 16
+    assert prefill["shapes"] == "2 rows, prompt 96, cache 176"
+    assert plans[1]["steps"][-1]["shapes"].startswith("2x(64+32)")
+
+
+def test_a_stage_that_does_not_fit_stops_07_naming_its_own_knobs(monkeypatch):
+    import types
+
+    from tunixkit import recipes
+
+    def plans(rec, **kw):
+        step = memplan.StepReport("x", "", 20 * memplan.GIB, 0, 0, 0, 0, 0, 1.0)
+        found = memplan.Plan("grpo", "gemma-3-1b-it", "v5e", 1, "tpu", {}, [step], "grpo", "07")
+        return {"grpo": found}
+
+    monkeypatch.setattr(memplan, "plan_stages", plans)
+    device = types.SimpleNamespace(platform="tpu", device_kind="TPU v5 lite")
+    mesh = types.SimpleNamespace(devices=types.SimpleNamespace(flat=[device]))
+    with pytest.raises(memplan.DoesNotFit, match=r"grpo\.max_generation_steps \(the episode") as e:
+        memplan.check_stages(recipes.Agentic.one_chip(), mesh)
+    assert "judge" not in str(e.value) and "GENERATION_STEPS" not in str(e.value)

@@ -419,6 +419,13 @@ def show_episodes(path: str | pathlib.Path, k: int = 3) -> str:
     return "\n\n".join(out)
 
 
+def episode_cache_size(settings: rl.GRPOSettings) -> int:
+    """The sampler's KV cache for a multi-turn episode: each turn is sampled from the conversation so
+    far (the first prompt, the earlier turns and the tool's results, at most the episode's
+    ``max_generation_steps``), padded to ``max_prompt_length``, plus the turn itself."""
+    return 2 * settings.max_prompt_length + settings.max_generation_steps + 16
+
+
 def build(
     actor: nnx.Module,
     reference: nnx.Module,
@@ -455,7 +462,7 @@ def build(
         family=family,
         schedule_steps=schedule_steps,
         return_logprobs=True,
-        kv_cache_size=2 * settings.max_prompt_length + settings.max_generation_steps + 16,
+        kv_cache_size=episode_cache_size(settings),
     )
     _compat.fresh_seed_per_call(cluster, settings.seed)
     episodes = Episodes(out / "episodes.jsonl")

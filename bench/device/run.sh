@@ -23,9 +23,22 @@ export PYTHONPATH="$PWD/bench/device:/tmp/site:$PWD" PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import jax, flax, tunix; print(jax.__version__, jax.devices())" 2>&1 | tail -2 | tee -a "$OUT/gpu.txt"
+# Rechecks beside the plans: each line of $RECHECKS (a file) is `memplan` arguments, e.g.
+# "agentic --devices 1 --preset one_chip --set batch_size=2"; rows go to $OUT/rechecks.jsonl.
+if [ -n "${RECHECKS:-}" ]; then
+  while read -r args; do
+    [ -z "$args" ] && continue
+    # shellcheck disable=SC2086
+    XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_FLAGS="--xla_gpu_autotune_level=0" timeout "${PLAN_S:-300}" \
+      python3 -m tunixkit.tools.memplan $args --json "$OUT/rechecks.jsonl" >> "$OUT/rechecks.log" 2>&1 &
+  done < "$RECHECKS"
+fi
 XLA_FLAGS="--xla_gpu_autotune_level=0" timeout "${PLAN_S:-300}" python3 bench/memory_plan.py --accelerator --jobs "${JOBS:-8}" 2>&1 | tee "$OUT/memplan.log"
 cp bench/results/memplan_gpu.json "$OUT/" 2>/dev/null
-XLA_PYTHON_CLIENT_PREALLOCATE=false timeout "${STEP_S:-120}" python3 bench/sft_step.py --shape gemma-3-1b \
-  --batch 4 --seq 512 --rank 64 --steps 10 --out sft_step_gpu.json 2>&1 | tee "$OUT/sft_step.log"
-cp bench/results/sft_step_gpu.json "$OUT/" 2>/dev/null
+wait
+if [ "${SFT_STEP:-1}" = 1 ]; then  # SFT_STEP=0: the plans only
+  XLA_PYTHON_CLIENT_PREALLOCATE=false timeout "${STEP_S:-120}" python3 bench/sft_step.py --shape gemma-3-1b \
+    --batch 4 --seq 512 --rank 64 --steps 10 --out sft_step_gpu.json 2>&1 | tee "$OUT/sft_step.log"
+  cp bench/results/sft_step_gpu.json "$OUT/" 2>/dev/null
+fi
 ls -la "$OUT"

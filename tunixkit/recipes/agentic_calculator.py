@@ -108,13 +108,25 @@ class Agentic(_Presets):
 
     @classmethod
     def one_chip(cls) -> Agentic:
-        # One 16 GiB chip (Colab v5e-1): 4 warm-start rows of 1,024 (4x the steps), GRPO 2 questions
-        # x G with one question's episodes per forward/backward. Not measured on a chip yet: run
-        # REHEARSAL = True first (it reports peak memory against the chip's).
+        # One 16 GiB chip (Colab v5e-1), sized by plans compiled for an H200 (a stand-in for the
+        # TPU; bench/results/memplan_gpu.json "rechecks"): the warm start's 4 rows of 1,024 took
+        # 18.4 GiB, 2 rows 11.9 (8x the steps: the same rows seen); GRPO's G=4 episodes of
+        # 1,024 + 512 tokens took 26.5 GiB, of 384 + 256 14.0 (384 + 320: 15.4; 512 + 256: 16.2).
+        # 384 prompt tokens hold the question with the short tool prompt (tunix's JSON-schema one
+        # is ~340 tokens alone); 256 hold a call, its result and the answer. Run REHEARSAL = True
+        # first: it reports the peak memory against the chip's.
         full = cls.full()
         return dataclasses.replace(
             full,
-            batch_size=4,
-            sft_steps=4 * full.sft_steps,
-            grpo=dataclasses.replace(full.grpo, batch_size=2, micro_batch_size=1),
+            batch_size=2,
+            sft_steps=8 * full.sft_steps,
+            tools_prompt=prompting.SHORT_TOOL_PROMPT,
+            grpo=dataclasses.replace(
+                full.grpo,
+                batch_size=2,
+                micro_batch_size=1,
+                max_prompt_length=384,
+                max_generation_steps=256,
+            ),
+            eval=dataclasses.replace(full.eval, max_prompt_length=384, max_generation_steps=256),
         )

@@ -18,6 +18,7 @@ TPU v5e ahead-of-time compile, see ``bench/results/memplan.json``).
 
     python -m tunixkit.tools.memplan sft --model gemma-3-1b-it --devices 8 --chip v5e
     python -m tunixkit.tools.memplan pipeline   # notebook 06: every stage, the judge resident
+    python -m tunixkit.tools.memplan agentic    # notebook 07: the warm start and agentic GRPO
 
 Notebook 06 runs four stages on one mesh with its judge model resident throughout:
 :func:`plan_stages` plans each stage as the kind it trains (SFT, SFT, preference, GRPO) with the
@@ -39,6 +40,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from tunixkit import (
+    agentic,
     distill,
     families,
     models,
@@ -122,7 +124,8 @@ class Plan:
     platform: str
     persistent: dict[str, int]  # per-device bytes of each piece of persistent state
     steps: list[StepReport]
-    stage: str = ""  # notebook 06's stage this plan is for (see plan_stages)
+    stage: str = ""  # the notebook stage this plan is for (see plan_stages)
+    notebook: str = ""  # the notebook whose stage it is: "06" or "07"
     device_kind: str = ""  # the device the steps were compiled for ("NVIDIA H200", "cpu", ...)
 
     @property
@@ -137,7 +140,8 @@ class Plan:
     def verdict(self) -> str:
         worst = max(self.steps, key=lambda s: s.peak).name
         what = f"stage {self.stage} ({self.kind})" if self.stage else self.kind
-        knobs = STAGE_KNOBS.get(self.stage) or KNOBS[self.kind]
+        stage_knobs = AGENTIC_KNOBS if self.notebook == "07" else STAGE_KNOBS
+        knobs = stage_knobs.get(self.stage) or KNOBS[self.kind]
         bound = " (CPU compile: an upper bound)" if self.platform == "cpu" else ""
         if self.spare >= 0:
             return (
@@ -592,7 +596,15 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
     if s.beta:  # after one step the actor's backbone is a separate buffer (see README)
         persistent["reference"] = _state(reference)
     p, t = s.max_prompt_length, s.max_generation_steps
-    rc = rl.rollout_config(s, eos_ids=[EOS_ID], vocab_size=cfg.num_embed)
+    # A multi-turn episode (07) samples each turn from the conversation so far: its prompt grows
+    # to the first prompt plus the episode's tokens, in a cache sized as agentic.build sizes it.
+    turn = getattr(rec, "turn_prompt_length", p)
+    rc = rl.rollout_config(
+        s,
+        eos_ids=[EOS_ID],
+        vocab_size=cfg.num_embed,
+        kv_cache_size=getattr(rec, "kv_cache_size", None),
+    )
     cache = sampler_lib.CacheConfig(
         cache_size=rc.kv_cache_size,
         num_layers=cfg.num_layers,
@@ -604,7 +616,7 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
     state = jax.eval_shape(  # Sampler.__call__ builds this state eagerly, unsharded
         lambda ids, seed: sampler.init_sample_state(
             ids,
-            total_sampling_steps=p + t,
+            total_sampling_steps=turn + t,
             include_logits=False,
             forbidden_token_ids=None,
             temperature=rc.temperature,
@@ -614,12 +626,12 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
             beam_size=None,
             include_logprobs=rc.return_logprobs,
         ),
-        jax.ShapeDtypeStruct((rows, p), jnp.int32),
+        jax.ShapeDtypeStruct((rows, turn), jnp.int32),
         jax.ShapeDtypeStruct((2,), jnp.uint32),
-    ).replace(num_input_tokens=jnp.array(p, dtype=jnp.int32))
+    ).replace(num_input_tokens=jnp.array(turn, dtype=jnp.int32))
     params, shapes = (
         sampler._flattened_transformer_state,
-        f"{rows} rows, prompt {p}, cache {rc.kv_cache_size}",
+        f"{rows} rows, prompt {turn}, cache {rc.kv_cache_size}",
     )
     during_rollout = _others(persistent, "backbone", "lora")
     reports = [
@@ -783,7 +795,8 @@ def _chip_or_skip(mesh, command: str) -> str | None:
     if device.platform == "cpu" or chip is None:
         print(
             f"memory plan: skipped on {device.platform} ({getattr(device, 'device_kind', '?')}); "
-            f"`python -m tunixkit.tools.memplan {command}` plans {'the stages' if command == 'pipeline' else 'a full recipe'} on emulated devices"
+            f"`python -m tunixkit.tools.memplan {command}` plans "
+            f"{'the stages' if command in ('pipeline', 'agentic') else 'a full recipe'} on emulated devices"
         )
     return None if device.platform == "cpu" else chip
 
@@ -830,15 +843,52 @@ STAGE_KNOBS = {  # notebook 06's recipe fields to turn down, by stage
     ),
     "grpo": "grpo.micro_batch_size or GENERATION_STEPS, or grpo.num_generations",
 }
+AGENTIC_KNOBS = {  # notebook 07's, by stage
+    "sft": "batch_size or max_len (warm start), or sft_lora_rank",
+    "grpo": (
+        "grpo.micro_batch_size or grpo.max_generation_steps (the episode's tokens), or "
+        "NUM_GENERATIONS, or LORA_RANK"
+    ),
+}
 
 
 def stage_recipes(rec) -> dict[str, tuple[str, Any]]:
-    """Notebook 06's stages as the plans' recipes, ``{stage: (kind, recipe)}``: stage 1's SFT (at
-    ``sft_lora_rank``), the self-improvement SFT and the preference stage (at ``lora_rank``, the
-    preference stage's prompts as long as GRPO's) and GRPO, with the values the stages train with."""
+    """Notebook 06's or 07's stages as the plans' recipes, ``{stage: (kind, recipe)}``. 06: stage
+    1's SFT (at ``sft_lora_rank``), the self-improvement SFT and the preference stage (at
+    ``lora_rank``, the preference stage's prompts as long as GRPO's) and GRPO; 07
+    (:class:`tunixkit.recipes.Agentic`): the warm start's SFT and agentic GRPO, whose turns are
+    sampled from the conversation so far. With the values the stages train with."""
     import types
 
     common = dict(model_id=rec.model_id, lora_alpha=rec.lora_alpha, eval_every=10**9)
+    if isinstance(rec, recipes.Agentic):
+        s = rec.grpo
+        return {
+            "sft": (
+                "sft",
+                types.SimpleNamespace(
+                    **common,
+                    qlora=False,
+                    batch_size=rec.batch_size,
+                    max_len=rec.max_len,
+                    lora_rank=rec.sft_lora_rank,
+                    steps=rec.sft_steps,
+                    learning_rate=rec.sft_learning_rate,
+                ),
+            ),
+            "grpo": (
+                "grpo",
+                types.SimpleNamespace(
+                    **common,
+                    lora_rank=rec.lora_rank,
+                    qlora=False,
+                    lora_modules=None,
+                    grpo=s,
+                    turn_prompt_length=s.max_prompt_length + s.max_generation_steps,
+                    kv_cache_size=agentic.episode_cache_size(s),
+                ),
+            ),
+        }
     sft = dict(common, qlora=False, batch_size=rec.batch_size, max_len=rec.max_len)
     return {
         "sft": (
@@ -899,10 +949,11 @@ def plan_stages(
 ) -> dict[str, Plan]:
     """Plan each of notebook 06's stages (``rec``: a :class:`tunixkit.recipes.Pipeline`, default
     the full one) with its judge model's weights resident in every step (``judge_id``; none in
-    smoke). Arguments as :func:`plan`."""
+    smoke), or 07's (``rec``: a :class:`tunixkit.recipes.Agentic`). Arguments as :func:`plan`."""
     rec = rec or recipes.Pipeline.full()
+    notebook = "07" if isinstance(rec, recipes.Agentic) else "06"
     judge = 0
-    if rec.judge_id:
+    if getattr(rec, "judge_id", None):
         mesh = mesh or runtime.make_mesh((devices, 1)) if devices else mesh or runtime.make_mesh()
         judge = _state(_abstract(rec.judge_id, layers, mesh)[0])
     plans = {}
@@ -926,16 +977,17 @@ def plan_stages(
             found.persistent["judge"] = judge
             for step in found.steps:
                 step.resident_other += judge
-        found.stage = stage
+        found.stage, found.notebook = stage, notebook
         plans[stage] = found
     return plans
 
 
 def check_stages(rec, mesh, *, stop: bool | None = None) -> dict[str, Plan] | None:
-    """Notebook 06's model cell, before any weights are read: :func:`check` for every stage (the
-    judge resident throughout). A stage that does not fit raises :class:`DoesNotFit` naming it and
-    the recipe fields to turn down."""
-    chip = _chip_or_skip(mesh, "pipeline")
+    """Notebook 06's or 07's model cell, before any weights are read: :func:`check` for every stage
+    (06's judge resident throughout). A stage that does not fit raises :class:`DoesNotFit` naming it
+    and the recipe fields to turn down."""
+    agentic_rec = isinstance(rec, recipes.Agentic)
+    chip = _chip_or_skip(mesh, "agentic" if agentic_rec else "pipeline")
     if chip is None:
         return None
     plans = plan_stages(rec, mesh=mesh, chip=chip)
@@ -943,12 +995,12 @@ def check_stages(rec, mesh, *, stop: bool | None = None) -> dict[str, Plan] | No
         print(found.table())
     short = {s: p for s, p in plans.items() if p.spare < 0}
     if _stops(stop) and short:
+        knobs = AGENTIC_KNOBS if agentic_rec else STAGE_KNOBS
         named = "; ".join(
-            f"{s}: {-p.spare:.1f} GiB short, turn down {STAGE_KNOBS[s]}" for s, p in short.items()
+            f"{s}: {-p.spare:.1f} GiB short, turn down {knobs[s]}" for s, p in short.items()
         )
-        raise DoesNotFit(
-            f"stages that do not fit a {chip} chip with the judge resident: {named}. {_TRY_ANYWAY}"
-        )
+        held = "" if agentic_rec else " with the judge resident"
+        raise DoesNotFit(f"stages that do not fit a {chip} chip{held}: {named}. {_TRY_ANYWAY}")
     return plans
 
 
@@ -956,7 +1008,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("kind", choices=(*KINDS, "pipeline"))
+    ap.add_argument("kind", choices=(*KINDS, "pipeline", "agentic"))
     ap.add_argument(
         "--model", help="model id (the student for distill); default: the full recipe's"
     )
@@ -980,21 +1032,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["XLA_FLAGS"] = (
             f"{flags} --xla_force_host_platform_device_count={args.devices}".strip()
         )
-    cls = recipes.Pipeline if args.kind == "pipeline" else getattr(recipes, _RECIPES[args.kind])
+    staged = {"pipeline": recipes.Pipeline, "agentic": recipes.Agentic}
+    cls = staged.get(args.kind) or getattr(recipes, _RECIPES[args.kind])
     rec = getattr(cls, args.preset)()
     for kv in args.set:
         name, value = kv.split("=", 1)
         rec = _override(rec, name, json.loads(value))
     t0 = time.perf_counter()
-    if args.kind == "pipeline":
+    if args.kind in staged:
         if args.model:
             rec = dataclasses.replace(rec, model_id=args.model)
         plans = plan_stages(rec, devices=args.devices, chip=args.chip, layers=args.layers)
         for p in plans.values():
             print(p.table())
             if args.json:
+                row = p.to_json() | {"layers": args.layers, "overrides": args.set}
                 with open(args.json, "a") as f:
-                    f.write(json.dumps(p.to_json() | {"layers": args.layers}) + "\n")
+                    f.write(json.dumps(row) + "\n")
         return 0 if all(p.spare >= 0 for p in plans.values()) else 1
     p = plan(
         args.kind,
