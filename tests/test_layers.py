@@ -188,3 +188,65 @@ def test_one_builder_per_trainer(cls):
         }
     )
     assert built == [f"tunixkit/{BUILDERS[cls]}"]
+
+
+# A library module's __all__ is its public API: what a notebook, the README or docs/, or another
+# module uses, the types its functions take or return (classes, exceptions), and these, kept for
+# users who build on the notebooks (each named here with why; a name nobody uses is private).
+KEPT_FOR_USERS = {
+    "answers.read_answer": "the answer checker's reading of one completion",
+    "answers.last_number": "the policy's number reader, for a user's own reward",
+    "domains.classify": "the stated keyword classifier for traces without a domain",
+    "mix.SOURCES": "06's default mix, to extend with a source",
+    "mix.convert": "a source's rows to (domain, prompt, response), counting what it skips",
+    "models.count_params": "parameter counts, for a user's own model table",
+    "preferences.Pair": "the pair type dataset_pairs and on_policy_pairs return",
+    "preferences.dataset_pairs": "preference pairs from a data set's rows",
+    "preferences.on_policy_pairs": "preference pairs sampled from the policy and ranked",
+    "recipes.COMPETITION_MODELS": "the two models the competition allows",
+    "rewards.format_exact": "a GRPO reward, by name in a recipe's reward list",
+    "rewards.format_approx": "a GRPO reward, by name in a recipe's reward list",
+}
+
+
+def _all_names(tree: ast.Module) -> list[str]:
+    for n in tree.body:
+        if isinstance(n, ast.Assign) and any(
+            getattr(t, "id", None) == "__all__" for t in n.targets
+        ):
+            return [e.value for e in n.value.elts]
+    return []
+
+
+def test_every_public_name_is_used_a_type_or_kept_for_users():
+    import importlib
+
+    users = [p.read_text() for p in sorted((ROOT / "notebooks").glob("*.py"))]
+    users += [(ROOT / "README.md").read_text()]
+    users += [p.read_text() for p in sorted((ROOT / "docs").glob("*.md"))]
+    sources = dict(_modules())
+    unused = []
+    for name, path in sources.items():
+        top = name.split(".")[0]
+        if top in ABOVE or top.startswith("_") or name == "":
+            continue
+        module = importlib.import_module(f"tunixkit.{name}")
+        others = [
+            p.read_text() for n, p in sources.items() if n != name and not n.startswith(f"{top}.")
+        ]
+        for public in _all_names(ast.parse(path.read_text())):
+            word = re.compile(rf"\b{re.escape(public)}\b")
+            if (
+                isinstance(getattr(module, public), type)
+                or f"{top}.{public}" in KEPT_FOR_USERS
+                or any(word.search(text) for text in users + others)
+            ):
+                continue
+            unused.append(f"{name}.{public}")
+    assert unused == [], f"public names nobody uses (make them private or use them): {unused}"
+    stale = [
+        k
+        for k in KEPT_FOR_USERS
+        if k.split(".")[1] not in dir(importlib.import_module(f"tunixkit.{k.split('.')[0]}"))
+    ]
+    assert stale == []

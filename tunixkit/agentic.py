@@ -53,13 +53,11 @@ if TYPE_CHECKING:
     from tunixkit.tokenizer import Tokenizer
 
 __all__ = [
-    "TOOLS",
     "CalculatorAgent",
     "CalculatorEnvironment",
     "CalculatorTool",
     "Episode",
     "Episodes",
-    "FIGURES",
     "GemmaParser",
     "build",
     "evaluate",

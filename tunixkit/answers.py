@@ -49,14 +49,7 @@ import unicodedata
 from fractions import Fraction
 
 __all__ = [
-    "ANSWER_TAG_RE",
-    "BOXED_RE",
-    "CONCLUSION_RE",
     "Extraction",
-    "HASH_RE",
-    "NUMBER_RE",
-    "OPEN_ANSWER_RE",
-    "THE_ANSWER_RE",
     "extract_answer",
     "format_number",
     "is_correct",

@@ -46,10 +46,8 @@ from fractions import Fraction
 from typing import Final
 
 __all__ = [
-    "ALLOWED_CHARS",
     "ERROR_PREFIX",
     "RESULT_PREFIX",
-    "TOOL_CALL_END",
     "TOOL_CALL_START",
     "CalculatorError",
     "calculate",

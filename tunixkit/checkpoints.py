@@ -33,11 +33,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONFIG_FILE",
-    "INDEX_FILE",
     "TUNIX_CONFIG_FILE",
     "WEIGHTS_FILE",
     "CheckpointError",
-    "restore_state",
     "save_state",
     "tunix_config_dict",
     "validate_hf_checkpoint",

@@ -26,8 +26,6 @@ from tunixkit.prompting import MATH_SYSTEM_PROMPT, format_completion, format_pro
 
 __all__ = [
     "DataError",
-    "GSM8K_COLUMNS",
-    "KAGGLE_GSM8K",
     "LoadReport",
     "Record",
     "columns",

@@ -42,7 +42,6 @@ __all__ = [
     "load_traces",
     "math_tasks",
     "plot",
-    "paired_change",
     "side_by_side",
     "stage_changes",
     "changes_table",

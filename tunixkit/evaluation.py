@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from tunixkit.runtime import Runtime
 
 __all__ = [
-    "CATEGORIES",
     "Checks",
     "EvalConfig",
     "EvalResult",
@@ -41,7 +40,6 @@ __all__ = [
     "make_sampler",
     "paired",
     "plot_comparison",
-    "result_from",
     "side_by_side",
     "worst_errors",
 ]

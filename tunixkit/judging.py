@@ -26,17 +26,13 @@ from tunixkit import evaluation
 from tunixkit.rewards import RewardFn, has_format, reward
 
 __all__ = [
-    "BOILERPLATE",
-    "JUDGE_PROMPT_LENGTH",
     "Judge",
     "JudgeRubric",
     "answer_text",
-    "fit_prompt",
     "length_limit",
     "length_target",
     "llm_grader",
     "no_boilerplate",
-    "parse_score",
     "relevance",
     "repetition",
     "structure",

@@ -27,7 +27,7 @@ from typing import Any
 
 from tunixkit import data, prompting
 
-__all__ = ["PLANS", "SOURCES", "Skip", "Source", "convert", "load_mix"]
+__all__ = ["SOURCES", "Skip", "Source", "convert", "load_mix"]
 
 PLANS = {  # the reasoning of an answer whose data set has none
     "creative": "I write the piece the request asks for, in its form and tone, with a clear ending.",

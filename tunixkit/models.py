@@ -40,7 +40,6 @@ __all__ = [
     "UnknownModelError",
     "apply_lora",
     "count_params",
-    "default_tile_size",
     "describe",
     "export",
     "fit_sharding",

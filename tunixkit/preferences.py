@@ -39,7 +39,6 @@ __all__ = [
     "on_policy_pairs",
     "preference_dataset",
     "score",
-    "sequence_logps",
     "tokenize",
     "training_pairs",
 ]

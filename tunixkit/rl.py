@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from tunixkit.tokenizer import Tokenizer
 
 __all__ = [
-    "ENGINES",
     "GRPOSettings",
     "HeldOut",
     "RewardFn",

@@ -33,16 +33,13 @@ from typing import Any
 from tunixkit import runtime
 
 __all__ = [
-    "DEFAULT_HOURS",
     "RecipeMismatch",
     "disk_usage",
     "Rehearsal",
     "ResumeError",
     "Session",
-    "latest_checkpoint_step",
     "prepare",
     "publish",
-    "upload_to_kaggle",
 ]
 
 DEFAULT_HOURS = {"kaggle": 9.0, "colab": 12.0, "local": None}  # a session's hard limit, by platform
