@@ -16,6 +16,17 @@ nothing is allocated), and writes ``bench/results/memplan_<platform>.json``. The
 against a v5e chip: an accelerator's compiler keeps bf16 and fuses like a TPU's, so its bytes are
 the closer stand-in (a GPU is not a TPU: the layouts and fusions still differ).
 
+``--tpu-aot`` compiles for a TPU v5e slice *here*, with the TPU's own compiler and no TPU attached
+(libtpu's compile-only client; memplan's ``--topology``): the full presets on a v5e-8 (``v5e:2x4``,
+Kaggle), 06's and 07's included, and the one-chip ones (``v5e:1x1``, Colab). It needs libtpu in the
+environment, apart from the project's (~200 MB; the version jax 0.10.2's ``tpu`` extra names):
+
+    python -m venv /tmp/tpuaot && /tmp/tpuaot/bin/pip install -r requirements.txt 'libtpu==0.0.42.*'
+    PYTHONPATH=$PWD /tmp/tpuaot/bin/python bench/memory_plan.py --tpu-aot --devices 8 --only pipeline
+
+A TPU compile of one 26-layer step takes 4-5 minutes on 2 cores; results go to
+``bench/results/memplan_tpu_aot.json``.
+
 Exits non-zero when a plan fails to compile. The verdicts are against a v5e chip (16 GiB); CPU
 compiles over-state a TPU's bytes (bf16 upcast, less fusion): see ``tpu_reference`` below.
 """
@@ -84,6 +95,12 @@ ACCELERATOR_PLANS = [  # one device each: compiled for the host's chip by --acce
     ("grpo", "gemma-2-2b-it", 1, "one_chip", "02 on one chip with MODEL_ID=gemma-2-2b-it"),
     ("dpo", "gemma-2-2b-it", 1, "one_chip", "03 on one chip with MODEL_ID=gemma-2-2b-it"),
 ]
+TPU_PLANS = [  # --tpu-aot: the Kaggle v5e-8 runs first (06 and 07 included), then one chip
+    *[p for p in PLANS if p[2] == 8],
+    ("pipeline", "gemma-3-1b-it", 8, "full", "06 full: every stage, judge resident"),
+    ("agentic", "gemma-3-1b-it", 8, "full", "07 full: warm start, agentic GRPO"),
+    *[p for p in ACCELERATOR_PLANS if p[2] == 1],
+]
 # The same SFT and DPO programs compiled ahead of time for a TPU v5e 2x4 (libtpu's compile-only
 # client, no TPU attached) by the prototype of tunixkit.tools.memplan: the CPU figures are ~2.4x these.
 TPU_REFERENCE = {
@@ -92,11 +109,15 @@ TPU_REFERENCE = {
 }
 
 
-def _run(plan, accelerator: bool) -> tuple[list[dict], str | None]:
+def _run(plan, accelerator: bool, tpu_aot: bool = False) -> tuple[list[dict], str | None]:
     """Run one plan in its own process: its rows (06's pipeline gives one a stage) or a failure."""
     kind, model, devices, preset, why = plan
     env = dict(os.environ)
-    if accelerator:
+    topology = []
+    if tpu_aot:  # a v5e slice's own compiler, no TPU attached (libtpu's compile-only client)
+        env["JAX_PLATFORMS"] = "cpu"
+        topology = ["--topology", {8: "v5e:2x4", 1: "v5e:1x1"}[devices]]
+    elif accelerator:
         env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # compiles only: processes share the chip
     else:
         env |= {
@@ -106,7 +127,7 @@ def _run(plan, accelerator: bool) -> tuple[list[dict], str | None]:
     with tempfile.TemporaryDirectory() as tmp:
         out = pathlib.Path(tmp) / "plan.jsonl"
         cmd = [sys.executable, "-m", "tunixkit.tools.memplan", kind, "--model", model]
-        cmd += ["--devices", str(devices), "--preset", preset, "--json", str(out)]
+        cmd += ["--devices", str(devices), "--preset", preset, "--json", str(out), *topology]
         t0 = time.perf_counter()
         res = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if not out.exists() or not out.read_text().strip():
@@ -128,16 +149,23 @@ def main() -> int:
         action="store_true",
         help="compile the one-device plans for this host's GPU/TPU",
     )
+    ap.add_argument(
+        "--tpu-aot",
+        action="store_true",
+        help="compile for a TPU v5e slice here, no TPU needed (needs libtpu: see the docstring)",
+    )
     ap.add_argument("--jobs", type=int, default=1, help="plans compiled at once")
+    ap.add_argument("--devices", type=int, choices=(1, 8), help="only the plans on this many")
     args = ap.parse_args()
+    plans = TPU_PLANS if args.tpu_aot else ACCELERATOR_PLANS if args.accelerator else PLANS
     todo = [
         p
-        for p in (ACCELERATOR_PLANS if args.accelerator else PLANS)
-        if not args.only or p[0] == args.only
+        for p in plans
+        if (not args.only or p[0] == args.only) and (not args.devices or p[2] == args.devices)
     ]
     rows, failed = [], []
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        futures = {pool.submit(_run, p, args.accelerator): p for p in todo}
+        futures = {pool.submit(_run, p, args.accelerator, args.tpu_aot): p for p in todo}
         for fut in concurrent.futures.as_completed(futures):
             why = futures[fut][4]
             got, error = fut.result()
@@ -150,14 +178,19 @@ def main() -> int:
     order = {p[4]: i for i, p in enumerate(todo)}
     rows.sort(key=lambda r: order[r["recipe"]])
     platform = rows[0]["platform"] if rows else ("accelerator" if args.accelerator else "cpu")
+    platform = "tpu_aot" if args.tpu_aot else platform
     kinds = sorted({r.get("device_kind", "") for r in rows} - {""})
     RESULTS.mkdir(exist_ok=True)
     command = "python bench/memory_plan.py" + (f" --only {args.only}" if args.only else "")
-    if args.accelerator:
-        command += f" --accelerator --jobs {args.jobs}"
+    command += f" --devices {args.devices}" if args.devices else ""
+    if args.accelerator or args.tpu_aot:
+        command += f" --{'tpu-aot' if args.tpu_aot else 'accelerator'} --jobs {args.jobs}"
     summary = {
         "device": (
-            f"{platform}: {', '.join(kinds) or 'one device'} (compiled for the chip itself)"
+            f"{', '.join(kinds) or 'TPU v5 lite'}, compiled ahead of time here "
+            "(libtpu's compile-only client, no TPU attached)"
+            if args.tpu_aot
+            else f"{platform}: {', '.join(kinds) or 'one device'} (compiled for the chip itself)"
             if args.accelerator
             else "emulated CPU devices (upper bounds for TPU, see tpu_reference)"
         ),
@@ -167,7 +200,7 @@ def main() -> int:
         "tpu_reference": TPU_REFERENCE,
         "failed": failed,
     }
-    name = f"memplan_{platform}" if args.accelerator else "memplan"
+    name = f"memplan_{platform}" if args.accelerator or args.tpu_aot else "memplan"
     name += f"_{args.only}" if args.only else ""
     (RESULTS / f"{name}.json").write_text(json.dumps(summary, indent=1))
     print(f"wrote {RESULTS / name}.json", flush=True)

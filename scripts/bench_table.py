@@ -44,6 +44,7 @@ def rows() -> list[str]:
         "sft_packing",
         "memplan",
         "memplan_gpu",
+        "memplan_tpu_aot",
     ):
         try:
             out += _rows(name)
@@ -51,6 +52,7 @@ def rows() -> list[str]:
             script = {
                 "memplan": "memory_plan",
                 "memplan_gpu": "memory_plan",
+                "memplan_tpu_aot": "memory_plan",
                 "sft_step_gpu": "sft_step",
             }.get(name, name)
             out.append(
@@ -114,15 +116,19 @@ def _rows(name: str) -> list[str]:
             f"{p['speedup']:.2f}x tokens/s; loss difference {p['loss_difference']:.1e} "
             f"| >= 1.3x, < 1e-4: {'met' if p['target_met'] else 'missed'} |"
         )
-    if name in ("memplan", "memplan_gpu") and (m := _load(name)):
-        out += _memplan_rows(m, accelerator=name == "memplan_gpu")
+    if name in ("memplan", "memplan_gpu", "memplan_tpu_aot") and (m := _load(name)):
+        out += _memplan_rows(m, accelerator=name != "memplan", flag=name.split("_", 1)[-1])
     return out
 
 
-def _memplan_rows(m: dict, *, accelerator: bool) -> list[str]:
-    """One row per plan: the CPU's emulated-device upper bounds, or compiled for an accelerator."""
-    script = "`bench/memory_plan.py --accelerator`" if accelerator else "`bench/memory_plan.py`"
-    device = m["device"].split(" (")[0]
+def _memplan_rows(m: dict, *, accelerator: bool, flag: str = "gpu") -> list[str]:
+    """One row per plan: the CPU's emulated-device upper bounds, or compiled for an accelerator
+    (a lent GPU, ``--accelerator``; a TPU slice's compiler run here, ``--tpu-aot``)."""
+    option = " --tpu-aot" if flag == "tpu_aot" else " --accelerator"
+    script = f"`bench/memory_plan.py{option if accelerator else ''}`"
+    device = (
+        m["device"].split(" (")[0] if flag != "tpu_aot" else f"{m['device'].split(',')[0]} (AOT)"
+    )
     out = []
     for plan in [*m["plans"], *m.get("rechecks", [])]:
         worst = max(plan["steps"], key=lambda s: s["peak"])

@@ -218,3 +218,17 @@ def test_a_stage_that_does_not_fit_stops_07_naming_its_own_knobs(monkeypatch):
     with pytest.raises(memplan.DoesNotFit, match=r"grpo\.max_generation_steps \(the episode") as e:
         memplan.check_stages(recipes.Agentic.one_chip(), mesh)
     assert "judge" not in str(e.value) and "GENERATION_STEPS" not in str(e.value)
+
+
+def test_a_tpu_slice_without_libtpu_or_with_a_bad_name_says_what_to_do():
+    # CI has no libtpu: the compile-only devices are refused with the install line; a name that is
+    # not '<chip>:<x>x<y>' is refused before libtpu is asked
+    with pytest.raises(ValueError, match=r"expected '<chip>:<x>x<y>'.*'v5e:2x4'"):
+        memplan.tpu_slice_mesh("v5litepod-8")
+    import importlib.util
+
+    if importlib.util.find_spec("libtpu") is not None:  # a host with libtpu: the slice is there
+        assert memplan.tpu_slice_mesh("v5e:2x4").devices.size == 8
+        return
+    with pytest.raises(RuntimeError, match=r"pip install 'libtpu==0\.0\.42\.\*'"):
+        memplan.tpu_slice_mesh("v5e:2x4")

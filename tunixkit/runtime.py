@@ -216,22 +216,31 @@ def mesh_shape(device_count: int) -> tuple[int, int]:
     return (device_count, 1)
 
 
-def make_mesh(shape: Sequence[int] | None = None, axis_names: Sequence[str] = MESH_AXES):
-    """Build a ``jax.sharding.Mesh`` over every device of every host (multi-host pods included).
+def make_mesh(
+    shape: Sequence[int] | None = None,
+    axis_names: Sequence[str] = MESH_AXES,
+    *,
+    devices: Sequence[Any] | None = None,
+):
+    """Build a ``jax.sharding.Mesh`` over every device of every host (multi-host pods included),
+    or over ``devices`` (a TPU slice's compile-only devices, say: ``tools.memplan --topology``).
 
     ``shape`` overrides the default from :func:`mesh_shape`; its product must equal the
-    global device count.
+    device count.
     """
     import jax
 
-    n = jax.device_count()
+    n = len(devices) if devices is not None else jax.device_count()
     shape = tuple(shape) if shape is not None else mesh_shape(n)
     if len(shape) != len(axis_names):
         raise ValueError(f"mesh shape {shape} needs one size per axis {tuple(axis_names)}")
     if int(_prod(shape)) != n:
         raise ValueError(f"mesh shape {shape} has {_prod(shape)} slots but JAX sees {n} devices")
     return jax.make_mesh(
-        shape, tuple(axis_names), axis_types=(jax.sharding.AxisType.Auto,) * len(shape)
+        shape,
+        tuple(axis_names),
+        axis_types=(jax.sharding.AxisType.Auto,) * len(shape),
+        devices=devices,
     )
 
 

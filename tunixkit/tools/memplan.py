@@ -66,6 +66,7 @@ __all__ = [
     "chip_of",
     "plan",
     "sharding_constraints",
+    "tpu_slice_mesh",
 ]
 
 GIB = 2**30
@@ -777,6 +778,47 @@ _KINDS_OF_DEVICE = (
 )
 
 
+# libtpu's compile-only client: a TPU slice's devices without a TPU (jax's `tpu` extra, no TPU VM)
+_COMPILE_ONLY_ENV = {
+    "TPU_SKIP_MDS_QUERY": "1",
+    "ALLOW_MULTIPLE_LIBTPU_LOAD": "1",  # several plans at once (--jobs)
+    "TPU_WORKER_ID": "0",
+    "TPU_WORKER_HOSTNAMES": "localhost",
+}
+_ACCELERATOR_TYPE = {"v5e": "v5litepod", "v6e": "v6e"}  # libtpu's name, "<type>-<chips>"
+
+
+def tpu_slice_mesh(topology: str = "v5e:2x4"):
+    """A ``(fsdp, tp) = (chips, 1)`` mesh of a TPU slice's devices for compiling only, on any host
+    (no TPU attached): ``"v5e:2x4"`` is Kaggle's v5e-8, ``"v5e:1x1"`` Colab's one chip. The plan then
+    compiles with the TPU's own compiler. Needs libtpu (``pip install 'libtpu==0.0.42.*'``, the
+    version jax 0.10.2's ``tpu`` extra names; ~200 MB) and ``JAX_PLATFORMS=cpu`` set before JAX
+    starts; :func:`main`'s ``--topology`` does both settings."""
+    from jax.experimental import topologies
+
+    for key, value in _COMPILE_ONLY_ENV.items():
+        os.environ.setdefault(key, value)
+    name, _, shape = topology.partition(":")
+    dims = [int(d) for d in shape.split("x")] if shape else []
+    if name not in _ACCELERATOR_TYPE or len(dims) != 2:
+        raise ValueError(
+            f"topology {topology!r}: expected '<chip>:<x>x<y>' with chip in "
+            f"{', '.join(_ACCELERATOR_TYPE)}, e.g. 'v5e:2x4' (a v5e-8)"
+        )
+    os.environ.setdefault("TPU_ACCELERATOR_TYPE", f"{_ACCELERATOR_TYPE[name]}-{dims[0] * dims[1]}")
+    try:
+        desc = topologies.get_topology_desc(
+            platform="tpu", topology_name=topology, chips_per_host_bounds=(*dims, 1)
+        )
+    except Exception as e:  # no libtpu, or one that does not know the topology
+        raise RuntimeError(
+            f"no compile-only TPU devices for {topology!r} ({type(e).__name__}: {e}); install "
+            "libtpu for this jax (jax 0.10.2: pip install 'libtpu==0.0.42.*') and set "
+            "JAX_PLATFORMS=cpu before JAX starts"
+        ) from e
+    return runtime.make_mesh((len(desc.devices), 1), devices=desc.devices)
+
+
 def chip_of(device_kind: str) -> str | None:
     """The :data:`CHIPS` entry for a JAX ``device_kind``, or None for one the plan does not know.
 
@@ -1026,7 +1068,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="recipe overrides, e.g. batch_size=8",
     )
     ap.add_argument("--json", help="append the plan as a JSON line to this file")
+    ap.add_argument(
+        "--topology",
+        help="compile for a TPU slice with libtpu's compile-only client, no TPU needed: "
+        "'v5e:2x4' (Kaggle's v5e-8, sets --devices 8) or 'v5e:1x1' (Colab); needs libtpu",
+    )
     args = ap.parse_args(argv)
+    mesh = None
+    if args.topology:
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")  # TPUs only as compile targets
+        mesh = tpu_slice_mesh(args.topology)
+        args.devices = mesh.devices.size
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_force_host_platform_device_count" not in flags:  # before JAX starts
         os.environ["XLA_FLAGS"] = (
@@ -1042,7 +1094,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.kind in staged:
         if args.model:
             rec = dataclasses.replace(rec, model_id=args.model)
-        plans = plan_stages(rec, devices=args.devices, chip=args.chip, layers=args.layers)
+        plans = plan_stages(
+            rec, mesh=mesh, devices=args.devices, chip=args.chip, layers=args.layers
+        )
         for p in plans.values():
             print(p.table())
             if args.json:
@@ -1054,6 +1108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.kind,
         rec,
         model_id=args.model,
+        mesh=mesh,
         devices=args.devices,
         chip=args.chip,
         layers=args.layers,
