@@ -232,3 +232,10 @@ def test_a_tpu_slice_without_libtpu_or_with_a_bad_name_says_what_to_do():
         return
     with pytest.raises(RuntimeError, match=r"pip install 'libtpu==0\.0\.42\.\*'"):
         memplan.tpu_slice_mesh("v5e:2x4")
+
+
+def test_one_stage_can_be_planned_alone_and_an_unknown_one_is_named():
+    from tunixkit import recipes
+
+    with pytest.raises(ValueError, match=r"unknown stages \['prefs'\]; known: sft, improve, pref"):
+        memplan.plan_stages(recipes.Pipeline.smoke(), devices=1, stages=["prefs"])

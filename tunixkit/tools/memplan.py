@@ -529,6 +529,7 @@ class _Tokenizer:  # what tunix's tokenizer adapter asks for; the compiled progr
 
 def _grpo(rec, mesh, model_id, layers, verbose, jnp):
     import jax
+    import optax
     from flax import nnx
     from tunix.generate import sampler as sampler_lib
     from tunix.rl import common, function_registry
@@ -569,12 +570,19 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
         weight_decay=s.weight_decay,
         b2=0.99,
     )
+    # tunix wraps the optimizer in optax.MultiSteps for the mini-batch's micro-batches; wrapped
+    # here instead, inside the abstract init, its gradient accumulators are abstract too (a
+    # compile-only TPU client cannot allocate them); the update program is the same
+    accumulate, config.gradient_accumulation_steps = config.gradient_accumulation_steps, None
+    if accumulate is not None:
+        tx = optax.MultiSteps(tx, accumulate)
     trainer = rl_trainer.Trainer(
         model=actor,
         optimizer=_abstract_optimizer(tx),
         training_config=config,
         custom_checkpoint_metadata_fn=dict,
     )
+    config.gradient_accumulation_steps = accumulate
     _place(trainer.optimizer, mesh)
     algo = grpo_learner.GRPOConfig(
         num_generations=s.num_generations,
@@ -988,10 +996,12 @@ def plan_stages(
     chip: str = "v5e",
     layers: int | None = None,
     verbose: bool = True,
+    stages: Sequence[str] | None = None,
 ) -> dict[str, Plan]:
     """Plan each of notebook 06's stages (``rec``: a :class:`tunixkit.recipes.Pipeline`, default
     the full one) with its judge model's weights resident in every step (``judge_id``; none in
-    smoke), or 07's (``rec``: a :class:`tunixkit.recipes.Agentic`). Arguments as :func:`plan`."""
+    smoke), or 07's (``rec``: a :class:`tunixkit.recipes.Agentic`); ``stages``: only these.
+    Other arguments as :func:`plan`."""
     rec = rec or recipes.Pipeline.full()
     notebook = "07" if isinstance(rec, recipes.Agentic) else "06"
     judge = 0
@@ -999,7 +1009,12 @@ def plan_stages(
         mesh = mesh or runtime.make_mesh((devices, 1)) if devices else mesh or runtime.make_mesh()
         judge = _state(_abstract(rec.judge_id, layers, mesh)[0])
     plans = {}
-    for stage, (kind, stage_rec) in stage_recipes(rec).items():
+    planned = stage_recipes(rec)
+    if unknown := set(stages or ()) - set(planned):
+        raise ValueError(f"unknown stages {sorted(unknown)}; known: {', '.join(planned)}")
+    for stage, (kind, stage_rec) in planned.items():
+        if stages and stage not in stages:
+            continue
         if verbose:
             print(f"memory plan, stage {stage}:", flush=True)
         try:
@@ -1068,6 +1083,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="recipe overrides, e.g. batch_size=8",
     )
     ap.add_argument("--json", help="append the plan as a JSON line to this file")
+    ap.add_argument("--stage", nargs="*", help="pipeline/agentic: plan only these stages")
     ap.add_argument(
         "--topology",
         help="compile for a TPU slice with libtpu's compile-only client, no TPU needed: "
@@ -1095,7 +1111,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.model:
             rec = dataclasses.replace(rec, model_id=args.model)
         plans = plan_stages(
-            rec, mesh=mesh, devices=args.devices, chip=args.chip, layers=args.layers
+            rec,
+            mesh=mesh,
+            devices=args.devices,
+            chip=args.chip,
+            layers=args.layers,
+            stages=args.stage,
         )
         for p in plans.values():
             print(p.table())
