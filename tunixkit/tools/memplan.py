@@ -85,7 +85,9 @@ KNOBS = {  # what to turn down when a recipe does not fit, by recipe kind
     "sft": "a smaller batch_size or max_len, QLORA = True, or a lower LORA_RANK",
     "dpo": "a smaller batch_size or max_response_length, or a lower LORA_RANK",
     "distill": "a smaller batch_size or max_len (the [batch, len, vocab] logits dominate)",
-    "grpo": "a smaller micro_batch_size (rows = micro x G) or max_generation_steps, or NUM_GENERATIONS",
+    "grpo": (
+        "a smaller micro_batch_size (rows = micro x G) or max_generation_steps, or NUM_GENERATIONS"
+    ),
 }
 
 
@@ -146,17 +148,20 @@ class Plan:
         bound = " (CPU compile: an upper bound)" if self.platform == "cpu" else ""
         if self.spare >= 0:
             return (
-                f"{what} on {self.model_id}: fits a {self.chip} chip with {self.spare:.1f} GiB to spare "
-                f"(peak {self.peak / GIB:.1f} GiB in {worst}){bound}"
+                f"{what} on {self.model_id}: fits a {self.chip} chip with {self.spare:.1f} GiB "
+                f"to spare (peak {self.peak / GIB:.1f} GiB in {worst}){bound}"
             )
         if self.platform == "cpu":
             return (
-                f"{what} on {self.model_id}: the CPU upper bound, {self.peak / GIB:.1f} GiB in {worst}, "
-                f"exceeds a {self.chip} chip by {-self.spare:.1f} GiB; TPU compiles typically need ~2.4x less "
-                f"(plan it on the TPU: the notebooks' model cell does, memplan.check). If it does not fit there, try {knobs}"
+                f"{what} on {self.model_id}: the CPU upper bound, {self.peak / GIB:.1f} GiB in "
+                f"{worst}, exceeds a {self.chip} chip by {-self.spare:.1f} GiB; TPU compiles "
+                "typically need ~2.4x less (plan it for the TPU: --topology v5e:2x4 compiles for "
+                "one here with libtpu, and the notebooks' model cell plans on the chip). If it "
+                f"does not fit there, try {knobs}"
             )
         return (
-            f"{what} on {self.model_id}: does not fit a {self.chip} chip: {self.peak / GIB:.1f} GiB in "
+            f"{what} on {self.model_id}: does not fit a {self.chip} chip: "
+            f"{self.peak / GIB:.1f} GiB in "
             f"{worst}, {-self.spare:.1f} GiB too many; try {knobs}"
         )
 
