@@ -113,8 +113,9 @@ class Agentic(_Presets):
         # 18.4 GiB, 2 rows 11.9 (8x the steps: the same rows seen); GRPO's G=4 episodes of
         # 1,024 + 512 tokens took 26.5 GiB, of 384 + 256 14.0 (384 + 320: 15.4; 512 + 256: 16.2).
         # 384 prompt tokens hold the question with the short tool prompt (tunix's JSON-schema one
-        # is ~340 tokens alone); 256 hold a call, its result and the answer. Run REHEARSAL = True
-        # first: it reports the peak memory against the chip's.
+        # is ~340 tokens alone); 256 hold a call, its result and the answer. A v5e chip's own
+        # compile of that GRPO step: 11.5 GiB (memplan_tpu_aot.json). Run REHEARSAL = True first:
+        # it reports the peak memory against the chip's.
         full = cls.full()
         return dataclasses.replace(
             full,

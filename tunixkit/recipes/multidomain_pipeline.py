@@ -159,7 +159,8 @@ class Pipeline(_Presets):
             max_response_length=768,
             # 4 pairs = 8 rows of 1,024 + 768 tokens over 8 chips, one row per chip: compiled for
             # an H200, two such rows took 13.8 GiB of temporaries (~6.9 a row;
-            # bench/results/memplan_gpu.json); 16 pairs, 4 rows a chip, would need ~28 GiB of 16
+            # bench/results/memplan_gpu.json), so 16 pairs, 4 rows a chip, were judged too many.
+            # The v5e-8's own compile of 4 pairs: 7.3 GiB a chip with the judge (memplan_tpu_aot)
             preference_batch_size=4,
             grpo=grpo,
             grpo_lora_modules=None,
