@@ -10,9 +10,9 @@ the summary goes to ``bench/results/memplan.json`` with how long each compile to
     .venv/bin/python bench/memory_plan.py --only sft   # one recipe
     python bench/memory_plan.py --accelerator --jobs 4 # on a GPU/TPU host: the one-device plans
 
-``--accelerator`` compiles the one-device plans (the one-chip presets, 06's and 07's stages, the Gemma2
-variants) for the host's own chip instead of emulated CPU devices, several at once (compiles only:
-nothing is allocated), and writes ``bench/results/memplan_<platform>.json``. The verdicts stay
+``--accelerator`` compiles the one-device plans (the one-chip presets, 06's and 07's stages, the
+Gemma2 variants) for the host's own chip instead of emulated CPU devices, several at once
+(compiles only: nothing is allocated), and writes ``bench/results/memplan_<platform>.json``. The verdicts stay
 against a v5e chip: an accelerator's compiler keeps bf16 and fuses like a TPU's, so its bytes are
 the closer stand-in (a GPU is not a TPU: the layouts and fusions still differ).
 
@@ -24,7 +24,7 @@ environment, apart from the project's (~200 MB; the version jax 0.10.2's ``tpu``
     python -m venv /tmp/tpuaot && /tmp/tpuaot/bin/pip install -r requirements.txt 'libtpu==0.0.42.*'
     PYTHONPATH=$PWD /tmp/tpuaot/bin/python bench/memory_plan.py --tpu-aot --devices 8 --only pipeline
 
-A TPU compile of one 26-layer step takes 4-5 minutes on 2 cores; results go to
+A TPU compile of one 26-layer step takes 1-7 minutes on 2 cores; results go to
 ``bench/results/memplan_tpu_aot.json``.
 
 Exits non-zero when a plan fails to compile. The verdicts are against a v5e chip (16 GiB); CPU

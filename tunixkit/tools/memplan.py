@@ -143,8 +143,7 @@ class Plan:
     def verdict(self) -> str:
         worst = max(self.steps, key=lambda s: s.peak).name
         what = f"stage {self.stage} ({self.kind})" if self.stage else self.kind
-        stage_knobs = AGENTIC_KNOBS if self.notebook == "07" else STAGE_KNOBS
-        knobs = stage_knobs.get(self.stage) or KNOBS[self.kind]
+        knobs = _stage_knobs(self.notebook).get(self.stage) or KNOBS[self.kind]
         bound = " (CPU compile: an upper bound)" if self.platform == "cpu" else ""
         if self.spare >= 0:
             return (
@@ -851,7 +850,8 @@ def _chip_or_skip(mesh, command: str) -> str | None:
         print(
             f"memory plan: skipped on {device.platform} ({getattr(device, 'device_kind', '?')}); "
             f"`python -m tunixkit.tools.memplan {command}` plans "
-            f"{'the stages' if command in ('pipeline', 'agentic') else 'a full recipe'} on emulated devices"
+            f"{'the stages' if command in ('pipeline', 'agentic') else 'a full recipe'} "
+            "on emulated devices"
         )
     return None if device.platform == "cpu" else chip
 
@@ -907,6 +907,15 @@ AGENTIC_KNOBS = {  # notebook 07's, by stage
 }
 
 
+def _notebook(rec) -> str:
+    """The notebook whose stages ``rec`` sets: "07" for an Agentic recipe, else "06"."""
+    return "07" if isinstance(rec, recipes.Agentic) else "06"
+
+
+def _stage_knobs(notebook: str) -> dict[str, str]:
+    return AGENTIC_KNOBS if notebook == "07" else STAGE_KNOBS
+
+
 def stage_recipes(rec) -> dict[str, tuple[str, Any]]:
     """Notebook 06's or 07's stages as the plans' recipes, ``{stage: (kind, recipe)}``. 06: stage
     1's SFT (at ``sft_lora_rank``), the self-improvement SFT and the preference stage (at
@@ -916,16 +925,14 @@ def stage_recipes(rec) -> dict[str, tuple[str, Any]]:
     import types
 
     common = dict(model_id=rec.model_id, lora_alpha=rec.lora_alpha, eval_every=10**9)
-    if isinstance(rec, recipes.Agentic):
+    sft = dict(common, qlora=False, batch_size=rec.batch_size, max_len=rec.max_len)
+    if _notebook(rec) == "07":
         s = rec.grpo
         return {
             "sft": (
                 "sft",
                 types.SimpleNamespace(
-                    **common,
-                    qlora=False,
-                    batch_size=rec.batch_size,
-                    max_len=rec.max_len,
+                    **sft,
                     lora_rank=rec.sft_lora_rank,
                     steps=rec.sft_steps,
                     learning_rate=rec.sft_learning_rate,
@@ -944,7 +951,6 @@ def stage_recipes(rec) -> dict[str, tuple[str, Any]]:
                 ),
             ),
         }
-    sft = dict(common, qlora=False, batch_size=rec.batch_size, max_len=rec.max_len)
     return {
         "sft": (
             "sft",
@@ -1008,7 +1014,7 @@ def plan_stages(
     smoke), or 07's (``rec``: a :class:`tunixkit.recipes.Agentic`); ``stages``: only these.
     Other arguments as :func:`plan`."""
     rec = rec or recipes.Pipeline.full()
-    notebook = "07" if isinstance(rec, recipes.Agentic) else "06"
+    notebook = _notebook(rec)
     judge = 0
     if getattr(rec, "judge_id", None):
         mesh = mesh or runtime.make_mesh((devices, 1)) if devices else mesh or runtime.make_mesh()
@@ -1048,8 +1054,8 @@ def check_stages(rec, mesh, *, stop: bool | None = None) -> dict[str, Plan] | No
     """Notebook 06's or 07's model cell, before any weights are read: :func:`check` for every stage
     (06's judge resident throughout). A stage that does not fit raises :class:`DoesNotFit` naming it
     and the recipe fields to turn down."""
-    agentic_rec = isinstance(rec, recipes.Agentic)
-    chip = _chip_or_skip(mesh, "agentic" if agentic_rec else "pipeline")
+    notebook = _notebook(rec)
+    chip = _chip_or_skip(mesh, "agentic" if notebook == "07" else "pipeline")
     if chip is None:
         return None
     plans = plan_stages(rec, mesh=mesh, chip=chip)
@@ -1057,11 +1063,11 @@ def check_stages(rec, mesh, *, stop: bool | None = None) -> dict[str, Plan] | No
         print(found.table())
     short = {s: p for s, p in plans.items() if p.spare < 0}
     if _stops(stop) and short:
-        knobs = AGENTIC_KNOBS if agentic_rec else STAGE_KNOBS
+        knobs = _stage_knobs(notebook)
         named = "; ".join(
             f"{s}: {-p.spare:.1f} GiB short, turn down {knobs[s]}" for s, p in short.items()
         )
-        held = "" if agentic_rec else " with the judge resident"
+        held = "" if notebook == "07" else " with the judge resident"
         raise DoesNotFit(f"stages that do not fit a {chip} chip{held}: {named}. {_TRY_ANYWAY}")
     return plans
 
