@@ -200,14 +200,17 @@ pairs["train"][0]
 lengths = dict(
     max_prompt_length=recipe.max_prompt_length, max_response_length=recipe.max_response_length
 )
+# (a rehearsal scores two batches of them, timed, and projects the rest)
+n_heldout = clock.sized(len(pairs["heldout"]), label="held-out scoring", batch=recipe.batch_size)
 heldout = preferences.preference_dataset(
-    pairs["heldout"], reference.tokenizer, batch_size=recipe.batch_size, **lengths
+    pairs["heldout"][:n_heldout], reference.tokenizer, batch_size=recipe.batch_size, **lengths
 )
 with clock.timed("evaluation", items=len(test_records)):
     before = evaluation.evaluate(
         policy, test_records, name="before", config=recipe.eval, output_dir=out_dir, reuse=True
     )
-scores_before = preferences.score(actor, reference.model, heldout, beta=recipe.beta)
+with clock.timed("held-out scoring", items=n_heldout):
+    scores_before = preferences.score(actor, reference.model, heldout, beta=recipe.beta)
 print(before.summary())
 scores_before
 
@@ -299,7 +302,8 @@ print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 # preference metrics while damaging generation, so both are shown.
 
 # %%
-scores_after = preferences.score(actor, reference.model, heldout, beta=recipe.beta)
+with clock.timed("held-out scoring", items=n_heldout):
+    scores_after = preferences.score(actor, reference.model, heldout, beta=recipe.beta)
 n = clock.fit(len(test_records))
 with clock.timed("evaluation", items=n):
     after = evaluation.evaluate(

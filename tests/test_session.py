@@ -274,6 +274,8 @@ def _rehearsed(tmp_path, hours):
     clock = session.Session(tmp_path / "rehearsal", hours, time.time() - 100.0)
     clock.rehearsal = session.Rehearsal(report_dir=tmp_path, items=64)
     assert clock.sized(1319) == 64 and clock.rehearsal.planned == {"evaluation": 1319}
+    assert clock.sized(128, label="scoring", batch=8) == 16  # two batches of a batched pass
+    del clock.rehearsal.planned["scoring"]
     r = clock.rehearsal
     r.timed("evaluation", 5.0, 22.0, items=64, generate_calls=[[(32, 20.0), (32, 2.0)]])
     r.stage(

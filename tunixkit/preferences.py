@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tunixkit import _compat, data, evaluation, families, prompting
+from tunixkit import _compat, data, evaluation, families, prompting, session
 
 if TYPE_CHECKING:
     from flax import nnx
@@ -280,12 +281,17 @@ def sequence_logps(model: nnx.Module, batch: Mapping[str, Any]) -> tuple[np.ndar
 
 
 def score(policy: nnx.Module, reference: nnx.Module, batches, *, beta: float) -> Scores:
-    """:class:`Scores` of ``policy`` against ``reference`` over tokenized ``batches``."""
+    """:class:`Scores` of ``policy`` against ``reference`` over tokenized ``batches``. Each batch's
+    seconds go to the session's rehearsal, which tells the first batch's compile from the pace."""
     rows = []
+    timings: list[tuple[int, float]] = []
+    session.GENERATE_CALLS.append(timings)
     for batch in batches:
+        t0 = time.perf_counter()
         pc, pr = sequence_logps(policy, batch)
         rc, rr = sequence_logps(reference, batch)
-        rows.append(np.stack([pc, pr, rc, rr], 1))
+        rows.append(np.stack([pc, pr, rc, rr], 1))  # (numpy: waits for the device)
+        timings.append((len(pc), time.perf_counter() - t0))
     pc, pr, rc, rr = np.concatenate(rows).T
     margin = beta * ((pc - rc) - (pr - rr))
     tie = np.abs(margin) < 1e-6  # at step 0 the policy is the reference: all ties

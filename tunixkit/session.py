@@ -165,13 +165,14 @@ class Session:
             )
         return steps >= int(text)
 
-    def sized(self, n: int, *, label: str = "evaluation") -> int:
+    def sized(self, n: int, *, label: str = "evaluation", batch: int | None = None) -> int:
         """How many of ``n`` items (questions, prompts) this run handles under ``label``: all of
-        them, or in a rehearsal :attr:`Rehearsal.items` (the projection scales them back to ``n``)."""
+        them, or in a rehearsal :attr:`Rehearsal.items`, or two batches when the pass goes by
+        ``batch`` items at a time (the projection scales them back to ``n``)."""
         if self.rehearsal is None:
             return n
         self.rehearsal.planned[label] = n
-        return min(n, self.rehearsal.items)
+        return min(n, self.rehearsal.items if batch is None else 2 * batch)
 
     def fit(self, n: int, *, label: str = "evaluation") -> int:
         """How many of ``n`` questions the evaluation after training can take in the time left
@@ -230,8 +231,9 @@ class Session:
         )
 
 
-# Every tunixkit.evaluation.generate call of this process, as the (prompts, seconds) of each of its
-# batches: a rehearsal tells an evaluation's compile time (a call's first batch) from its pace.
+# Every batched pass of this process (tunixkit.evaluation.generate, preferences.score), as the
+# (items, seconds) of each of its batches: a rehearsal tells a pass's compile time (its first batch)
+# from its pace.
 GENERATE_CALLS: list[list[tuple[int, float]]] = []
 KAGGLE_OUTPUT_BYTES = 20 * 10**9  # what a Kaggle notebook may keep in /kaggle/working
 
