@@ -120,8 +120,12 @@ def test_one_chip_gets_every_training_notebooks_smaller_preset(preset):
     assert one == cls.one_chip() and full == cls.full() and one != full
     rows = [getattr(r, "batch_size", None) or r.grpo.batch_size for r in (one, full)]
     assert rows[0] < rows[1], rows
-    if hasattr(one, "grpo"):
-        assert one.grpo.batch_size < full.grpo.batch_size
+    if hasattr(one, "grpo"):  # the rows of a GRPO update: its micro-batch's prompts x G
+        rows = [
+            (r.grpo.micro_batch_size or r.grpo.batch_size) * r.grpo.num_generations
+            for r in (one, full)
+        ]
+        assert rows[0] < rows[1], rows
     assert getattr(one, "model_id", getattr(one, "student_id", None)) == getattr(
         full, "model_id", getattr(full, "student_id", None)
     )

@@ -41,8 +41,7 @@ class Pipeline(_Presets):
     pair_prompts: int  # prompts sampled for judged pairs
     samples: int  # answers sampled per prompt (self-improvement and pairs)
     max_response_length: int
-    # pairs per preference step: each pair is two rows of prompt + response, and the rows' logits
-    # ([rows, tokens, 262k vocabulary] for Gemma3) take most of a step's memory
+    # pairs per preference step: each pair is two rows of prompt + response (memory: docs/memory.md)
     preference_batch_size: int
     grpo: rl.GRPOSettings
     # qwix regex of the GRPO stage's adapted modules; None: the family's
@@ -185,18 +184,24 @@ class Pipeline(_Presets):
     @classmethod
     def one_chip(cls) -> Pipeline:
         # One 16 GiB chip (Colab v5e-1) holds the policy, the judge and one stage's activations.
-        # Compiled for an H200 (bench/results/memplan_gpu.json; a stand-in for the TPU, whose own
-        # compile is expected somewhat smaller), the step temporaries take ~3.6 MiB per token of the
-        # batch: SFT 2 rows of 1,024 (the same rows in 8x the steps) ~11 GiB, fits; one preference
-        # pair (2 rows of 1,024 + 768) took 19.7 GiB and GRPO (G=4 rows of 1,792, the reference and
-        # the judge resident) 33.2 GiB: they do not. The model cell's plan stops before loading
-        # and names the knobs (shorter prompts or answers, a smaller G); run REHEARSAL = True first.
+        # Compiled by the TPU's own compiler for one v5e chip (memplan --topology v5e:1x1,
+        # bench/results/memplan_tpu_aot.json's rechecks), the judge resident: SFT at 2 rows of
+        # 1,024 (the same rows in 8x the steps) 10.8 GiB, one SimPO pair of 1,024 + 768 12.3 (12.1
+        # at rank 32): they fit.
+        # GRPO with G=4 rows of 1,024 + 768 took 17.4 GiB, G=2 14.4 (the limit), G=2 with 512-token
+        # answers 14.8, G=2 with 768-token prompts 14.3 (a summarization document cut); G=2 with
+        # LoRA rank 32 took 14.1, the most spare (0.3 GiB) with prompts and answers whole: each
+        # prompt's two answers are compared, 4 prompts a step keep its 8 rows. The
+        # model cell's plan stops before loading when a change does not fit; run REHEARSAL = True.
         full = cls.full()
         return dataclasses.replace(
             full,
+            lora_rank=32,
             batch_size=2,
             sft_steps=8 * full.sft_steps,
             preference_batch_size=1,
             preference_steps=4 * full.preference_steps,
-            grpo=dataclasses.replace(full.grpo, batch_size=2, micro_batch_size=1),
+            grpo=dataclasses.replace(
+                full.grpo, num_generations=2, batch_size=4, micro_batch_size=1
+            ),
         )
