@@ -18,10 +18,6 @@ OVER_BUDGET_S = {
     # 06 at the full preset's shapes (1,024-token prompts): four stages compiled and stepped on a CPU
     "tests.test_full_profile::test_rehearsal_times_every_stage_then_stops_before_the_long_run"
     "[06_multidomain_pipeline]": 1200.0,
-    # 03 at the full preset's shapes: 128 held-out pairs of 768-token answers scored twice
-    # (before and after) besides its 4 steps; 594 s here alone, 197 s on the earlier machine
-    "tests.test_full_profile::test_rehearsal_times_every_stage_then_stops_before_the_long_run"
-    "[03_dpo]": 1200.0,
     # 02's smoke GRPO: 120 steps x 8 prompts x G=8, the run its learning bars were measured on
     "notebooks.02_grpo_gsm8k.ipynb::Cell 7": 900.0,
 }
