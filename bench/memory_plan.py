@@ -12,9 +12,9 @@ the summary goes to ``bench/results/memplan.json`` with how long each compile to
 
 ``--accelerator`` compiles the one-device plans (the one-chip presets, 06's and 07's stages, the
 Gemma2 variants) for the host's own chip instead of emulated CPU devices, several at once
-(compiles only: nothing is allocated), and writes ``bench/results/memplan_<platform>.json``. The verdicts stay
-against a v5e chip: an accelerator's compiler keeps bf16 and fuses like a TPU's, so its bytes are
-the closer stand-in (a GPU is not a TPU: the layouts and fusions still differ).
+(compiles only: nothing is allocated), and writes ``bench/results/memplan_<platform>.json``. The
+verdicts stay against a v5e chip: an accelerator's compiler keeps bf16 and fuses like a TPU's, so its
+bytes are the closer stand-in (a GPU is not a TPU: the layouts and fusions still differ).
 
 ``--tpu-aot`` compiles for a TPU v5e slice *here*, with the TPU's own compiler and no TPU attached
 (libtpu's compile-only client; memplan's ``--topology``): the full presets on a v5e-8 (``v5e:2x4``,

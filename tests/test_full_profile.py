@@ -18,7 +18,7 @@ import sys
 import killing
 import pytest
 
-from tunixkit import testing
+from tunixkit import recipes, testing
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FEW = {"NUM_STEPS": 2, "EVAL_QUESTIONS": 4}
@@ -165,9 +165,11 @@ def test_rehearsal_times_every_stage_then_stops_before_the_long_run(tmp_path, na
         answers = [json.loads(line) for line in (run / "judges_check.jsonl").open()]
         assert len({a["domain"] for a in answers}) == 6 and all(a["tokens"] for a in answers)
     assert "a rehearsal's export is never uploaded" in said
-    if name.startswith("03"):  # the held-out pairs are scored before and after: a few, timed
+    if name.startswith("03"):  # the held-out pairs are scored before and after: two batches, timed
+        dpo = recipes.DPO.full()
         scored = [e for e in report["evaluations"] if e["what"] == "held-out scoring"]
-        assert [(e["items"], e["planned_items"]) for e in scored] == [(16, 128)] * 2, scored
+        shape = (2 * dpo.batch_size, dpo.heldout_questions)
+        assert [(e["items"], e["planned_items"]) for e in scored] == [shape] * 2, scored
         assert all(e["projected_seconds"] > e["seconds"] for e in scored), scored
     if name.startswith("06"):  # the user's traces: every target ends its turn, nothing cut
         added = int(re.search(r"the end of turn added to (\d+) that lacked it", said)[1])

@@ -210,7 +210,7 @@ def generate(
     # tunix samples only when top_p is given; with top_p=None a temperature is silently ignored.
     top_p = config.top_p if config.top_p is not None or not config.temperature else 1.0
     timings: list[tuple[int, float]] = []
-    session.GENERATE_CALLS.append(timings)  # the rehearsal's compile/pace split
+    session.PASS_BATCHES.append(timings)  # the rehearsal's compile/pace split
     for start in tqdm(
         range(0, len(order), bs), desc="generating", unit="batch", disable=not progress
     ):

@@ -285,7 +285,7 @@ def score(policy: nnx.Module, reference: nnx.Module, batches, *, beta: float) ->
     seconds go to the session's rehearsal, which tells the first batch's compile from the pace."""
     rows = []
     timings: list[tuple[int, float]] = []
-    session.GENERATE_CALLS.append(timings)
+    session.PASS_BATCHES.append(timings)
     for batch in batches:
         t0 = time.perf_counter()
         pc, pr = sequence_logps(policy, batch)

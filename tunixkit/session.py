@@ -112,11 +112,11 @@ class Session:
         In a rehearsal the block is also an event of the projected schedule, scaled to ``planned``
         items (default: what :meth:`sized` recorded under ``name``)."""
         t0, began = time.perf_counter(), self.elapsed()
-        calls = len(GENERATE_CALLS)
+        calls = len(PASS_BATCHES)
         yield
         seconds = time.perf_counter() - t0
         if self.rehearsal is not None:
-            batches = GENERATE_CALLS[calls:]
+            batches = PASS_BATCHES[calls:]
             self.rehearsal.timed(
                 name, began, seconds, items=items, generate_calls=batches, planned=planned
             )
@@ -234,7 +234,7 @@ class Session:
 # Every batched pass of this process (tunixkit.evaluation.generate, preferences.score), as the
 # (items, seconds) of each of its batches: a rehearsal tells a pass's compile time (its first batch)
 # from its pace.
-GENERATE_CALLS: list[list[tuple[int, float]]] = []
+PASS_BATCHES: list[list[tuple[int, float]]] = []
 KAGGLE_OUTPUT_BYTES = 20 * 10**9  # what a Kaggle notebook may keep in /kaggle/working
 
 

@@ -187,12 +187,12 @@ class Pipeline(_Presets):
         # Compiled by the TPU's own compiler for one v5e chip (memplan --topology v5e:1x1,
         # bench/results/memplan_tpu_aot.json's rechecks), the judge resident: SFT at 2 rows of
         # 1,024 (the same rows in 8x the steps) 10.8 GiB, one SimPO pair of 1,024 + 768 12.3 (12.1
-        # at rank 32): they fit.
-        # GRPO with G=4 rows of 1,024 + 768 took 17.4 GiB, G=2 14.4 (the limit), G=2 with 512-token
-        # answers 14.8, G=2 with 768-token prompts 14.3 (a summarization document cut); G=2 with
-        # LoRA rank 32 took 14.1, the most spare (0.3 GiB) with prompts and answers whole: each
-        # prompt's two answers are compared, 4 prompts a step keep its 8 rows. The
-        # model cell's plan stops before loading when a change does not fit; run REHEARSAL = True.
+        # at rank 32): they fit. GRPO with G=4 rows of 1,024 + 768 took 17.4 GiB, G=2 14.4 (the
+        # limit), G=2 with 512-token answers 14.8, G=2 with 768-token prompts 14.3 (a summarization
+        # document cut); G=2 with LoRA rank 32 took 14.1, the most spare (0.3 GiB) with prompts and
+        # answers whole: each prompt's two answers are compared, 4 prompts a step keep its 8 rows.
+        # The model cell's plan stops before loading when a change does not fit; run
+        # REHEARSAL = True first.
         full = cls.full()
         return dataclasses.replace(
             full,
