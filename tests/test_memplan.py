@@ -14,10 +14,12 @@ import pytest
 from tunixkit.tools import memplan
 
 
-def _plan(tmp_path, *args):
+def _plan(tmp_path, *args, devices=8):
     out = tmp_path / "plan.jsonl"
     env = dict(
-        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu"
+        os.environ,
+        XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+        JAX_PLATFORMS="cpu",
     )
     proc = subprocess.run(
         [
@@ -25,6 +27,8 @@ def _plan(tmp_path, *args):
             "-m",
             "tunixkit.tools.memplan",
             *args,
+            "--devices",
+            str(devices),
             "--layers",
             "2",
             "--json",
@@ -155,6 +159,49 @@ def test_pipeline_plan_covers_every_stage_with_the_judge_resident(tmp_path):
     assert update["resident_other"] == grpo["persistent"]["reference"] + judge
     names = [s["name"] for p in plans for s in p["steps"]]
     assert "simpo_update" in names and "rollout_decode" in names  # 06's full recipe: SimPO
+
+
+def test_the_one_chip_preset_of_06_is_planned_as_it_trains(tmp_path):
+    # Colab's one chip: Pipeline.one_chip() built and compiled on one device through the plan's
+    # own path, its shapes cut; the knobs that make it fit are the ones its steps hold
+    from tunixkit import recipes
+
+    one = recipes.Pipeline.one_chip()
+    _plan(
+        tmp_path,
+        "pipeline",
+        "--preset",
+        "one_chip",
+        "--stage",
+        "sft",
+        "preference",
+        "grpo",
+        "--set",
+        "max_len=128",
+        "max_response_length=32",
+        "grpo.max_prompt_length=64",
+        "grpo.max_generation_steps=32",
+        devices=1,
+    )
+    plans = {
+        p["stage"]: p for p in map(json.loads, (tmp_path / "plan.jsonl").read_text().splitlines())
+    }
+    assert list(plans) == ["sft", "preference", "grpo"]
+    assert all(p["devices"] == 1 and "judge" in p["persistent"] for p in plans.values())
+    sft, simpo, grpo = (plans[s]["steps"][-1] for s in plans)
+    # SFT at its own rank, the stages after it at the preset's lower one: half the adapters
+    assert one.sft_lora_rank == 2 * one.lora_rank
+    assert sft["shapes"] == f"{one.batch_size}x128 LoRA r{one.sft_lora_rank}"
+    lora = [plans[s]["persistent"]["lora"] for s in plans]
+    assert lora[0] == 2 * lora[1] == 2 * lora[2]
+    assert simpo["name"] == "simpo_update"
+    assert simpo["shapes"] == f"{2 * one.preference_batch_size}x(64+32) LoRA r{one.lora_rank}"
+    # GRPO's update holds micro-batch x G rows, accumulated over the step's prompts
+    g = one.grpo
+    rows, acc = g.micro_batch_size * g.num_generations, g.batch_size // g.micro_batch_size
+    assert grpo["name"] == "grpo_update"
+    assert grpo["shapes"] == f"{rows}x(64+32) LoRA r{one.lora_rank}, grad-acc {acc}"
+    assert (rows, acc) == (2, 4)  # what the TPU's compiler fitted (docs/memory.md)
 
 
 def test_a_stage_that_does_not_fit_stops_06_naming_it_and_its_knobs(monkeypatch, capsys):
