@@ -252,3 +252,42 @@ def test_every_public_name_is_used_a_type_or_kept_for_users():
         if k.split(".")[1] not in dir(importlib.import_module(f"tunixkit.{k.split('.')[0]}"))
     ]
     assert stale == []
+
+
+def _untyped(fn: ast.FunctionDef, where: str, *, method: bool = False) -> list[str]:
+    """``where`` with the parameters of ``fn`` that lack an annotation (``self``/``cls`` aside) and
+    ``-> ?`` when its return lacks one (``__init__`` returns nothing to say); [] when typed."""
+    a = fn.args
+    positional = a.posonlyargs + a.args
+    decorators = {ast.unparse(d) for d in fn.decorator_list}
+    if method and "staticmethod" not in decorators:
+        positional = positional[1:]  # self, or cls
+    params = positional + a.kwonlyargs + [p for p in (a.vararg, a.kwarg) if p]
+    missing = [p.arg for p in params if p.annotation is None]
+    if fn.returns is None and fn.name != "__init__":
+        missing.append("-> ?")
+    return [f"{where}({', '.join(missing)})"] if missing else []
+
+
+def test_every_public_signature_is_typed():
+    paths = sorted(PACKAGE.glob("*.py")) + sorted((PACKAGE / "recipes").glob("*.py"))
+    untyped = []
+    for path in paths:
+        tree = ast.parse(path.read_text())
+        public = set(_all_names(tree))
+        where = path.relative_to(PACKAGE)
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name in public:
+                untyped += _untyped(node, f"{where}: {node.name}")
+            if isinstance(node, ast.ClassDef) and node.name in public:
+                untyped += [
+                    line
+                    for m in node.body
+                    if isinstance(m, ast.FunctionDef)
+                    and (not m.name.startswith("_") or m.name == "__init__")
+                    for line in _untyped(m, f"{where}: {node.name}.{m.name}", method=True)
+                ]
+    assert untyped == [], (
+        "public functions and methods (a module's __all__) with a parameter or the return not "
+        f"annotated (names listed, '-> ?' for the return): {untyped}"
+    )

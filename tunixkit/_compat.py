@@ -35,13 +35,18 @@ import dataclasses
 import itertools
 import threading
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tunix.rl.agentic.agents.tool_agent import ToolAgent
 from tunix.rl.agentic.environments.tool_environment import ToolEnvironment
 from tunix.rl.agentic.parser.chat_template_parser.parser import GemmaChatTemplateParser
 from tunix.rl.agentic.tools.base_tool import BaseTool
+
+if TYPE_CHECKING:
+    from tunix.models.gemma3.model import Attention, RMSNorm
+    from tunix.rl.rl_cluster import RLCluster
+    from tunix.sft.dpo.dpo_trainer import DPOTrainer
 
 __all__ = [
     "CopyingGemmaParser",
@@ -132,7 +137,7 @@ class ForgivingToolEnvironment(ToolEnvironment):
         return out
 
 
-def fresh_seed_per_call(cluster, base_seed: int) -> None:
+def fresh_seed_per_call(cluster: RLCluster, base_seed: int) -> None:
     """Make each of ``cluster``'s sampler calls use its own seed (``base_seed`` + 1, + 2, ...)."""
     rollout = cluster.rollout
     generate, counter, lock = rollout.generate, itertools.count(1), threading.Lock()
@@ -145,12 +150,12 @@ def fresh_seed_per_call(cluster, base_seed: int) -> None:
     rollout.generate = generate_with_own_seed
 
 
-def without_aux_metric(trainer, name: str):
+def without_aux_metric(trainer: DPOTrainer, name: str) -> DPOTrainer:
     """``trainer`` (a tunix DPO trainer) no longer logging the auxiliary metric ``name``."""
     trainer._aux_metrics_to_log.pop(name, None)
     return trainer
 
 
-def gemma3_qk_norms(attention) -> tuple[Any, Any]:
+def gemma3_qk_norms(attention: Attention) -> tuple[RMSNorm, RMSNorm]:
     """The query and key RMSNorm modules of a tunix Gemma3 attention block."""
     return attention._query_norm, attention._key_norm

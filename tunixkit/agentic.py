@@ -48,8 +48,12 @@ from tunixkit.answers import extract_answer, numbers_equal, parse_number
 if TYPE_CHECKING:
     from flax import nnx
     from jax.sharding import Mesh
+    from matplotlib.figure import Figure
+    from tunix.rl.agentic.agentic_grpo_learner import GRPOLearner
+    from tunix.rl.rl_cluster import RLCluster
 
     from tunixkit.models import LoadedModel
+    from tunixkit.recipes import Agentic
     from tunixkit.tokenizer import Tokenizer
 
 __all__ = [
@@ -384,7 +388,7 @@ def table(evals: dict[str, dict[str, float]]) -> str:
 
 def plot_eval(
     evals: dict[str, dict[str, float]], path: str | pathlib.Path, title: str = "Tool use"
-):
+) -> Figure:
     """Grouped bars of :data:`FIGURES` for each evaluation; saved as PNG."""
     import matplotlib.pyplot as plt
 
@@ -440,7 +444,7 @@ def build(
     reward_fns: Sequence[Any] = (),
     family: str = "gemma3",
     schedule_steps: int | None = None,
-):
+) -> tuple[GRPOLearner, RLCluster, Episodes]:
     """A ready agentic ``GRPOLearner`` with the calculator, its ``RLCluster``, and the
     :class:`Episodes` its environments fill (also written to ``output_dir/episodes.jsonl``).
     ``schedule_steps``: the steps the learning-rate schedule spans, as in :func:`rl.cluster`."""
@@ -494,7 +498,12 @@ def build(
 
 
 def stage(
-    stages, name: str, records: Sequence[dict[str, str]], recipe, *, mesh: Mesh | None = None
+    stages: pipeline.Stages,
+    name: str,
+    records: Sequence[dict[str, str]],
+    recipe: Agentic,
+    *,
+    mesh: Mesh | None = None,
 ) -> str | None:
     """The agentic GRPO stage of a :class:`tunixkit.pipeline.Stages` run (LoRA on the shared
     reference, the previous stage's export as the start); returns its export (None: not finished)."""

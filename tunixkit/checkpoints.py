@@ -30,6 +30,8 @@ from tunixkit import families
 
 if TYPE_CHECKING:
     from flax import nnx
+    from tunix.models.gemma.model import ModelConfig as Gemma2Config
+    from tunix.models.gemma3.model import ModelConfig as Gemma3Config
 
 __all__ = [
     "CONFIG_FILE",
@@ -59,7 +61,7 @@ class CheckpointError(ValueError):
 
 def write_hf_checkpoint(
     model: nnx.Module,
-    cfg,
+    cfg: Gemma3Config | Gemma2Config,
     out_dir: str | pathlib.Path,
     *,
     family: str = "gemma3",
@@ -103,7 +105,9 @@ def _safetensors_header(path: pathlib.Path) -> dict:
         return json.loads(f.read(size))
 
 
-def validate_hf_checkpoint(model_dir: str | pathlib.Path, cfg, *, family: str = "gemma3") -> None:
+def validate_hf_checkpoint(
+    model_dir: str | pathlib.Path, cfg: Gemma3Config | Gemma2Config, *, family: str = "gemma3"
+) -> None:
     """Check a HF folder against ``cfg`` from the safetensors headers alone (no weights read)."""
     folder = pathlib.Path(model_dir)
     files = sorted(folder.glob("*.safetensors"))
@@ -179,7 +183,7 @@ def restore_state(model: nnx.Module, directory: str | pathlib.Path, *, lora_only
     return model
 
 
-def tunix_config_dict(cfg) -> dict[str, Any]:
+def tunix_config_dict(cfg: Gemma3Config | Gemma2Config) -> dict[str, Any]:
     """The plain fields of a tunix ``ModelConfig`` as JSON: numbers and strings as they are, enums as
     ``{"enum": class, "name": member}`` (a tuple of them as a list), the dtype by name. The Orbax
     export stores it so that tunix's own code can rebuild the model (see notebook 02)."""

@@ -18,11 +18,15 @@ import json
 import pathlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tunixkit import runtime
 from tunixkit.answers import format_number, parse_number
 from tunixkit.prompting import MATH_SYSTEM_PROMPT, format_completion, format_prompt
+
+if TYPE_CHECKING:
+    import grain
+    import numpy as np
 
 __all__ = [
     "DataError",
@@ -301,7 +305,7 @@ def grpo_dataset(
     seed: int = 0,
     system_prompt: str | None = MATH_SYSTEM_PROMPT,
     family: str = "gemma3",
-):
+) -> grain.MapDataset[dict[str, np.ndarray]]:
     """A grain dataset of GRPO batches: dicts of numpy arrays with ``prompts`` (in ``family``'s chat
     template), ``question``, ``answer``.
 

@@ -17,7 +17,10 @@ from tunixkit import prompting
 from tunixkit.training import model_inputs_fn, tokenize_pair
 
 if TYPE_CHECKING:
+    import jax
+    import optax
     from flax import nnx
+    from tunix.distillation import distillation_trainer, strategies
 
     from tunixkit.models import LoadedModel
 
@@ -57,14 +60,20 @@ def check_vocab(teacher: LoadedModel, student: LoadedModel) -> None:
         )
 
 
-def forward(model: nnx.Module, input_tokens, input_mask, positions, attention_mask):
+def forward(
+    model: nnx.Module,
+    input_tokens: jax.Array,
+    input_mask: jax.Array,
+    positions: jax.Array,
+    attention_mask: jax.Array,
+) -> jax.Array:
     """Next-token logits for every position but the last (what the labels line up with)."""
     del input_mask
     logits, _ = model(input_tokens, positions, None, attention_mask)
     return logits[:, :-1, :]
 
 
-def strategy(vocab_size: int, *, temperature: float, alpha: float):
+def strategy(vocab_size: int, *, temperature: float, alpha: float) -> strategies.LogitStrategy:
     """tunix ``LogitStrategy``: ``alpha`` x soft loss (KL at ``temperature``, scaled by its square)
     + (1 - ``alpha``) x hard loss (cross-entropy on the target tokens)."""
     import jax
@@ -83,7 +92,15 @@ def strategy(vocab_size: int, *, temperature: float, alpha: float):
     )
 
 
-def trainer(student: nnx.Module, teacher: nnx.Module, strategy_, optimizer, config, *, pad_id: int):
+def trainer(
+    student: nnx.Module,
+    teacher: nnx.Module,
+    strategy_: strategies.LogitStrategy,
+    optimizer: optax.GradientTransformation,
+    config: distillation_trainer.TrainingConfig,
+    *,
+    pad_id: int,
+) -> distillation_trainer.DistillationTrainer:
     """tunix's ``DistillationTrainer``: ``student`` learns ``teacher``'s logits by ``strategy_``
     (:func:`strategy`), fed SFT batches through :func:`tunixkit.training.model_inputs_fn`. The one
     distillation builder: notebook 04 and the memory plan build theirs here."""

@@ -30,6 +30,8 @@ from tunixkit.answers import is_correct
 from tunixkit.rewards import has_format
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from tunixkit.judging import Judge
     from tunixkit.models import LoadedModel
 
@@ -614,7 +616,7 @@ def table(stages: Sequence[DomainScores]) -> str:
 
 def plot(
     stages: Sequence[DomainScores], path: str | pathlib.Path, title: str = "Judged score by domain"
-):
+) -> Figure:
     """Grouped bars: the judged score (95% CI) per domain, one bar per stage, for greedy answers and
     (a second panel, where evaluated) sampled ones; saved as PNG."""
     import matplotlib.pyplot as plt

@@ -23,6 +23,9 @@ from tunixkit.prompting import MATH_SYSTEM_PROMPT
 from tunixkit.rewards import has_format
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from tunix.generate.sampler import Sampler
+
     from tunixkit.models import LoadedModel
     from tunixkit.runtime import Runtime
 
@@ -164,7 +167,7 @@ class Generation:
     )
 
 
-def make_sampler(loaded: LoadedModel, cache_size: int):
+def make_sampler(loaded: LoadedModel, cache_size: int) -> Sampler:
     """A tunix ``Sampler`` for a :class:`tunixkit.models.LoadedModel`."""
     from tunix.generate import sampler as sampler_lib
 
@@ -186,7 +189,7 @@ def generate(
     config: EvalConfig = EvalConfig(),
     *,
     progress: bool = True,
-    sampler=None,
+    sampler: Sampler | None = None,
     logprobs: bool = False,
 ) -> list[Generation]:
     """Complete each (already formatted) prompt; results come back in the input order. With
@@ -354,7 +357,7 @@ def evaluate(
     config: EvalConfig = EvalConfig(),
     output_dir: str | pathlib.Path | None = None,
     progress: bool = True,
-    sampler=None,
+    sampler: Sampler | None = None,
     reuse: bool = False,
 ) -> EvalResult:
     """Generate for every record and score it; writes ``<output_dir>/predictions_<name>.jsonl``.
@@ -505,7 +508,7 @@ def side_by_side(results: Sequence[EvalResult], k: int = 3) -> str:
 
 def plot_comparison(
     results: Sequence[EvalResult], path: str | pathlib.Path, title: str = "GSM8K evaluation"
-):
+) -> Figure:
     """Bar chart of accuracy (with 95% CI) and format rate per model; saved as PNG and returned."""
     import matplotlib.pyplot as plt
     import numpy as np

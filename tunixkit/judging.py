@@ -20,10 +20,13 @@ import math
 import re
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tunixkit import evaluation
 from tunixkit.rewards import RewardFn, has_format, reward
+
+if TYPE_CHECKING:
+    from tunixkit.models import LoadedModel
 
 __all__ = [
     "Judge",
@@ -303,7 +306,10 @@ def fit_prompt(
 
 
 def llm_grader(
-    judge_model, *, rubric: JudgeRubric | None = None, config=None
+    judge_model: LoadedModel,
+    *,
+    rubric: JudgeRubric | None = None,
+    config: evaluation.EvalConfig | None = None,
 ) -> Callable[[list[str], list[str]], list[str]]:
     """A grader that asks ``judge_model`` (a :class:`tunixkit.models.LoadedModel`: the same loader,
     on the policy's mesh or one of its own) to score each whole response (reasoning, answer and

@@ -30,8 +30,13 @@ from tunixkit.tokenizer import Tokenizer
 from tunixkit.tokenizer import load as load_tokenizer
 
 if TYPE_CHECKING:
+    import jax
+    import qwix
     from flax import nnx
-    from jax.sharding import Mesh
+    from jax.sharding import Mesh, NamedSharding
+    from jax.typing import DTypeLike
+    from tunix.models.gemma.model import ModelConfig as Gemma2Config
+    from tunix.models.gemma3.model import ModelConfig as Gemma3Config
 
 __all__ = [
     "MODELS",
@@ -186,7 +191,7 @@ def load_model(
     source: str = "auto",
     path: str | pathlib.Path | None = None,
     mesh: Mesh | None = None,
-    dtype=None,
+    dtype: DTypeLike | None = None,
     verbose: bool = True,
 ) -> LoadedModel:
     """Load ``model_id`` (see :data:`MODELS`) onto ``mesh`` with its tokenizer.
@@ -290,7 +295,7 @@ def describe(model: nnx.Module) -> str:
     return text
 
 
-def shard(model: nnx.Module, mesh: Mesh):
+def shard(model: nnx.Module, mesh: Mesh) -> nnx.Module:
     """Place an nnx model's state on ``mesh`` following its own partition specs (in place).
 
     An axis whose size the mesh cannot divide is kept whole (replicated) instead of failing: QLoRA's
@@ -306,7 +311,7 @@ def shard(model: nnx.Module, mesh: Mesh):
     return model
 
 
-def fit_sharding(x, sharding):
+def fit_sharding(x: jax.Array | jax.ShapeDtypeStruct, sharding: NamedSharding) -> NamedSharding:
     """``sharding`` (a NamedSharding) with every axis that its mesh cannot divide left whole."""
     import jax
 
@@ -324,7 +329,7 @@ def default_tile_size(cfg) -> int:
 
 
 def lora_provider(
-    config,
+    config: Gemma3Config | Gemma2Config,
     *,
     family: str = "gemma3",
     rank: int = 64,
@@ -332,7 +337,7 @@ def lora_provider(
     modules: str | None = None,
     qlora: bool = False,
     tile_size: int | None = None,
-):
+) -> qwix.LoraProvider:
     """The qwix ``LoraProvider`` that :func:`apply_lora` applies (and ``memplan`` plans with).
     ``alpha``: the adapters' output is scaled by ``alpha / rank``; None gives ``rank`` (scale 1).
     ``modules``: a qwix regex of the modules given adapters; None: the family's (attention and MLP).
@@ -364,7 +369,7 @@ def apply_lora(
     mesh: Mesh | None = None,
     seed: int = 0,
     verbose: bool = True,
-):
+) -> nnx.Module:
     """Add LoRA (or nf4 QLoRA) adapters to attention and MLP with qwix (a new module over the same arrays).
 
     The returned model shares its frozen backbone arrays with ``model``, so it can serve as the reference
@@ -417,7 +422,9 @@ def _module(model, path: tuple):
     return model
 
 
-def merge_lora(lora_model: nnx.Module, plain_model: nnx.Module, *, rank: int, alpha: float):
+def merge_lora(
+    lora_model: nnx.Module, plain_model: nnx.Module, *, rank: int, alpha: float
+) -> nnx.Module:
     """Fold ``lora_model``'s adapters into ``plain_model`` (the same base without LoRA; in place).
 
     qwix computes ``x @ W + (x @ A) @ B * alpha / rank``; for an einsum weight ``A`` holds the
@@ -446,7 +453,7 @@ def merge_lora(lora_model: nnx.Module, plain_model: nnx.Module, *, rank: int, al
 
 def export(
     model: nnx.Module,
-    base,
+    base: LoadedModel,
     out_dir: str | pathlib.Path,
     *,
     lora_rank: int | None = None,

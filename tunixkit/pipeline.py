@@ -20,7 +20,7 @@ import json
 import pathlib
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tunixkit import (
@@ -39,10 +39,12 @@ from tunixkit import (
 )
 
 if TYPE_CHECKING:
+    from flax import nnx
     from jax.sharding import Mesh
 
     from tunixkit.judging import Judge
     from tunixkit.models import LoadedModel
+    from tunixkit.recipes import Agentic, Pipeline
 
 __all__ = [
     "StageClock",
@@ -174,14 +176,14 @@ class Stages:
         name: str,
         model_id: str,
         path: str | pathlib.Path | None,
-        tasks,
+        tasks: Sequence[Mapping[str, str]],
         judge: Judge,
-        config,
+        config: evaluation.EvalConfig,
         *,
         mesh: Mesh | None = None,
         samples: int = 0,
-        sampling=None,
-    ):
+        sampling: evaluation.EvalConfig | None = None,
+    ) -> domains.DomainScores:
         """:func:`tunixkit.domains.evaluate` of the model in ``path`` (a stage's export; None: the
         start model), greedy and, with ``samples``, sampled with ``sampling``; stored as
         ``domains_<name>.json`` and read back on a rerun."""
@@ -348,7 +350,15 @@ def _rank(recipe, name: str) -> int | None:
     return recipe.sft_lora_rank if name == "sft" else recipe.lora_rank
 
 
-def finish_stage(stages: Stages, name: str, lora, base, recipe, mesh: Mesh, result) -> str | None:
+def finish_stage(
+    stages: Stages,
+    name: str,
+    lora: nnx.Module,
+    base: LoadedModel,
+    recipe: Pipeline | Agentic,
+    mesh: Mesh | None,
+    result: training.RunResult,
+) -> str | None:
     """Export the stage's model (its ``export/hf`` is returned); mark it done unless the session
     itself ran out (then the next session continues the stage from its checkpoint)."""
     with stages.session.timed("export"):  # the session keeps the last export's time in reserve
@@ -374,13 +384,13 @@ def finish_stage(stages: Stages, name: str, lora, base, recipe, mesh: Mesh, resu
 def start_stage(
     stages: Stages,
     name: str,
-    recipe,
-    base_path,
-    mesh: Mesh,
+    recipe: Pipeline | Agentic,
+    base_path: str | pathlib.Path | None,
+    mesh: Mesh | None,
     *,
     frozen_reference: bool = False,
     modules: str | None = None,
-):
+) -> tuple[LoadedModel, nnx.Module]:
     """(the loaded start model, the model to train): the previous stage's export (else
     ``base_path``, else ``recipe.model_id``), with LoRA of the stage's rank on it (on ``modules``,
     a qwix regex; None: the family's), or itself. Full fine-tuning with ``frozen_reference``
@@ -410,11 +420,11 @@ def sft_stage(
     stages: Stages,
     name: str,
     pairs: Sequence[tuple[str, str]],
-    recipe,
+    recipe: Pipeline | Agentic,
     *,
     steps: int,
     learning_rate: float | None = None,
-    base_path=None,
+    base_path: str | pathlib.Path | None = None,
     mesh: Mesh | None = None,
 ) -> str | None:
     """A LoRA SFT stage on (prompt, completion) ``pairs`` (``learning_rate``: the recipe's
@@ -457,9 +467,9 @@ def preference_stage(
     stages: Stages,
     name: str,
     pairs: Sequence[dict[str, str]],
-    recipe,
+    recipe: Pipeline,
     *,
-    base_path=None,
+    base_path: str | pathlib.Path | None = None,
     mesh: Mesh | None = None,
 ) -> str | None:
     """A LoRA DPO / ORPO / SimPO stage on judged ``pairs``; returns its export."""
@@ -572,11 +582,11 @@ def grpo_stage(
     stages: Stages,
     name: str,
     records: Sequence[dict[str, str]],
-    reward_fns,
-    recipe,
+    reward_fns: Sequence[rl.RewardFn],
+    recipe: Pipeline,
     *,
     system_prompt: str,
-    base_path=None,
+    base_path: str | pathlib.Path | None = None,
     mesh: Mesh | None = None,
 ) -> str | None:
     """A GRPO stage (LoRA on the shared reference, KL) with ``reward_fns``; returns its export."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,7 +26,11 @@ import numpy as np
 from tunixkit import _compat, data, evaluation, families, prompting, session
 
 if TYPE_CHECKING:
+    import grain
+    import jax
+    import optax
     from flax import nnx
+    from tunix.sft.dpo import dpo_trainer
 
     from tunixkit.models import LoadedModel
     from tunixkit.tokenizer import Tokenizer
@@ -219,7 +223,7 @@ def preference_dataset(
     max_prompt_length: int,
     max_response_length: int,
     seed: int = 0,
-):
+) -> grain.MapDataset[dict[str, np.ndarray]]:
     """A reproducible grain dataset of tokenized DPO batches (shuffled and repeated to
     ``num_batches`` when given; resume relies on the fixed order)."""
     import grain
@@ -280,7 +284,13 @@ def sequence_logps(model: nnx.Module, batch: Mapping[str, Any]) -> tuple[np.ndar
     return np.asarray(chosen), np.asarray(rejected)
 
 
-def score(policy: nnx.Module, reference: nnx.Module, batches, *, beta: float) -> Scores:
+def score(
+    policy: nnx.Module,
+    reference: nnx.Module,
+    batches: Iterable[Mapping[str, np.ndarray]],
+    *,
+    beta: float,
+) -> Scores:
     """:class:`Scores` of ``policy`` against ``reference`` over tokenized ``batches``. Each batch's
     seconds go to the session's rehearsal, which tells the first batch's compile from the pace."""
     rows = []
@@ -299,7 +309,12 @@ def score(policy: nnx.Module, reference: nnx.Module, batches, *, beta: float) ->
     return Scores(float(wins), float(np.mean(pc > pr)), float(np.mean(margin)), len(pc))
 
 
-def simpo_loss_fn(model: nnx.Module, train_example, beta: float = 2.0, gamma: float = 0.5):
+def simpo_loss_fn(
+    model: nnx.Module,
+    train_example: dpo_trainer.TrainExample,
+    beta: float = 2.0,
+    gamma: float = 0.5,
+) -> tuple[jax.Array, dict[str, jax.Array]]:
     """SimPO (Meng et al. 2024) as a tunix DPO-trainer loss: no reference model; the margin is
     between length-normalised log-probabilities, ``-log sigmoid(beta * (lp_c/|c| - lp_r/|r|) - gamma)``."""
     import jax
@@ -333,11 +348,11 @@ def trainer(
     algorithm: str,
     actor: nnx.Module,
     reference: nnx.Module | None,
-    optimizer,
-    config,
+    optimizer: optax.GradientTransformation,
+    config: dpo_trainer.DPOTrainingConfig,
     *,
     simpo_gamma: float = 0.5,
-):
+) -> dpo_trainer.DPOTrainer:
     """tunix's ``DPOTrainer`` for ``algorithm`` "dpo" (with ``reference``), "orpo", or "simpo"
     (:func:`simpo_loss_fn`, reference-free; ``config.beta`` is SimPO's beta), fed the batches of
     :func:`preference_dataset`. The one preference builder: notebooks 03 and 06 and the memory

@@ -28,6 +28,10 @@ from tunixkit import evaluation, runlog, training
 if TYPE_CHECKING:
     from flax import nnx
     from jax.sharding import Mesh
+    from matplotlib.figure import Figure
+    from tunix.rl import rl_cluster as rl_cluster_lib
+    from tunix.rl.grpo import grpo_learner
+    from tunix.rl.rollout import base_rollout
 
     from tunixkit.models import LoadedModel
     from tunixkit.tokenizer import Tokenizer
@@ -140,7 +144,7 @@ def rollout_config(
     vocab_size: int,
     return_logprobs: bool = False,
     kv_cache_size: int | None = None,
-):
+) -> base_rollout.RolloutConfig:
     """tunix ``RolloutConfig``: stops at every id in ``eos_ids``; ``top_k`` clamped to the vocabulary.
     The KV cache holds prompt + generation (multi-turn rollouts pass a larger ``kv_cache_size``)."""
     from tunix.rl.rollout import base_rollout
@@ -173,7 +177,7 @@ def cluster(
     family: str = "gemma3",
     schedule_steps: int | None = None,
     **rollout: Any,
-):
+) -> rl_cluster_lib.RLCluster:
     """tunix's ``RLCluster`` for ``settings``: actor, reference and rollout on ``mesh``; checkpoints in
     ``output_dir/checkpoints`` (resumed from when the same folder is used again), TensorBoard logs
     in ``output_dir/tensorboard``. ``rollout``: more :func:`rollout_config` options.
@@ -237,7 +241,7 @@ def build_grpo(
     vocab_size: int,
     family: str = "gemma3",
     schedule_steps: int | None = None,
-):
+) -> tuple[grpo_learner.GRPOLearner, rl_cluster_lib.RLCluster]:
     """A ready ``GRPOLearner`` (call ``.train(dataset)``) and its ``RLCluster`` (:func:`cluster`).
 
     ``actor`` and ``reference`` may share a backbone (LoRA applied on the reference object, see
@@ -327,7 +331,7 @@ def plot_curves(
     *,
     smooth: int = 5,
     title: str = "GRPO",
-) -> Any:
+) -> Figure | None:
     """Reward (total and per function), KL and completion length against step; saved as PNG."""
     import matplotlib.pyplot as plt
 
@@ -376,7 +380,7 @@ def heldout_reward(
     loaded: LoadedModel,
     records: Sequence[dict[str, str]],
     reward_fns: Sequence[RewardFn],
-    config,
+    config: evaluation.EvalConfig,
     *,
     samples: int = 4,
     name: str = "heldout",

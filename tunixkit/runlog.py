@@ -19,6 +19,7 @@ from tunix.sft import hooks
 
 if TYPE_CHECKING:
     from flax import nnx
+    from matplotlib.figure import Figure
 
 __all__ = [
     "MetricsFile",
@@ -146,7 +147,7 @@ def plot_metrics(
     *,
     names: Sequence[str] = ("loss",),
     title: str = "",
-):
+) -> Figure:
     """One panel per metric name, train and eval curves together; saved to ``path`` (PNG)."""
     import matplotlib.pyplot as plt
 

@@ -20,6 +20,7 @@ import dataclasses
 import os
 import pathlib
 import sys
+import types
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -51,7 +52,7 @@ class DownloadError(RuntimeError):
 
 
 @contextlib.contextmanager
-def downloading(what: str, instead: str):
+def downloading(what: str, instead: str) -> Iterator[None]:
     """Turn a failed download of ``what`` (any ``OSError``: no network, offline mode, not found on
     the hub) into a :class:`DownloadError` that says what to do: turn the Internet on, or
     ``instead`` (e.g. attach the data set and set a parameter to its path).
@@ -175,7 +176,7 @@ def resolve(profile: str | None = None, *, verbose: bool = True) -> Runtime:
     return rt
 
 
-def smoke_kit():
+def smoke_kit() -> types.ModuleType:
     """The smoke profile's models and data (:mod:`tunixkit.testing`): the one place where library
     code reaches them (the loader for the tiny ids, the smoke profile's data files). Imported on
     first use, so that the full profile never loads the test helpers."""
@@ -221,7 +222,7 @@ def make_mesh(
     axis_names: Sequence[str] = MESH_AXES,
     *,
     devices: Sequence[Any] | None = None,
-):
+) -> Mesh:
     """Build a ``jax.sharding.Mesh`` over every device of every host (multi-host pods included),
     or over ``devices`` (a TPU slice's compile-only devices, say: ``tools.memplan --topology``).
 

@@ -34,7 +34,11 @@ from tunixkit.runlog import MetricsFile, RLMetricsFile
 from tunixkit.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
+    import grain
+    import optax
+    import orbax.checkpoint as ocp
     from flax import nnx
+    from tunix.sft import metrics_logger, peft_trainer
 
 __all__ = [
     "sft_trainer",
@@ -77,7 +81,7 @@ def sft_dataset(
     seed: int = 0,
     packing: bool = False,
     verbose: bool = True,
-):
+) -> grain.MapDataset[PackedInput | peft_trainer.TrainingInput]:
     """A reproducible grain dataset of SFT batches from (prompt, target) pairs.
 
     Examples longer than ``max_len`` are truncated (and counted in the printed report); with
@@ -205,7 +209,7 @@ def optimizer(
     clip_norm: float | None = 1.0,
     weight_decay: float = 0.0,
     b2: float = 0.999,
-):
+) -> optax.GradientTransformation:
     """AdamW on a warmup-cosine schedule, after global-norm gradient clipping."""
     import optax
 
@@ -221,7 +225,9 @@ def optimizer(
     return optax.chain(optax.clip_by_global_norm(clip_norm), adamw) if clip_norm else adamw
 
 
-def checkpointing(directory: str | pathlib.Path, *, every_steps: int, keep: int = 2):
+def checkpointing(
+    directory: str | pathlib.Path, *, every_steps: int, keep: int = 2
+) -> tuple[str, ocp.CheckpointManagerOptions]:
     """(checkpoint_root_directory, CheckpointManagerOptions) for tunix trainers; resume is automatic."""
     import orbax.checkpoint as ocp
 
@@ -229,7 +235,9 @@ def checkpointing(directory: str | pathlib.Path, *, every_steps: int, keep: int 
     return str(pathlib.Path(directory).resolve()), opts
 
 
-def metrics_logging(log_dir: str | pathlib.Path, flush_every: int = 10, *, run_name: str = ""):
+def metrics_logging(
+    log_dir: str | pathlib.Path, flush_every: int = 10, *, run_name: str = ""
+) -> metrics_logger.MetricsLoggerOptions:
     """Logging options for tunix trainers: TensorBoard always, W&B only when the user set it up.
 
     W&B is used when a ``WANDB_API_KEY`` secret exists and ``WANDB_MODE`` is not ``disabled``; it
@@ -270,9 +278,9 @@ def trainer_config(
     eval_every: int,
     checkpoint_every: int,
     description: str,
-    config_cls: Any = None,
+    config_cls: type[peft_trainer.TrainingConfig] | None = None,
     **fields: Any,
-):
+) -> peft_trainer.TrainingConfig:
     """A tunix trainer config (``PeftTrainer``'s ``TrainingConfig`` or ``config_cls``, e.g. DPO's)
     with checkpoints in ``output_dir/checkpoints`` (resumed automatically) and TensorBoard logs in
     ``output_dir/tensorboard``; ``fields`` are the config class's own settings."""
@@ -308,7 +316,13 @@ class RunResult:
         return self.steps - self.resumed_from
 
 
-def sft_trainer(model: nnx.Module, optimizer, config, *, pad_id: int):
+def sft_trainer(
+    model: nnx.Module,
+    optimizer: optax.GradientTransformation,
+    config: peft_trainer.TrainingConfig,
+    *,
+    pad_id: int,
+) -> peft_trainer.PeftTrainer:
     """tunix's ``PeftTrainer`` for supervised fine-tuning (LoRA, QLoRA or every weight), fed the
     batches of :func:`sft_dataset` (packed or not) through :func:`model_inputs_fn`. The one SFT
     builder: notebooks 01 and 06, the smoke warm start and the memory plan build theirs here."""
