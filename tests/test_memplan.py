@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from tunixkit import judging
 from tunixkit.tools import memplan
 
 
@@ -159,6 +160,24 @@ def test_pipeline_plan_covers_every_stage_with_the_judge_resident(tmp_path):
     assert update["resident_other"] == grpo["persistent"]["reference"] + judge
     names = [s["name"] for p in plans for s in p["steps"]]
     assert "simpo_update" in names and "rollout_decode" in names  # 06's full recipe: SimPO
+    # GRPO's judge rewards: the judge's own pass at its batch and prompt limit, beside GRPO's
+    # whole state (its weights are the pass's arguments, not counted twice)
+    steps = {s["name"]: s for s in grpo["steps"]}
+    assert list(steps) == [
+        "rollout_prefill",
+        "rollout_decode",
+        "reference_logps",
+        "judge_prefill",
+        "grpo_update",
+    ]
+    js = judging.JUDGE_SAMPLING
+    p, t = js.max_prompt_length, js.max_generation_steps
+    assert steps["judge_prefill"]["shapes"] == f"{js.batch_size} rows, prompt {p}, cache {p + t}"
+    held = sum(v for k, v in grpo["persistent"].items() if k != "judge")
+    assert steps["judge_prefill"]["resident_other"] == held
+    # its arguments: its weights and its cache (2 layers x 16 rows x 2,064 positions, bf16, over
+    # 8 devices: 8.5 MB)
+    assert judge + 2**23 < steps["judge_prefill"]["argument"] < judge + 2**24
 
 
 def test_the_one_chip_preset_of_06_is_planned_as_it_trains(tmp_path):
@@ -220,6 +239,23 @@ def test_a_stage_that_does_not_fit_stops_06_naming_it_and_its_knobs(monkeypatch,
     with pytest.raises(memplan.DoesNotFit, match=r"grpo: 5\.6 GiB short, turn down grpo\.micro"):
         memplan.check_stages(None, mesh)
     assert "stage sft (grpo) on gemma-3-1b-it: fits" in capsys.readouterr().out
+
+
+def test_a_judge_pass_that_does_not_fit_names_the_judges_batch(monkeypatch):
+    import types
+
+    def plans(rec, **kw):
+        steps = [
+            memplan.StepReport(name, "", gib * memplan.GIB, 0, 0, 0, 0, 0, 1.0)
+            for name, gib in (("grpo_update", 12), ("judge_prefill", 20))
+        ]
+        return {"grpo": memplan.Plan("grpo", "gemma-3-1b-it", "v5e", 1, "tpu", {}, steps, "grpo")}
+
+    monkeypatch.setattr(memplan, "plan_stages", plans)
+    device = types.SimpleNamespace(platform="tpu", device_kind="TPU v5 lite")
+    mesh = types.SimpleNamespace(devices=types.SimpleNamespace(flat=[device]))
+    with pytest.raises(memplan.DoesNotFit, match=r"grpo: 5\.6 GiB short, turn down the judge's b"):
+        memplan.check_stages(None, mesh)
 
 
 def test_agentic_plan_samples_each_turn_from_the_conversation_so_far(tmp_path):

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from tunixkit.models import LoadedModel
 
 __all__ = [
+    "JUDGE_SAMPLING",
     "Judge",
     "JudgeRubric",
     "answer_text",
@@ -258,6 +259,14 @@ class JudgeRubric:
 # around a whole answer at the generation limit (768 tokens; the judges read up to 1K), in the chat
 # template. A longer prompt loses the middle of its question, never the answer (fit_prompt).
 JUDGE_PROMPT_LENGTH = 2048
+# How llm_grader samples a score: greedy, 16 prompts a call, a few tokens (the memory plan's
+# judge_prefill step compiles this pass, beside GRPO's state).
+JUDGE_SAMPLING = evaluation.EvalConfig(
+    max_prompt_length=JUDGE_PROMPT_LENGTH,
+    max_generation_steps=16,
+    batch_size=16,
+    system_prompt=None,
+)
 
 
 def _cut_middle(text: str, keep: int) -> str:
@@ -320,12 +329,7 @@ def llm_grader(
     The grader keeps one tunix sampler for the judge (frozen): a sampler compiles its programs once,
     a new one every call would compile again at every GRPO step and evaluation batch."""
     rubric = rubric or JudgeRubric()
-    config = config or evaluation.EvalConfig(
-        max_prompt_length=JUDGE_PROMPT_LENGTH,
-        max_generation_steps=16,
-        batch_size=16,
-        system_prompt=None,
-    )
+    config = config or JUDGE_SAMPLING
 
     def count(text: str) -> int:  # the template's tokens and the sampler's BOS included
         return len(judge_model.tokenizer.encode(judge_model.chat.prompt(text))) + 1

@@ -22,8 +22,8 @@ TPU v5e ahead-of-time compile, see ``bench/results/memplan.json``).
 
 Notebook 06 runs four stages on one mesh with its judge model resident throughout:
 :func:`plan_stages` plans each stage as the kind it trains (SFT, SFT, preference, GRPO) with the
-judge's weights counted in every step (its sampler's cache during GRPO's judging is not: a lower
-bound there), and :func:`check_stages` stops the notebook before the weights load.
+judge's weights counted in every step and the judge's own scoring pass planned beside GRPO's
+state (``judge_prefill``), and :func:`check_stages` stops the notebook before the weights load.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from tunixkit import (
     agentic,
     distill,
     families,
+    judging,
     models,
     pipeline,
     preferences,
@@ -140,10 +141,17 @@ class Plan:
         """GiB per device left under the chip's memory (less 10% headroom); negative: short."""
         return (HEADROOM * CHIPS[self.chip] - self.peak) / GIB
 
+    @property
+    def knobs(self) -> str:
+        """The recipe fields to turn down, for the step at the peak."""
+        if max(self.steps, key=lambda s: s.peak).name == "judge_prefill":
+            return JUDGE_KNOBS
+        return _stage_knobs(self.notebook).get(self.stage) or KNOBS[self.kind]
+
     def verdict(self) -> str:
         worst = max(self.steps, key=lambda s: s.peak).name
         what = f"stage {self.stage} ({self.kind})" if self.stage else self.kind
-        knobs = _stage_knobs(self.notebook).get(self.stage) or KNOBS[self.kind]
+        knobs = self.knobs
         bound = " (CPU compile: an upper bound)" if self.platform == "cpu" else ""
         if self.spare >= 0:
             return (
@@ -531,11 +539,71 @@ class _Tokenizer:  # what tunix's tokenizer adapter asks for; the compiled progr
         return PAD_ID
 
 
-def _grpo(rec, mesh, model_id, layers, verbose, jnp):
+def _sampler(model, cfg, rows, prompt, steps, cache_size, *, eos, logprobs=False, **sampling):
+    """A tunix ``Sampler`` over ``model`` and the state its prefill and decode take: ``rows``
+    prompts of ``prompt`` tokens, ``steps`` new ones, a ``cache_size`` cache; ``sampling``:
+    temperature, top_p, top_k."""
     import jax
+    import jax.numpy as jnp
+    from tunix.generate import sampler as sampler_lib
+
+    cache = sampler_lib.CacheConfig(
+        cache_size=cache_size,
+        num_layers=cfg.num_layers,
+        num_kv_heads=cfg.num_kv_heads,
+        head_dim=cfg.head_dim,
+    )
+    sampler = sampler_lib.Sampler(model, _Tokenizer(), cache)
+    sampler.eos_ids = jnp.array(eos)
+    state = jax.eval_shape(  # Sampler.__call__ builds this state eagerly, unsharded
+        lambda ids, seed: sampler.init_sample_state(
+            ids,
+            total_sampling_steps=prompt + steps,
+            include_logits=False,
+            forbidden_token_ids=None,
+            seed=seed,
+            beam_size=None,
+            include_logprobs=logprobs,
+            **sampling,
+        ),
+        jax.ShapeDtypeStruct((rows, prompt), jnp.int32),
+        jax.ShapeDtypeStruct((2,), jnp.uint32),
+    ).replace(num_input_tokens=jnp.array(prompt, dtype=jnp.int32))
+    return sampler, state
+
+
+def _judge_prefill(judge, cfg, resident_other: int, verbose: bool) -> StepReport:
+    """The judge's scoring pass as ``judging.llm_grader`` samples it (``judging.JUDGE_SAMPLING``:
+    its batch of rubric prompts at the prompt limit), with ``resident_other`` bytes held beside
+    it. Its prefill is the pass's peak: tunix's Gemma computes the logits of every prompt
+    position there (the decode holds one position's)."""
+    js = judging.JUDGE_SAMPLING
+    p, t = js.max_prompt_length, js.max_generation_steps
+    sampler, state = _sampler(
+        judge,
+        cfg,
+        js.batch_size,
+        p,
+        t,
+        p + t,
+        eos=[EOS_ID],
+        temperature=0.0,
+        top_p=None,
+        top_k=None,
+    )
+    params = sampler._flattened_transformer_state
+    return _compile(
+        "judge_prefill",
+        f"{js.batch_size} rows, prompt {p}, cache {p + t}",
+        lambda: sampler._compiled_prefill_fn.lower(params, state, None, echo=False),
+        resident_other,
+        verbose,
+    )
+
+
+def _grpo(rec, mesh, model_id, layers, verbose, jnp):
     import optax
     from flax import nnx
-    from tunix.generate import sampler as sampler_lib
     from tunix.rl import common, function_registry
     from tunix.rl import rl_cluster as rl_cluster_lib
     from tunix.rl import trainer as rl_trainer
@@ -618,30 +686,19 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
         vocab_size=cfg.num_embed,
         kv_cache_size=getattr(rec, "kv_cache_size", None),
     )
-    cache = sampler_lib.CacheConfig(
-        cache_size=rc.kv_cache_size,
-        num_layers=cfg.num_layers,
-        num_kv_heads=cfg.num_kv_heads,
-        head_dim=cfg.head_dim,
+    sampler, state = _sampler(
+        actor,
+        cfg,
+        rows,
+        turn,
+        t,
+        rc.kv_cache_size,
+        eos=rc.eos_tokens,
+        temperature=rc.temperature,
+        top_p=rc.top_p,
+        top_k=rc.top_k,
+        logprobs=rc.return_logprobs,
     )
-    sampler = sampler_lib.Sampler(actor, _Tokenizer(), cache)
-    sampler.eos_ids = jnp.array(rc.eos_tokens)
-    state = jax.eval_shape(  # Sampler.__call__ builds this state eagerly, unsharded
-        lambda ids, seed: sampler.init_sample_state(
-            ids,
-            total_sampling_steps=turn + t,
-            include_logits=False,
-            forbidden_token_ids=None,
-            temperature=rc.temperature,
-            top_p=rc.top_p,
-            top_k=rc.top_k,
-            seed=seed,
-            beam_size=None,
-            include_logprobs=rc.return_logprobs,
-        ),
-        jax.ShapeDtypeStruct((rows, turn), jnp.int32),
-        jax.ShapeDtypeStruct((2,), jnp.uint32),
-    ).replace(num_input_tokens=jnp.array(turn, dtype=jnp.int32))
     params, shapes = (
         sampler._flattened_transformer_state,
         f"{rows} rows, prompt {turn}, cache {rc.kv_cache_size}",
@@ -898,6 +955,7 @@ STAGE_KNOBS = {  # notebook 06's recipe fields to turn down, by stage
     ),
     "grpo": "grpo.micro_batch_size or GENERATION_STEPS, or grpo.num_generations",
 }
+JUDGE_KNOBS = "the judge's batch (llm_grader's config: judging.JUDGE_SAMPLING.batch_size)"
 AGENTIC_KNOBS = {  # notebook 07's, by stage
     "sft": "batch_size or max_len (warm start), or sft_lora_rank",
     "grpo": (
@@ -1015,10 +1073,11 @@ def plan_stages(
     Other arguments as :func:`plan`."""
     rec = rec or recipes.Pipeline.full()
     notebook = _notebook(rec)
-    judge = 0
+    judge, judge_model = 0, None
     if getattr(rec, "judge_id", None):
         mesh = mesh or runtime.make_mesh((devices, 1)) if devices else mesh or runtime.make_mesh()
-        judge = _state(_abstract(rec.judge_id, layers, mesh)[0])
+        judge_model, _, judge_cfg = _abstract(rec.judge_id, layers, mesh)
+        judge = _state(judge_model)
     plans = {}
     planned = stage_recipes(rec)
     if unknown := set(stages or ()) - set(planned):
@@ -1045,6 +1104,16 @@ def plan_stages(
             found.persistent["judge"] = judge
             for step in found.steps:
                 step.resident_other += judge
+        if judge and stage == "grpo":  # GRPO's rewards: the judge scores beside its whole state
+            if verbose:
+                print(f"memory plan, stage {stage}: the judge's scoring pass", flush=True)
+            with sharding_constraints(mesh):
+                scoring = _judge_prefill(
+                    judge_model, judge_cfg, _others(found.persistent, "judge"), verbose
+                )
+            found.steps.insert(
+                len(found.steps) - 1, scoring
+            )  # after the rollout, before the update
         found.stage, found.notebook = stage, notebook
         plans[stage] = found
     return plans
@@ -1063,9 +1132,8 @@ def check_stages(rec, mesh, *, stop: bool | None = None) -> dict[str, Plan] | No
         print(found.table())
     short = {s: p for s, p in plans.items() if p.spare < 0}
     if _stops(stop) and short:
-        knobs = _stage_knobs(notebook)
         named = "; ".join(
-            f"{s}: {-p.spare:.1f} GiB short, turn down {knobs[s]}" for s, p in short.items()
+            f"{s}: {-p.spare:.1f} GiB short, turn down {p.knobs}" for s, p in short.items()
         )
         held = "" if notebook == "07" else " with the judge resident"
         raise DoesNotFit(f"stages that do not fit a {chip} chip{held}: {named}. {_TRY_ANYWAY}")
