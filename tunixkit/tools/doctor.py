@@ -66,6 +66,8 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("tunix.models.gemma3.model", "GEMMA3_ATTENTION_PATTERN", ()),
     ("tunix.models.gemma3.model", "AttentionType", ()),
     ("tunix.models.gemma3.model", "QueryPreAttentionNormalisation", ()),
+    ("tunix.models.gemma3.model", "Attention", ()),  # _compat.gemma3_qk_norms's argument
+    ("tunix.models.gemma3.model", "RMSNorm", ()),
     (
         "tunix.models.gemma3.params_safetensors",
         "create_model_from_safe_tensors",
