@@ -8,10 +8,11 @@ import json
 import os
 import subprocess
 import sys
+import types
 
 import pytest
 
-from tunixkit import judging
+from tunixkit import judging, recipes, runtime
 from tunixkit.tools import memplan
 
 
@@ -86,8 +87,6 @@ def test_unknown_chip_model_or_kind_lists_the_known_ones():
 def test_sharding_constraints_are_restored():
     from tunix.utils import sharding_utils
 
-    from tunixkit import runtime
-
     original = sharding_utils.shard
     with memplan.sharding_constraints(runtime.make_mesh()):
         assert sharding_utils.shard is not original
@@ -95,8 +94,6 @@ def test_sharding_constraints_are_restored():
 
 
 def test_the_notebooks_check_skips_cpu_and_unknown_chips(capsys):
-    from tunixkit import recipes, runtime
-
     assert memplan.check("sft", recipes.SFT.smoke(), runtime.make_mesh()) is None
     assert "memory plan: skipped on cpu" in capsys.readouterr().out
     assert [
@@ -106,8 +103,6 @@ def test_the_notebooks_check_skips_cpu_and_unknown_chips(capsys):
 
 
 def test_a_plan_that_does_not_fit_stops_before_the_weights_load(monkeypatch, capsys):
-    import types
-
     step = memplan.StepReport(
         "grpo_update",
         "8 x 1024",
@@ -183,8 +178,6 @@ def test_pipeline_plan_covers_every_stage_with_the_judge_resident(tmp_path):
 def test_the_one_chip_preset_of_06_is_planned_as_it_trains(tmp_path):
     # Colab's one chip: Pipeline.one_chip() built and compiled on one device through the plan's
     # own path, its shapes cut; the knobs that make it fit are the ones its steps hold
-    from tunixkit import recipes
-
     one = recipes.Pipeline.one_chip()
     _plan(
         tmp_path,
@@ -224,8 +217,6 @@ def test_the_one_chip_preset_of_06_is_planned_as_it_trains(tmp_path):
 
 
 def test_a_stage_that_does_not_fit_stops_06_naming_it_and_its_knobs(monkeypatch, capsys):
-    import types
-
     def plans(rec, **kw):
         out = {}
         for stage, gib in (("sft", 8), ("grpo", 20)):
@@ -242,8 +233,6 @@ def test_a_stage_that_does_not_fit_stops_06_naming_it_and_its_knobs(monkeypatch,
 
 
 def test_a_judge_pass_that_does_not_fit_names_the_judges_batch(monkeypatch):
-    import types
-
     def plans(rec, **kw):
         steps = [
             memplan.StepReport(name, "", gib * memplan.GIB, 0, 0, 0, 0, 0, 1.0)
@@ -286,10 +275,6 @@ def test_agentic_plan_samples_each_turn_from_the_conversation_so_far(tmp_path):
 
 
 def test_a_stage_that_does_not_fit_stops_07_naming_its_own_knobs(monkeypatch):
-    import types
-
-    from tunixkit import recipes
-
     def plans(rec, **kw):
         step = memplan.StepReport("x", "", 20 * memplan.GIB, 0, 0, 0, 0, 0, 1.0)
         found = memplan.Plan("grpo", "gemma-3-1b-it", "v5e", 1, "tpu", {}, [step], "grpo", "07")
@@ -318,7 +303,5 @@ def test_a_tpu_slice_without_libtpu_or_with_a_bad_name_says_what_to_do():
 
 
 def test_one_stage_can_be_planned_alone_and_an_unknown_one_is_named():
-    from tunixkit import recipes
-
     with pytest.raises(ValueError, match=r"unknown stages \['prefs'\]; known: sft, improve, pref"):
         memplan.plan_stages(recipes.Pipeline.smoke(), devices=1, stages=["prefs"])

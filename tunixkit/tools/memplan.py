@@ -142,14 +142,19 @@ class Plan:
         return (HEADROOM * CHIPS[self.chip] - self.peak) / GIB
 
     @property
+    def worst(self) -> str:
+        """The step at the peak."""
+        return max(self.steps, key=lambda s: s.peak).name
+
+    @property
     def knobs(self) -> str:
         """The recipe fields to turn down, for the step at the peak."""
-        if max(self.steps, key=lambda s: s.peak).name == "judge_prefill":
+        if self.worst == "judge_prefill":
             return JUDGE_KNOBS
         return _stage_knobs(self.notebook).get(self.stage) or KNOBS[self.kind]
 
     def verdict(self) -> str:
-        worst = max(self.steps, key=lambda s: s.peak).name
+        worst = self.worst
         what = f"stage {self.stage} ({self.kind})" if self.stage else self.kind
         knobs = self.knobs
         bound = " (CPU compile: an upper bound)" if self.platform == "cpu" else ""
@@ -1073,7 +1078,7 @@ def plan_stages(
     Other arguments as :func:`plan`."""
     rec = rec or recipes.Pipeline.full()
     notebook = _notebook(rec)
-    judge, judge_model = 0, None
+    judge, judge_model, judge_cfg = 0, None, None
     if getattr(rec, "judge_id", None):
         mesh = mesh or runtime.make_mesh((devices, 1)) if devices else mesh or runtime.make_mesh()
         judge_model, _, judge_cfg = _abstract(rec.judge_id, layers, mesh)
@@ -1111,9 +1116,8 @@ def plan_stages(
                 scoring = _judge_prefill(
                     judge_model, judge_cfg, _others(found.persistent, "judge"), verbose
                 )
-            found.steps.insert(
-                len(found.steps) - 1, scoring
-            )  # after the rollout, before the update
+            # after the rollout, before the update
+            found.steps.insert(len(found.steps) - 1, scoring)
         found.stage, found.notebook = stage, notebook
         plans[stage] = found
     return plans
