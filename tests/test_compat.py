@@ -135,3 +135,90 @@ def test_gemma3_query_and_key_norms_are_private_in_tunix_and_read_through_one_ac
     assert not hasattr(attn, "query_norm") and not hasattr(attn, "key_norm")
     query_norm, key_norm = _compat.gemma3_qk_norms(attn)
     assert query_norm.scale.value.shape == key_norm.scale.value.shape == (cfg.head_dim,)
+
+
+def test_tunix_sampler_computes_every_row_on_every_device_the_batch_sharded_one_splits_them():
+    import jax
+    from tunix.generate import sampler as sampler_lib
+
+    from tunixkit import evaluation, models, runtime
+
+    loaded = models.load_model("tiny-gemma3-sft", mesh=runtime.make_mesh())  # 2 CPU devices
+    cache = sampler_lib.CacheConfig(
+        cache_size=64 + 8, num_layers=2, num_kv_heads=1, head_dim=loaded.config.head_dim
+    )
+    prompts = [loaded.chat.prompt(f"What is {i} + {i}?") for i in range(4)]
+    kinds = {"tunix": sampler_lib.Sampler, "split": _compat.BatchShardedSampler}
+    samplers = {k: cls(loaded.model, loaded.tokenizer, cache) for k, cls in kinds.items()}
+    for sampler in samplers.values():
+        sampler.eos_ids = jax.numpy.array(loaded.eos_ids)  # as Sampler.__call__ sets them
+    placed = {}
+    for kind, sampler in samplers.items():
+        ids = np.stack(
+            [np.pad(sampler.tokenize(p), (64 - len(sampler.tokenize(p)), 0)) for p in prompts]
+        )
+        state = sampler.init_sample_state(
+            ids,
+            total_sampling_steps=72,
+            include_logits=False,
+            forbidden_token_ids=None,
+            temperature=0.0,
+            top_p=None,
+            top_k=None,
+            seed=jax.random.PRNGKey(0),
+            beam_size=None,
+        )
+        compiled = sampler._compiled_prefill_fn.lower(
+            sampler._flattened_transformer_state, state, None, echo=False
+        ).compile()
+        placed[kind] = compiled.input_shardings[0][1].token_buffer
+    assert placed["tunix"].is_fully_replicated  # each device prefills all 4 rows
+    assert placed["split"].shard_shape((4, 72)) == (2, 72)  # 2 rows a device
+    assert samplers["split"].ways == 2
+    # the same tokens, greedy and sampled
+    for kw in ({"temperature": 0.0}, {"temperature": 1.0, "top_p": 1.0, "seed": 3}):
+        texts = [
+            s(prompts, max_generation_steps=8, max_prompt_length=64, echo=False, **kw).text
+            for s in samplers.values()
+        ]
+        assert texts[0] == texts[1]
+    # evaluation.generate pads a last batch of 1 to the 2 devices it splits over
+    sizes = []
+
+    class Recording(_compat.BatchShardedSampler):
+        def __call__(self, batch, **kwargs):
+            sizes.append(len(batch))
+            return super().__call__(batch, **kwargs)
+
+    config = evaluation.EvalConfig(max_prompt_length=64, max_generation_steps=8, batch_size=4)
+    recording = Recording(loaded.model, loaded.tokenizer, cache)
+    gens = evaluation.generate(loaded, prompts[:1], config, progress=False, sampler=recording)
+    assert (len(gens), sizes) == (1, [2])
+
+
+def test_a_batch_is_split_by_rows_only_when_they_divide_and_scores_the_same(monkeypatch):
+    import jax
+
+    from tunixkit import models, preferences, runtime
+
+    mesh = runtime.make_mesh()  # 2 CPU devices
+    x, odd = np.zeros((4, 3), np.int32), np.zeros((3, 3), np.int32)
+    a, b = _compat.split_rows((x, x), mesh)
+    assert a.sharding.shard_shape(a.shape) == b.sharding.shard_shape(b.shape) == (2, 3)
+    assert _compat.split_rows((x, odd), mesh) == (x, odd) and _compat.split_rows(x, None) is x
+    abstract = _compat.split_rows(jax.ShapeDtypeStruct((4, 3), np.int32), mesh)
+    assert abstract.sharding.shard_shape(abstract.shape) == (2, 3)
+    # held-out preference scoring: the same log-probabilities with the rows split or not
+    loaded = models.load_model("tiny-gemma3-sft", mesh=mesh)
+    rng = np.random.default_rng(0)
+    batch = {
+        f"{part}_{kind}": rng.integers(3, 500, (2, n)).astype(np.int32)
+        if kind == "ids"
+        else np.ones((2, n), np.int32)
+        for part, n in (("prompt", 8), ("chosen", 6), ("rejected", 6))
+        for kind in ("ids", "mask")
+    }
+    split = preferences.sequence_logps(loaded.model, batch)
+    monkeypatch.setattr(_compat, "split_rows", lambda tree, mesh: tree)
+    whole = preferences.sequence_logps(loaded.model, batch)
+    np.testing.assert_allclose(split, whole, rtol=1e-5)

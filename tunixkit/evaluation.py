@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tunixkit import session, stats
+from tunixkit import _compat, session, stats
 from tunixkit.answers import extract_answer, is_correct
 from tunixkit.prompting import MATH_SYSTEM_PROMPT
 from tunixkit.rewards import has_format
@@ -168,7 +168,9 @@ class Generation:
 
 
 def make_sampler(loaded: LoadedModel, cache_size: int) -> Sampler:
-    """A tunix ``Sampler`` for a :class:`tunixkit.models.LoadedModel`."""
+    """A tunix ``Sampler`` for a :class:`tunixkit.models.LoadedModel`, each batch split over the
+    model's mesh (``_compat.BatchShardedSampler``: tunix's own computes every row on every device
+    outside a ``with mesh:``)."""
     from tunix.generate import sampler as sampler_lib
 
     cfg = loaded.config
@@ -178,7 +180,7 @@ def make_sampler(loaded: LoadedModel, cache_size: int) -> Sampler:
         num_kv_heads=cfg.num_kv_heads,
         head_dim=cfg.head_dim,
     )
-    return sampler_lib.Sampler(
+    return _compat.BatchShardedSampler(
         transformer=loaded.model, tokenizer=loaded.tokenizer, cache_config=cache
     )
 
@@ -212,6 +214,7 @@ def generate(
     top_k = None if config.top_k is None else min(config.top_k, loaded.config.num_embed)
     # tunix samples only when top_p is given; with top_p=None a temperature is silently ignored.
     top_p = config.top_p if config.top_p is not None or not config.temperature else 1.0
+    ways = getattr(sampler, "ways", 1)
     timings: list[tuple[int, float]] = []
     session.PASS_BATCHES.append(timings)  # the rehearsal's compile/pace split
     for start in tqdm(
@@ -220,9 +223,12 @@ def generate(
         t0 = time.perf_counter()
         idx = order[start : start + bs]
         batch = [_clip(prompts[i], encode, loaded.tokenizer, config.max_prompt_length) for i in idx]
-        # Pad a short last batch only to the next power of two: a few shapes to compile, and
-        # little wasted work (padding 8 prompts to 32 made small evaluations 4x slower).
-        batch += [batch[-1]] * (min(bs, _next_pow2(len(batch))) - len(batch))
+        # Pad a short last batch only to the next power of two (a few shapes to compile, and
+        # little wasted work: padding 8 prompts to 32 made small evaluations 4x slower), but to at
+        # least the devices it splits over, so each computes its own rows.
+        batch += [batch[-1]] * (
+            min(config.batch_size, max(_next_pow2(len(batch)), ways)) - len(batch)
+        )
         out = sampler(
             batch,
             max_generation_steps=config.max_generation_steps,

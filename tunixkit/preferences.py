@@ -255,6 +255,7 @@ def sequence_logps(model: nnx.Module, batch: Mapping[str, Any]) -> tuple[np.ndar
     """Summed log-probabilities of the chosen and rejected responses of a tokenized batch, computed
     exactly as ``DPOTrainer`` computes them for training."""
     import jax.numpy as jnp
+    from flax import nnx
     from tunix.rl import common
     from tunix.sft.dpo import dpo_trainer
 
@@ -265,6 +266,10 @@ def sequence_logps(model: nnx.Module, batch: Mapping[str, Any]) -> tuple[np.ndar
     ids, mask = (
         jnp.concatenate([prompt, completion], 1),
         jnp.concatenate([prompt_mask, completion_mask], 1),
+    )
+    # each device scores its own rows (unplaced, every device would compute the whole batch)
+    ids, mask, completion_mask = _compat.split_rows(
+        (ids, mask, completion_mask), _compat.mesh_of(nnx.state(model))
     )
     # Gemma3 builds its own mask; Gemma2 has no get_attention_mask (tunix's DPO trainer then uses
     # a causal mask, as here)

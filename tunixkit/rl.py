@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tunixkit import evaluation, runlog, training
+from tunixkit import _compat, evaluation, runlog, training
 
 if TYPE_CHECKING:
     from flax import nnx
@@ -223,9 +223,11 @@ def cluster(
         ),
         rollout_config=rollout_config(settings, eos_ids=eos_ids, vocab_size=vocab_size, **rollout),
     )
-    return rl_cluster_lib.RLCluster(
+    cluster = rl_cluster_lib.RLCluster(
         actor=actor, reference=reference, tokenizer=tokenizer, cluster_config=cluster_config
     )
+    _compat.split_rollout_batches(cluster)
+    return cluster
 
 
 def build_grpo(

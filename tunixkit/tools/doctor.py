@@ -121,6 +121,8 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "return_logprobs",
         ),
     ),
+    ("tunix.generate.sampler", "Sampler.init_sample_state", ("all_input_ids",)),
+    ("tunix.generate.sampler", "_SamplingState", ("token_buffer", "positions", "cache", "done")),
     ("tunix.sft.peft_trainer", "PeftTrainer", ("model", "optimizer", "training_config")),
     ("tunix.sft.peft_trainer", "PeftTrainer.with_gen_model_input_fn", ("gen_model_input_fn",)),
     ("tunix.sft.peft_trainer", "PeftTrainer.with_training_hooks", ("training_hooks",)),
