@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from tunixkit import (
+    _compat,
     agentic,
     distill,
     families,
@@ -577,11 +578,13 @@ def _sampler(model, cfg, rows, prompt, steps, cache_size, *, eos, logprobs=False
     return sampler, state
 
 
-def _judge_prefill(judge, cfg, resident_other: int, verbose: bool) -> StepReport:
+def _judge_prefill(judge, cfg, mesh, resident_other: int, verbose: bool) -> StepReport:
     """The judge's scoring pass as ``judging.llm_grader`` samples it (``judging.JUDGE_SAMPLING``:
     its batch of rubric prompts at the prompt limit), with ``resident_other`` bytes held beside
     it. Its prefill is the pass's peak: tunix's Gemma computes the logits of every prompt
-    position there (the decode holds one position's)."""
+    position there (the decode holds one position's). Compiled as the grader runs it: outside
+    ``with mesh:`` (no activation constraints), its batch split over the mesh by
+    ``evaluation.make_sampler``'s ``_compat.BatchShardedSampler``."""
     js = judging.JUDGE_SAMPLING
     p, t = js.max_prompt_length, js.max_generation_steps
     sampler, state = _sampler(
@@ -596,6 +599,7 @@ def _judge_prefill(judge, cfg, resident_other: int, verbose: bool) -> StepReport
         top_p=None,
         top_k=None,
     )
+    state = _compat.place_sampling_batch(state, mesh)
     params = sampler._flattened_transformer_state
     return _compile(
         "judge_prefill",
@@ -1112,10 +1116,9 @@ def plan_stages(
         if judge and stage == "grpo":  # GRPO's rewards: the judge scores beside its whole state
             if verbose:
                 print(f"memory plan, stage {stage}: the judge's scoring pass", flush=True)
-            with sharding_constraints(mesh):
-                scoring = _judge_prefill(
-                    judge_model, judge_cfg, _others(found.persistent, "judge"), verbose
-                )
+            scoring = _judge_prefill(
+                judge_model, judge_cfg, mesh, _others(found.persistent, "judge"), verbose
+            )
             # after the rollout, before the update
             found.steps.insert(len(found.steps) - 1, scoring)
         found.stage, found.notebook = stage, notebook
