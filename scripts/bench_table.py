@@ -42,6 +42,8 @@ def rows() -> list[str]:
         "sft_step",
         "sft_step_gpu",
         "sft_packing",
+        "sampler_placement",
+        "sampler_placement_tpu_aot",
         "memplan",
         "memplan_gpu",
         "memplan_tpu_aot",
@@ -54,6 +56,7 @@ def rows() -> list[str]:
                 "memplan_gpu": "memory_plan",
                 "memplan_tpu_aot": "memory_plan",
                 "sft_step_gpu": "sft_step",
+                "sampler_placement_tpu_aot": "sampler_placement",
             }.get(name, name)
             out.append(
                 f"| `bench/{script}.py` | | stale: `bench/results/{name}.json` lacks {e}; rerun the bench | |"
@@ -115,6 +118,32 @@ def _rows(name: str) -> list[str]:
             f"| rows filled {p['row_fill']['unpacked']:.0%} -> {p['row_fill']['packed']:.0%}, "
             f"{p['speedup']:.2f}x tokens/s; loss difference {p['loss_difference']:.1e} "
             f"| >= 1.3x, < 1e-4: {'met' if p['target_met'] else 'missed'} |"
+        )
+    if name == "sampler_placement" and (t := _load("sampler_placement")):
+        found = ", ".join(
+            f"{shape} {d['median']:.2f} ({d['interval'][0]:.2f}-{d['interval'][1]:.2f}; texts "
+            f"identical: {d['identical_texts']})"
+            for shape, d in t["shapes"].items()
+        )
+        verdicts = {d["verdict"] for d in t["shapes"].values()}
+        out.append(
+            f"| `bench/sampler_placement.py` | sampling time, the batch split over the mesh vs "
+            f"tunix's `Sampler` ({t['devices']}, {len(t['shapes']['judge']['ratios'])} interleaved "
+            f"rounds) | time ratio, median (interval): {found} "
+            f"| <= {t['shapes']['judge']['target']}: {'/'.join(sorted(verdicts))} |"
+        )
+    if name == "sampler_placement_tpu_aot" and (t := _load("sampler_placement_tpu_aot")):
+
+        def gib(d: dict) -> str:
+            return f"{d['temp_gib']:.2f}" if d["compiled"] else "does not fit (compile fails)"
+
+        j, h = t["judge_prefill"], t["heldout_logps"]
+        out.append(
+            f"| `bench/sampler_placement.py --tpu-aot` | temporaries per chip, GiB, gemma-3-1b on "
+            f"{t['topology']}: rows unplaced (tunix) -> split | judge's prefill (16 x 2,048): "
+            f"{gib(j['tunix'])} -> {gib(j['split'])}; 03's held-out scoring ({h['shapes']}): "
+            f"{gib(h['tunix'])} -> {gib(h['split'])} | split fits: "
+            f"{'met' if j['split']['compiled'] else 'missed'} |"
         )
     if name in ("memplan", "memplan_gpu", "memplan_tpu_aot") and (m := _load(name)):
         out += _memplan_rows(m, accelerator=name != "memplan", flag=name.split("_", 1)[-1])
