@@ -32,7 +32,8 @@ trainers for compiling without running; it keeps those tool-only patches to itse
   mesh:`` (``utils/sharding_utils.py``), which tunix's RL rollouts enter and a plain sampler call
   does not. Outside it, every device computes the whole batch against its slice of the weights:
   on a v5e-8 the judge's 16 rubric prompts of 2,048 tokens need more temporary memory than a chip
-  has (the TPU's compiler: 16.2 GiB at 2 layers). This sampler places the state's batch over the
+  has (the TPU's compiler, gemma-3-1b on v5e:2x4: 17.1 GiB of temporaries against 15.75;
+  ``bench/sampler_placement.py --tpu-aot``). This sampler places the state's batch over the
   mesh's ``fsdp`` axis (:func:`place_sampling_batch`) when the batch divides it;
   :func:`split_rollout_batches` gives an RL cluster's rollout the same sampler (on a TPU its
   rollouts run inside the mesh already; on emulated CPU devices tunix skips the constraints).
@@ -199,7 +200,11 @@ def split_rows(tree: Any, mesh: Mesh | None) -> Any:
     """Each array of ``tree`` (concrete or ``jax.ShapeDtypeStruct``; None kept) with its first axis,
     the batch's rows, split over ``mesh``'s ``fsdp`` axis, so that each device computes its own
     rows. Unchanged off a mesh, on one device along that axis, or when any array's rows do not
-    divide by it (every device then computes every row, as tunix does with an unplaced batch)."""
+    divide by it (every device then computes every row, as tunix does with an unplaced batch).
+    tunix's trainers place their batches with ``tunix.sft.sharding_utils.shard_input``, which reads
+    the mesh from an active ``with mesh:``, takes concrete arrays only and assumes the rows divide;
+    this one is given the mesh, serves the memory plan's abstract state too, and keeps an uneven
+    batch whole."""
     ways = data_ways(mesh)
     leaves = jax.tree.leaves(tree)
     if ways == 1 or any(not x.shape or x.shape[0] % ways for x in leaves):
