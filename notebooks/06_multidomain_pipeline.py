@@ -325,7 +325,8 @@ if sft_export:
 # then stops and keeps what it made): the kept answers crowd into the easy domains,
 # and on them alone the model forgot the rest (in smoke, poems about the wind came back about snow:
 # creative 1.0 -> 0.75). The kept answers are written to `improve/kept.jsonl` (a resumed stage trains
-# on the same ones).
+# on the same ones). If none is kept, the stage is skipped (said, and kept in `stages.json`) and the
+# session goes on; a rehearsal then times the stage on each prompt's best answer instead.
 
 # %%
 improve_report = {}
@@ -352,16 +353,19 @@ if stages.ready("improve") and not stages.done("improve"):
         kept = stages.cached("improve", "kept.jsonl", keep_good_answers)
     good = [pair for pair in sft_pairs if pair[1] not in testing.WEAK.values()]
     replayed = good[: len(kept)]  # as many good stage-1 traces as answers kept
-    pipeline.sft_stage(
-        stages,
-        "improve",
-        [(r["prompt"], r["completion"]) for r in kept] + replayed,
-        recipe,
-        steps=recipe.improve_steps,
-        learning_rate=recipe.improve_learning_rate,
-        mesh=mesh,
-    )
-if stages.done("improve"):
+    if not kept:  # the session goes on with the next stage
+        stages.skip("improve", "no sampled answer was kept (see the counts above)", MODEL_PATH)
+    else:
+        pipeline.sft_stage(
+            stages,
+            "improve",
+            [(r["prompt"], r["completion"]) for r in kept] + replayed,
+            recipe,
+            steps=recipe.improve_steps,
+            learning_rate=recipe.improve_learning_rate,
+            mesh=mesh,
+        )
+if stages.done("improve") and not stages.skipped("improve"):
     evals["improve"] = evaluate("improve", stages.state["improve"]["export"])
     display(Markdown(domains.table(list(evals.values()))))
 
@@ -370,7 +374,8 @@ if stages.done("improve"):
 # For `pair_prompts` training prompts, balanced by domain (`domains.balanced`: the traces come first
 # and GSM8K math after them, so the last prompts alone would be math only), the model samples
 # `samples` answers; the judge's best becomes *chosen* and its worst *rejected* when they are far
-# enough apart. SimPO (reference-free, length-normalised,
+# enough apart (if no prompt's are, the stage is skipped and GRPO trains on every prompt; a
+# rehearsal times it on each prompt's best and worst). SimPO (reference-free, length-normalised,
 # written as a loss for tunix's `DPOTrainer`) by default; `ALGORITHM = "dpo"` or `"orpo"` for those.
 
 
@@ -397,8 +402,11 @@ def judged_pairs():
 if stages.ready("preference") and not stages.done("preference"):
     with clock.timed("pairs", items=len(pair_tasks)):
         pairs = stages.cached("preference", "pairs.jsonl", judged_pairs)
-    pipeline.preference_stage(stages, "preference", pairs, recipe, mesh=mesh)
-if stages.done("preference"):
+    if not pairs:  # the session goes on with GRPO, on every training prompt
+        stages.skip("preference", "the judge told no prompt's answers apart", MODEL_PATH)
+    else:
+        pipeline.preference_stage(stages, "preference", pairs, recipe, mesh=mesh)
+if stages.done("preference") and not stages.skipped("preference"):
     evals["preference"] = evaluate("preference", stages.state["preference"]["export"])
     display(Markdown(domains.table(list(evals.values()))))
 
@@ -470,7 +478,9 @@ display(Markdown(domains.side_by_side(out_dir, [evals["start"].name, list(evals)
 # always the last finished stage's. With `KAGGLE_MODEL` set, the export is uploaded.
 
 # %%
-final = next((n for n in reversed(list(recipe.shares)) if stages.done(n)), None)
+final = next(
+    (n for n in reversed(list(recipe.shares)) if stages.done(n) and not stages.skipped(n)), None
+)
 final_export = out_dir / final / "export" if final else None
 unrestricted_kaggle_model = session.publish(
     final_export and final_export / "orbax",

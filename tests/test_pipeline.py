@@ -203,10 +203,67 @@ def test_a_stage_waits_for_the_ones_before_and_its_data_is_made_once(tmp_path, c
     first = stages.cached("a", "rows.jsonl", build)
     again = pipeline.Stages(tmp_path, {"a": 0.5, "b": 0.5}, clock).cached("a", "rows.jsonl", build)
     assert first == again == [{"prompt": "p", "completion": "c"}] and made == [1]
-    with pytest.raises(ValueError, match="b: no rows to train on"):
-        stages.cached("b", "rows.jsonl", lambda: [])
     stages.finish("a", tmp_path / "a" / "export" / "hf")
     assert stages.ready("b")
+
+
+def test_a_stage_with_nothing_to_train_on_is_skipped_and_the_session_goes_on(tmp_path, capsys):
+    """06's self-improvement can keep no answer and its pair pass can find no pair (a weak judge,
+    answers all cut by the limit): the stage is skipped, said and kept in stages.json, nothing is
+    removed, and the next stage starts from the model this one would have started from."""
+    clock = session.Session(tmp_path, hours=None, started=time.time())
+    shares = {"a": 0.3, "b": 0.3, "c": 0.4}
+    stages = pipeline.Stages(tmp_path, shares, clock)
+    assert stages.cached("a", "rows.jsonl", lambda: []) == []
+    assert not (tmp_path / "a" / "rows.jsonl").exists()  # a rerun asks again
+    stages.skip("a", "no sampled answer was kept", base="base")
+    assert "a: skipped, no sampled answer was kept; the next stage starts from base" in (
+        capsys.readouterr().out
+    )
+    stages.finish("b", tmp_path / "b" / "export" / "hf", steps=7)
+    (tmp_path / "b" / "export" / "hf").mkdir(parents=True)
+    stages.skip("c", "the judge told no prompt's answers apart")
+    assert (tmp_path / "b" / "export" / "hf").is_dir()  # the next stage's start stays
+    again = pipeline.Stages(tmp_path, shares, clock)  # a rerun reads stages.json
+    assert [again.done(n) for n in shares] == [True, True, True]
+    assert again.skipped("a") == "no sampled answer was kept" and again.skipped("b") is None
+    assert again.start_path("c", "base") == str(tmp_path / "b" / "export" / "hf")
+    assert again.state["c"]["export"] == str(tmp_path / "b" / "export" / "hf")
+    assert again.steps() == 7
+
+
+def test_a_rehearsal_times_the_passes_stages_even_when_nothing_passes(capsys):
+    """Random weights (a device rehearsal) pass no judge: the real run skips the stage, but a
+    rehearsal times it at its real shapes on what was sampled (and says so)."""
+    from types import SimpleNamespace
+
+    from tunixkit import evaluation, families
+
+    tasks = testing.synthetic_tasks(6, seed=1)
+    records = [t.record() for t in tasks]
+
+    def generate(loaded, prompts, config, progress=False, logprobs=False):
+        return [evaluation.Generation("<x1><x2>", 32, True) for _ in prompts]  # cut at the limit
+
+    loaded = SimpleNamespace(chat=families.GEMMA_CHAT)
+    judge = judging.Judge(lambda prompts, completions, **kw: ["Score: 5"] * len(prompts), name="j")
+    config = evaluation.EvalConfig(temperature=0.7, top_p=1.0, batch_size=8)
+    rehearsing, running = SimpleNamespace(rehearsal=object()), SimpleNamespace(rehearsal=None)
+    for clock in (rehearsing, running):
+        clock.must_stop = lambda next_seconds: False
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(evaluation, "generate", generate)
+        kept, report = pipeline.self_improve(loaded, records, judge, config, clock=running)
+        pairs = pipeline.judged_pairs(loaded, records, judge, config, clock=running)
+        assert kept == [] and pairs == [] and report["kept"] == 0
+        assert "timed on what was sampled" not in capsys.readouterr().out
+        kept, report = pipeline.self_improve(loaded, records, judge, config, clock=rehearsing)
+        pairs = pipeline.judged_pairs(loaded, records, judge, config, clock=rehearsing)
+    said = capsys.readouterr().out
+    assert "each prompt's best answer" in said and "each prompt's best and worst answer" in said
+    assert report["kept"] == 0  # the report still says what the real run would keep
+    assert len(kept) == len(pairs) == 6
+    assert {c for _, c in kept} == {"<x1><x2>"}  # cut answers get no end of turn
 
 
 def test_grpo_keeps_the_prompts_the_judge_told_apart(tmp_path, capsys):

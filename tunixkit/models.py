@@ -451,6 +451,25 @@ def merge_lora(
     return plain_model
 
 
+def _preset_of(family: str, preset: str | None, config: Any) -> str | None:
+    """``preset`` when ``config`` is that tunix preset's (the parameter dtype aside), else None: an
+    export's ``tunix_config.json`` names a preset only for the shape it makes, so that a custom shape
+    loaded under a released id (a rehearsal's, a pruned model) is rebuilt from its own fields.
+
+    >>> from tunixkit import testing
+    >>> from tunix.models.gemma3 import model as g3
+    >>> _preset_of("gemma3", "gemma3_1b_it", g3.ModelConfig.gemma3_1b_it())
+    'gemma3_1b_it'
+    >>> _preset_of("gemma3", "gemma3_1b_it", testing.config("tiny-gemma3")) is None
+    True
+    """
+    if not preset:
+        return None
+    made = getattr(families.get(family).config_cls(), preset)()
+    names = [f.name for f in dataclasses.fields(made) if f.name != "param_dtype"]
+    return preset if all(getattr(made, n) == getattr(config, n) for n in names) else None
+
+
 def export(
     model: nnx.Module,
     base: LoadedModel,
@@ -490,7 +509,7 @@ def export(
         "family": base.family,
         "module": families.get(base.family).model_module,
         "model_class": families.get(base.family).model_class,
-        "preset": base.preset,
+        "preset": _preset_of(base.family, base.preset, base.config),
         "config": checkpoints.tunix_config_dict(base.config),
     }
     (orbax_dir / checkpoints.TUNIX_CONFIG_FILE).write_text(json.dumps(meta, indent=1))

@@ -104,6 +104,20 @@ class Stages:
     def done(self, name: str) -> bool:
         return self.state.get(name, {}).get("done", False)
 
+    def skipped(self, name: str) -> str | None:
+        """Why ``name`` was skipped (:meth:`skip`), or None."""
+        return self.state.get(name, {}).get("skipped")
+
+    def skip(self, name: str, why: str, base: str | pathlib.Path | None = None) -> None:
+        """Mark ``name`` done without training, because ``why``: the next stage starts from the
+        model this one would have started from (the last earlier export, else ``base``), nothing is
+        removed, and the session goes on (a stage with nothing to train on must not end a 9-hour
+        run)."""
+        export = self.start_path(name, base)
+        self.state[name] = {"done": True, "skipped": why, "export": export, "steps": 0}
+        self.path.write_text(json.dumps(self.state, indent=1, default=float))
+        print(f"{name}: skipped, {why}; the next stage starts from {export or 'the start model'}")
+
     def clock(self, name: str, part: float = 1.0) -> StageClock:
         """This stage's share of the training time left (the time after the reserve for the final
         export and evaluation), over the shares of this and the later stages; ``part`` of it for
@@ -148,16 +162,16 @@ class Stages:
         self, name: str, file: str, build: Callable[[], list[dict[str, Any]]]
     ) -> list[dict[str, Any]]:
         """The rows of ``<stage>/<file>``: built once by ``build`` and read back on a rerun, so that a
-        resumed stage trains on the data its checkpoint was trained on."""
+        resumed stage trains on the data its checkpoint was trained on. An empty list when ``build``
+        made none (nothing is written; the caller skips the stage: :meth:`skip`)."""
         path = self.dir(name) / file
         if path.is_file():
             rows = data.read_rows(path)
             print(f"{name}: read {len(rows)} rows from {path}")
             return rows
         rows = build()
-        if not rows:
-            raise ValueError(f"{name}: no rows to train on were made; see the counts printed above")
-        data.write_jsonl(rows, path)
+        if rows:
+            data.write_jsonl(rows, path)
         return rows
 
     def start_path(self, name: str, base: str | pathlib.Path | None) -> str | None:
@@ -260,12 +274,13 @@ def judged_pairs(
 ) -> list[dict[str, str]]:
     """Preference pairs without a ground truth: ``samples`` answers per task, graded by ``judge``;
     the best becomes *chosen* and the worst *rejected* when their scores differ by ``min_gap``.
-    ``clock``: as in :func:`sample_and_judge`."""
+    ``clock``: as in :func:`sample_and_judge`; in a rehearsal where no prompt's answers are that
+    far apart, every prompt's best and worst are returned, so that the stage is still timed."""
     prompts, gens, scores = sample_and_judge(
         loaded, tasks, judge, config, samples=samples, clock=clock, what="judged pairs"
     )
     texts = [g.text + ("" if g.truncated else loaded.chat.end_of_turn) for g in gens]
-    pairs = []
+    pairs, near = [], []
     for i, prompt in enumerate(prompts):
         group = sorted(
             zip(
@@ -275,12 +290,24 @@ def judged_pairs(
             )
         )
         (low, worst), (high, best) = group[0], group[-1]
-        if high - low >= min_gap:
-            pairs.append({"prompt": prompt, "chosen": best, "rejected": worst})
+        pair = {"prompt": prompt, "chosen": best, "rejected": worst}
+        (pairs if high - low >= min_gap else near).append(pair)
     print(
         f"judged pairs: {len(pairs)} of {len(prompts)} prompts had answers {min_gap:g} or more apart"
     )
+    if not pairs and _rehearsing(clock):
+        print(f"{_TIMED_ANYWAY}: each prompt's best and worst answer")
+        return near
     return pairs
+
+
+# A rehearsal with weights that cannot pass the judge (random ones, on a device check) still times
+# the stage at its real shapes, on what it sampled; the real run keeps the bar.
+_TIMED_ANYWAY = "a rehearsal: none passed, so the stage is timed on what was sampled instead"
+
+
+def _rehearsing(clock: Any) -> bool:
+    return getattr(clock, "rehearsal", None) is not None
 
 
 def self_improve(
@@ -296,11 +323,12 @@ def self_improve(
     """One round of self-improvement: sample ``samples`` answers per task, keep the best one of each
     task that the judge scores at least ``threshold``. Returns the (prompt, answer) pairs to train on
     and a report (how many were kept, and the mean judged score of what was sampled). ``clock``:
-    as in :func:`sample_and_judge`."""
+    as in :func:`sample_and_judge`; in a rehearsal where none is kept, each task's best answer is
+    returned, so that the stage is still timed."""
     prompts, gens, scores = sample_and_judge(
         loaded, tasks, judge, config, samples=samples, clock=clock, what="self-improvement"
     )
-    kept = []
+    kept, best = [], []
     for i, prompt in enumerate(prompts):
         score, gen = max(
             zip(
@@ -310,8 +338,9 @@ def self_improve(
             ),
             key=lambda x: x[0],
         )
+        best.append((prompt, gen.text + ("" if gen.truncated else loaded.chat.end_of_turn)))
         if score >= threshold and not gen.truncated:
-            kept.append((prompt, gen.text + loaded.chat.end_of_turn))
+            kept.append(best[-1])
     report = {
         "prompts": len(prompts),
         "prompts_planned": len(tasks),
@@ -323,6 +352,9 @@ def self_improve(
         f"self-improvement: kept {len(kept)} of {len(prompts)} prompts (best of {samples} judged >= {threshold:g}); "
         f"mean judged score of the samples {report['sampled_judged']:.2f}"
     )
+    if not kept and _rehearsing(clock):
+        print(f"{_TIMED_ANYWAY}: each prompt's best answer")
+        return best, report
     return kept, report
 
 
