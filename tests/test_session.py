@@ -293,8 +293,17 @@ def _rehearsed(tmp_path, hours):
     return clock
 
 
-def test_rehearsal_projects_each_part_to_the_real_run(tmp_path):
-    report = _rehearsed(tmp_path, None).rehearsal_report()
+def test_rehearsal_projects_each_part_to_the_real_run(tmp_path, capsys):
+    clock = _rehearsed(tmp_path, None)
+    # each part is said and kept on disk as it is measured: a rehearsal cut short keeps them
+    kept = (tmp_path / session.REHEARSAL_EVENTS).read_text().splitlines()
+    assert [json.loads(line) for line in kept] == clock.rehearsal.events and len(kept) == 4
+    assert "rehearsal: SFT took 15 s (11 s of it compiling); 946 s in the real run" in (
+        capsys.readouterr().out
+    )
+    session.Rehearsal(report_dir=tmp_path)  # the next rehearsal starts its own
+    assert not (tmp_path / session.REHEARSAL_EVENTS).exists()
+    report = clock.rehearsal_report()
     ev_before, sft, export, ev_after = report["schedule"]
     # compile as measured, the rest per item: 18 s + 4 s * 1319 / 64
     assert ev_before["compile_seconds"] == 18.0

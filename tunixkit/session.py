@@ -15,6 +15,8 @@ A Kaggle session ends after 9 hours, whatever is running; a new one starts with 
   few steps of every stage and a few items of every evaluation, timed, in ``OUTPUT_DIR/rehearsal``,
   and :meth:`Session.rehearsal_report` projects the whole run onto the session (steps that fit,
   when the export and the last evaluation end, peak memory, disk) into ``OUTPUT_DIR/rehearsal.json``.
+  Each part is also said and appended to ``OUTPUT_DIR/rehearsal_events.jsonl`` as it is measured,
+  so that a rehearsal cut short keeps what it measured.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ RECIPE_FILE, TIMINGS_FILE = "recipe.json", "timings.json"
 STOP_FILE = "STOP"  # OUTPUT_DIR/STOP: training stops (see Session.stop_requested)
 VERSION_KEY = "tunixkit"  # recipe.json: the release that wrote the run
 REHEARSAL_DIR, REHEARSAL_FILE = "rehearsal", "rehearsal.json"  # a rehearsal's run and its report
+REHEARSAL_EVENTS = "rehearsal_events.jsonl"  # each part as it is measured (a rehearsal cut short)
 _NOT_CARRIED = {
     "export",
     "checkpoints",
@@ -253,6 +256,22 @@ class Rehearsal:
     planned: dict[str, int] = dataclasses.field(default_factory=dict)  # label: the real run's items
     events: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        (pathlib.Path(self.report_dir) / REHEARSAL_EVENTS).unlink(missing_ok=True)
+
+    def _measured(self, event: dict[str, Any]) -> None:
+        """Keep ``event``; say it and append it to ``report_dir/rehearsal_events.jsonl`` at once, so
+        that a rehearsal cut short (a session's limit, a kill) keeps what it measured."""
+        self.events.append(event)
+        pathlib.Path(self.report_dir).mkdir(parents=True, exist_ok=True)
+        with (pathlib.Path(self.report_dir) / REHEARSAL_EVENTS).open("a") as f:
+            f.write(json.dumps(event) + "\n")
+        print(
+            f"rehearsal: {event['what']} took {event['seconds']:.0f} s "
+            f"({event['compile_seconds']:.0f} s of it compiling); "
+            f"{event['projected_seconds']:.0f} s in the real run"
+        )
+
     def timed(
         self,
         name: str,
@@ -273,7 +292,7 @@ class Rehearsal:
                 compile_s += max(0.0, batches[0][1] - steady)
         planned = planned or self.planned.get(name, items or 0)
         scale = planned / items if items and planned > items else 1.0
-        self.events.append(
+        self._measured(
             {
                 "what": name,
                 "kind": name,  # evaluation, export, load, or a generation pass
@@ -304,7 +323,7 @@ class Rehearsal:
         pace = statistics.median(later) if later else seconds / max(1, steps)
         compile_s = max(0.0, seconds - pace * steps)
         saves = planned_steps // checkpoint_every if checkpoint_every else 0
-        self.events.append(
+        self._measured(
             {
                 "what": label,
                 "kind": "training",
