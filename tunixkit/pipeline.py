@@ -134,7 +134,8 @@ class Stages:
         return sum(int(s.get("steps") or 0) for s in self.state.values() if s.get("done"))
 
     def ready(self, name: str) -> bool:
-        """Whether every stage before ``name`` is done (a stage never starts on an unfinished one)."""
+        """Whether every stage before ``name`` is done (a stage never starts on an unfinished
+        one)."""
         names = list(self.shares)
         waiting = [n for n in names[: names.index(name)] if not self.done(n)]
         if waiting:
@@ -147,8 +148,8 @@ class Stages:
     def cached(
         self, name: str, file: str, build: Callable[[], list[dict[str, Any]]]
     ) -> list[dict[str, Any]]:
-        """The rows of ``<stage>/<file>``: built once by ``build`` and read back on a rerun, so that a
-        resumed stage trains on the data its checkpoint was trained on."""
+        """The rows of ``<stage>/<file>``: built once by ``build`` and read back on a rerun, so that
+        a resumed stage trains on the data its checkpoint was trained on."""
         path = self.dir(name) / file
         if path.is_file():
             rows = data.read_rows(path)
@@ -190,7 +191,8 @@ class Stages:
         stored = self.out_dir / f"domains_{name}.json"
         if stored.is_file():
             return domains.DomainScores(**json.loads(stored.read_text()))
-        # Timed: the session keeps an evaluation's time in reserve, so the last one fits the session.
+        # Timed: the session keeps an evaluation's time in reserve, so the last one fits the
+        # session.
         with self.session.timed("evaluation", items=len(tasks)):
             loaded = models.load_model(model_id, path=path, mesh=mesh, verbose=False)
             result = domains.evaluate(
@@ -278,7 +280,8 @@ def judged_pairs(
         if high - low >= min_gap:
             pairs.append({"prompt": prompt, "chosen": best, "rejected": worst})
     print(
-        f"judged pairs: {len(pairs)} of {len(prompts)} prompts had answers {min_gap:g} or more apart"
+        f"judged pairs: {len(pairs)} of {len(prompts)} prompts had answers {min_gap:g} or more "
+        "apart"
     )
     return pairs
 
@@ -294,8 +297,8 @@ def self_improve(
     clock: Any = None,
 ) -> tuple[list[tuple[str, str]], dict[str, float]]:
     """One round of self-improvement: sample ``samples`` answers per task, keep the best one of each
-    task that the judge scores at least ``threshold``. Returns the (prompt, answer) pairs to train on
-    and a report (how many were kept, and the mean judged score of what was sampled). ``clock``:
+    task that the judge scores at least ``threshold``. Returns the (prompt, answer) pairs to train
+    on and a report (how many were kept, and the mean judged score of what was sampled). ``clock``:
     as in :func:`sample_and_judge`."""
     prompts, gens, scores = sample_and_judge(
         loaded, tasks, judge, config, samples=samples, clock=clock, what="self-improvement"
@@ -320,7 +323,8 @@ def self_improve(
         "sampled_judged": sum(scores) / len(scores),
     }
     print(
-        f"self-improvement: kept {len(kept)} of {len(prompts)} prompts (best of {samples} judged >= {threshold:g}); "
+        f"self-improvement: kept {len(kept)} of {len(prompts)} prompts "
+        f"(best of {samples} judged >= {threshold:g}); "
         f"mean judged score of the samples {report['sampled_judged']:.2f}"
     )
     return kept, report
@@ -330,7 +334,8 @@ def weighted_rewards(weights: dict[str, float], judge: judging.Judge) -> list[An
     """GRPO's reward functions from ``{name: weight}``: ``"judge"`` is ``judge``, any other name a
     reward of :data:`tunixkit.rewards.REWARDS`; each keeps its name, so tunix logs it on its own.
 
-    >>> [f.__name__ for f in weighted_rewards({"structure": 1.0, "judge": 2.0, "relevance": 0.0}, None)]
+    >>> [f.__name__
+    ...  for f in weighted_rewards({"structure": 1.0, "judge": 2.0, "relevance": 0.0}, None)]
     ['structure', 'judge']
     """
     known = {"judge": judge, **rewards.REWARDS}
@@ -549,7 +554,8 @@ def contested(
         print(f"GRPO prompts: none of {len(records)} is in {path}; training on all of them")
         return list(records)
     print(
-        f"GRPO prompts: {len(kept)} of {len(records)}, those on which the judge told samples apart ({path.name})"
+        f"GRPO prompts: {len(kept)} of {len(records)}, "
+        f"those on which the judge told samples apart ({path.name})"
     )
     return kept
 
