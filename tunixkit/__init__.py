@@ -41,7 +41,8 @@ above the library (no library module imports them)
   testing      the smoke profile's tiny models and synthetic data, and test helpers
   tools        the memory plan (tools.memplan) and the API check (tools.doctor)
 
-``import tunixkit as tk`` then ``tk.models.load_model(...)``: each namespace is imported on first use.
+``import tunixkit as tk`` then ``tk.models.load_model(...)``: each namespace is imported on first
+use.
 """
 
 import importlib

@@ -149,7 +149,8 @@ class ForgivingToolEnvironment(ToolEnvironment):
             call_id = call.get("id") or str(uuid.uuid4())
             try:
                 result = super()._execute_tool_calls([{**call, "id": call_id}])
-            except Exception as e:  # noqa: BLE001 - the model's mistake costs its reward, not the run
+            except Exception as e:  # noqa: BLE001
+                # the model's mistake costs its reward, not the run
                 result = {call_id: f"Error: malformed call ({type(e).__name__})"}
             for value in result.values():
                 self.tool_called(call, str(value))
@@ -250,7 +251,8 @@ class BatchShardedSampler(Sampler):
 
 
 def split_rollout_batches(cluster: RLCluster) -> None:
-    """Make ``cluster``'s rollout sampler (tunix's vanilla rollout) a :class:`BatchShardedSampler`."""
+    """Make ``cluster``'s rollout sampler (tunix's vanilla rollout) a
+    :class:`BatchShardedSampler`."""
     sampler = getattr(cluster.rollout, "_sampler", None)
     if type(sampler) is Sampler:
         sampler.__class__ = BatchShardedSampler

@@ -20,7 +20,8 @@ each with its test):
   malformed call costs the episode its reward, never the run;
 - every episode calls the sampler alone, with the rollout config's one seed: the G episodes of a
   question drew the same noise, wrote the same tokens and got the same reward, so every advantage
-  was 0 and only the KL term trained. :func:`tunixkit._compat.fresh_seed_per_call` gives each call its own seed;
+  was 0 and only the KL term trained. :func:`tunixkit._compat.fresh_seed_per_call` gives each
+  call its own seed;
 - the learner hands reward functions the *first* assistant turn only (the tool call), so the
   answer is scored by the environment, which also keeps what each episode did
   (:class:`Episodes`): the per-step tool metrics and the evaluation come from there.
@@ -245,8 +246,10 @@ def single_call_records(records: Sequence[dict[str, str]]) -> list[dict[str, str
     """The records whose solution is one calculation (one ``expression = result`` step whose
     result is the answer), with that expression as ``expression``: what one calculator call solves.
 
-    >>> single_call_records([{"question": "q", "solution": "Tom has 2 + 3 = 5 pens.", "answer": "5"},
-    ...                      {"question": "r", "solution": "1 + 1 = 2, then 2 * 3 = 6.", "answer": "6"}])
+    >>> single_call_records([
+    ...     {"question": "q", "solution": "Tom has 2 + 3 = 5 pens.", "answer": "5"},
+    ...     {"question": "r", "solution": "1 + 1 = 2, then 2 * 3 = 6.", "answer": "6"},
+    ... ])
     [{'question': 'q', 'solution': 'Tom has 2 + 3 = 5 pens.', 'answer': '5', 'expression': '2 + 3'}]
     """
     out = []
@@ -416,14 +419,15 @@ def show_episodes(path: str | pathlib.Path, k: int = 3) -> str:
         e = json.loads(line)
         out.append(
             f"Q: {e['question']}  (gold {e['gold']})\n  tool results: {e['results'] or 'none'}\n"
-            f"  final turn: {e['final']!r}\n  correct: {e['correct']}, used the result: {e['used_result']}"
+            f"  final turn: {e['final']!r}\n  correct: {e['correct']}, "
+            f"used the result: {e['used_result']}"
         )
     return "\n\n".join(out)
 
 
 def episode_cache_size(settings: rl.GRPOSettings) -> int:
-    """The sampler's KV cache for a multi-turn episode: each turn is sampled from the conversation so
-    far (the first prompt, the earlier turns and the tool's results, at most the episode's
+    """The sampler's KV cache for a multi-turn episode: each turn is sampled from the conversation
+    so far (the first prompt, the earlier turns and the tool's results, at most the episode's
     ``max_generation_steps``), padded to ``max_prompt_length``, plus the turn itself."""
     return 2 * settings.max_prompt_length + settings.max_generation_steps + 16
 
@@ -506,7 +510,8 @@ def stage(
     mesh: Mesh | None = None,
 ) -> str | None:
     """The agentic GRPO stage of a :class:`tunixkit.pipeline.Stages` run (LoRA on the shared
-    reference, the previous stage's export as the start); returns its export (None: not finished)."""
+    reference, the previous stage's export as the start); returns its export (None: not
+    finished)."""
     if stages.done(name):
         return stages.state[name]["export"]
     if not stages.ready(name):

@@ -7,9 +7,9 @@ The policy (``docs/answer_checking.md`` states it with its reasons and its known
    those. Otherwise, when there is none: an unclosed ``<answer>``, every ``\\boxed{...}``, the last
    "the answer is ...", the last ``#### ...`` (each up to the end of its sentence), and finally the
    last sentence of the text. The first of these that holds a number is the answer statement.
-2. **Which number.** The statement is cut at its *conclusion markers* (``=``, ``≈``, ``=>``, ``→``,
-   a ``:`` not between digits, and the words *so, thus, hence, therefore, i.e., which is, that is,
-   making, giving, gives, equals, answer is*); the last piece that holds a number is the
+2. **Which number.** The statement is cut at its *conclusion markers* (``=``, ``≈``, ``=>``,
+   ``→``, a ``:`` not between digits, and the words *so, thus, hence, therefore, i.e., which is,
+   that is, making, giving, gives, equals, answer is*); the last piece that holds a number is the
    conclusion. ``from 10 to 16, so 16`` is 16; ``5 + 5 = 10`` is 10; ``12 apples`` is 12.
 3. **Hedges.** If the conclusion names two or more *different* numbers, there is no answer: it is
    a hedge or a list (``7 or 8``, ``either 7 or 8``, ``between 7 and 8``, ``from 7 to 8``, ``7-8``,
@@ -105,7 +105,8 @@ _LATEX = [
 _POWER_RE = re.compile(r"10([⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)")
 _SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
 _VULGAR = {
-    c: str(Fraction(unicodedata.numeric(c)).limit_denominator(10)) for c in "½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞"
+    c: str(Fraction(unicodedata.numeric(c)).limit_denominator(10))
+    for c in "½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞"  # halves to eighths (no sevenths)
 }
 _VULGAR_RE = re.compile(r"(\d?)([" + "".join(_VULGAR) + "])")
 

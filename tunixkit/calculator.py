@@ -67,7 +67,8 @@ MAX_MAGNITUDE: Final = Fraction(10**40)
 ALLOWED_CHARS: Final = frozenset("0123456789+-*/%(). \t\n")
 ERROR_PREFIX: Final = "error: "
 # How the model calls the tool and reads its result: tunix's Qwen tool parser (the only working one
-# in 0.1.7) reads the JSON between these tags; tunix's ToolAgent shows the output after RESULT_PREFIX.
+# in 0.1.7) reads the JSON between these tags; tunix's ToolAgent shows the output after
+# RESULT_PREFIX.
 TOOL_CALL_START, TOOL_CALL_END = "<tool_call>", "</tool_call>"
 RESULT_PREFIX: Final = "Tool returned result: "
 SIGNIFICANT_DIGITS: Final = 12

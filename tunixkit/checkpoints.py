@@ -1,11 +1,13 @@
-"""Checkpoints on disk: the Hugging Face layout, validation, Orbax save/restore, the judged artifact.
+"""Checkpoints on disk: the Hugging Face layout, validation, Orbax save/restore, the judged
+artifact.
 
 - :func:`write_hf_checkpoint`: a tunix model as ``config.json`` + ``model.safetensors`` (or shards
   with ``model.safetensors.index.json``), loadable by tunix's safetensors loader *and* by
   ``transformers`` (checked by tests/test_transformers_xcheck.py for both families).
-- :func:`validate_hf_checkpoint`: before loading, every expected tensor is present with the shape the
-  config implies; otherwise a clear error naming the tensor and both shapes.
-- :func:`save_state` / :func:`restore_state`: Orbax save/restore of a model's full or LoRA-only state.
+- :func:`validate_hf_checkpoint`: before loading, every expected tensor is present with the shape
+  the config implies; otherwise a clear error naming the tensor and both shapes.
+- :func:`save_state` / :func:`restore_state`: Orbax save/restore of a model's full or LoRA-only
+  state.
 - the export of a trained model (``hf/`` and ``orbax/``) is :func:`tunixkit.models.export`, which
   reloads the base weights to merge LoRA into; it writes with the functions here.
 - :func:`write_judged`: the one judged artifact, ``OUTPUT_DIR/ckpts/actor/<step>/model_params``
@@ -113,7 +115,8 @@ def validate_hf_checkpoint(
     files = sorted(folder.glob("*.safetensors"))
     if not files:
         raise CheckpointError(
-            f"{folder}: no *.safetensors files (expected {WEIGHTS_FILE} or model-*-of-*.safetensors)"
+            f"{folder}: no *.safetensors files (expected {WEIGHTS_FILE} or "
+            "model-*-of-*.safetensors)"
         )
     found: dict[str, tuple[tuple[int, ...], str]] = {}
     for file in files:
@@ -135,8 +138,9 @@ def validate_hf_checkpoint(
     for name, shape in expected.items():
         if found[name][0] != shape:
             raise CheckpointError(
-                f"{folder / found[name][1]}: tensor {name!r} has shape {found[name][0]}, but the config "
-                f"expects {shape} (num_layers={cfg.num_layers}, embed_dim={cfg.embed_dim}, vocab={cfg.num_embed})"
+                f"{folder / found[name][1]}: tensor {name!r} has shape {found[name][0]}, but the "
+                f"config expects {shape} (num_layers={cfg.num_layers}, embed_dim={cfg.embed_dim}, "
+                f"vocab={cfg.num_embed})"
             )
 
 
@@ -184,9 +188,9 @@ def restore_state(model: nnx.Module, directory: str | pathlib.Path, *, lora_only
 
 
 def tunix_config_dict(cfg: Gemma3Config | Gemma2Config) -> dict[str, Any]:
-    """The plain fields of a tunix ``ModelConfig`` as JSON: numbers and strings as they are, enums as
-    ``{"enum": class, "name": member}`` (a tuple of them as a list), the dtype by name. The Orbax
-    export stores it so that tunix's own code can rebuild the model (see notebook 02)."""
+    """The plain fields of a tunix ``ModelConfig`` as JSON: numbers and strings as they are, enums
+    as ``{"enum": class, "name": member}`` (a tuple of them as a list), the dtype by name. The
+    Orbax export stores it so that tunix's own code can rebuild the model (see notebook 02)."""
 
     def plain(v: Any) -> Any:
         if isinstance(v, enum.Enum):
@@ -218,7 +222,8 @@ def write_judged(
     orbax_dir: str | pathlib.Path, out_dir: str | pathlib.Path, step: int
 ) -> pathlib.Path:
     """The judged artifact: ``out_dir/ckpts/actor/<step>/model_params``, the whole merged model of
-    an Orbax export (:func:`tunixkit.models.export`'s ``orbax/``), beside its ``tunix_config.json`` and tokenizer.
+    an Orbax export (:func:`tunixkit.models.export`'s ``orbax/``), beside its
+    ``tunix_config.json`` and tokenizer.
 
     The competition's template writes its checkpoints to ``ckpts/actor/<step>/model_params`` and
     the judges take the last one. Here it is never LoRA adapters (a delta on a base the judges do

@@ -155,7 +155,8 @@ def _decode(path: pathlib.Path) -> str:
 
 
 def read_rows(path: str | pathlib.Path, required: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """Read raw rows from ``.jsonl``, ``.json``, ``.csv`` or ``.parquet``; errors name file and line.
+    """Read raw rows from ``.jsonl``, ``.json``, ``.csv`` or ``.parquet``; errors name file and
+    line.
 
     A file without a single row, or one that is not UTF-8 text, is an error too; so is a CSV header
     that lacks one of the ``required`` columns (named in the error with the header found).
@@ -266,7 +267,8 @@ def load_gsm8k(
 
 def gsm8k_file(path: str | pathlib.Path, split: str) -> pathlib.Path:
     """``path`` itself if it is a file, else the one data file for ``split`` under the folder
-    ``path`` (``main/<split>-*.parquet`` in the Hugging Face layout; else any ``*<split>*`` data file)."""
+    ``path`` (``main/<split>-*.parquet`` in the Hugging Face layout; else any ``*<split>*`` data
+    file)."""
     path = pathlib.Path(path)
     if path.is_file():
         return path
@@ -279,7 +281,8 @@ def gsm8k_file(path: str | pathlib.Path, split: str) -> pathlib.Path:
         listed = ", ".join(str(p.relative_to(path)) for p in found) or "none"
         raise DataError(
             f"{path}: expected one GSM8K {split!r} file (main/{split}-00000-of-00001.parquet as on "
-            f"the Hugging Face hub, or a .jsonl/.csv/.parquet named after the split); found {listed}"
+            f"the Hugging Face hub, or a .jsonl/.csv/.parquet named after the split); "
+            f"found {listed}"
         )
     return found[0]
 
@@ -309,8 +312,8 @@ def grpo_dataset(
     """A grain dataset of GRPO batches: dicts of numpy arrays with ``prompts`` (in ``family``'s chat
     template), ``question``, ``answer``.
 
-    Shuffled with ``seed`` and repeated as needed so that ``num_batches`` batches exist; the order is
-    reproducible, which trainer resume relies on.
+    Shuffled with ``seed`` and repeated as needed so that ``num_batches`` batches exist; the order
+    is reproducible, which trainer resume relies on.
     """
     import grain
 

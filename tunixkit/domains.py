@@ -1,4 +1,5 @@
-"""Multi-domain tasks (the competition's mix) and their evaluation: traces, a judge, per-domain scores.
+"""Multi-domain tasks (the competition's mix) and their evaluation: traces, a judge, per-domain
+scores.
 
 The competition judges ``<reasoning>``/``<answer>`` responses on creative writing, ideation,
 summarization, science, math and code (math and code weighted down). This module holds:
@@ -127,8 +128,8 @@ def load_traces(
     chat = next((c for c in ("messages", "conversations") if c in rows[0]), None)
     if chat is None and not all(f in rows[0] for f in fields):
         raise data.DataError(
-            f"{source}: columns {cols}; expected a 'messages' (or 'conversations') column of chat turns, "
-            f"or the columns {list(fields)} (set the field names to yours)"
+            f"{source}: columns {cols}; expected a 'messages' (or 'conversations') column of "
+            f"chat turns, or the columns {list(fields)} (set the field names to yours)"
         )
     if domain_field != "domain" and not any(domain_field in row for row in rows):
         raise data.DataError(
@@ -225,7 +226,8 @@ def split_heldout(
     dropped = len(records) - len(rest) - len(held)
     if held:
         print(
-            f"held-out prompts: {len(held)}, {dropped} training records repeating one of them dropped"
+            f"held-out prompts: {len(held)}, "
+            f"{dropped} training records repeating one of them dropped"
         )
     return [records[i] for i in sorted(held.values())], rest
 
@@ -259,7 +261,8 @@ def balanced(records: Sequence[dict[str, Any]], n: int) -> list[dict[str, Any]]:
 
     >>> rows = [{"domain": "creative", "i": i} for i in range(6)]
     >>> rows += [{"domain": "math", "i": i} for i in range(20)]
-    >>> by_domain(balanced(rows, 10)), by_domain(balanced(rows, 20)), [r["i"] for r in balanced(rows, 4)][:2]
+    >>> (by_domain(balanced(rows, 10)), by_domain(balanced(rows, 20)),
+    ...  [r["i"] for r in balanced(rows, 4)][:2])
     ({'creative': 5, 'math': 5}, {'creative': 6, 'math': 14}, [4, 5])
     """
     sizes = collections.Counter(r.get("domain", "general") for r in records)
@@ -295,7 +298,8 @@ def calibrate(judge: Judge, records: Sequence[Mapping[str, str]]) -> dict:
     above both (by :data:`CALIBRATION_MARGINS`); each domain where it does not is named in
     ``warnings``.
 
-    Returns ``{"rows": {domain: {"n", "reference", "other_prompt", "untagged"}}, "warnings": [...]}``.
+    Returns ``{"rows": {domain: {"n", "reference", "other_prompt", "untagged"}},
+    "warnings": [...]}``.
     """
     prompts = [r["prompt"] for r in records]
     good = [r["response"] for r in records]
@@ -460,8 +464,9 @@ def paired_change(
 
     >>> import tempfile; d = pathlib.Path(tempfile.mkdtemp())
     >>> for n, xs in (("a", [0.1, 0.5, 0.2]), ("b", [0.3, 0.6, 0.4])):
-    ...     _ = (d / f"domains_{n}.jsonl").write_text("".join(json.dumps({"domain": "x", "prompt": str(i),
-    ...         "judged": x}) + "\\n" for i, x in enumerate(xs)))
+    ...     _ = (d / f"domains_{n}.jsonl").write_text("".join(
+    ...         json.dumps({"domain": "x", "prompt": str(i), "judged": x}) + "\\n"
+    ...         for i, x in enumerate(xs)))
     >>> [round(v, 3) for v in paired_change(d, "a", "b")["all"]]
     [0.167, 0.143, 3]
     """
@@ -487,7 +492,8 @@ def stage_changes(
     output_dir: str | pathlib.Path, names: Sequence[str]
 ) -> dict[str, dict[str, Any]]:
     """Each stage's own effect: :func:`paired_change` from each evaluation in ``names`` to the next,
-    for greedy (``judged``) and, where evaluated, ``sampled`` scores; keyed ``"<before>-><after>"``."""
+    for greedy (``judged``) and, where evaluated, ``sampled`` scores; keyed
+    ``"<before>-><after>"``."""
     out: dict[str, dict[str, Any]] = {}
     for before, after in itertools.pairwise(names):
         firsts = [

@@ -48,7 +48,8 @@ __all__ = [
 ]
 
 # Prompts longer than their limit, by where they were cut ("generate": evaluations, judged passes;
-# "grpo": a GRPO stage's prompts), and the prompts seen there: notebook 06 writes it to summary.json.
+# "grpo": a GRPO stage's prompts), and the prompts seen there: notebook 06 writes it to
+# summary.json.
 PROMPTS_CUT: collections.Counter = collections.Counter()
 
 
@@ -57,7 +58,8 @@ def count_cut(
 ) -> int:
     """Count (in :data:`PROMPTS_CUT`) and print the prompts of ``lengths`` tokens over ``limit``.
 
-    >>> count_cut("doctest", [10, 300, 12], 256), PROMPTS_CUT["doctest"], PROMPTS_CUT["doctest_seen"]
+    >>> (count_cut("doctest", [10, 300, 12], 256), PROMPTS_CUT["doctest"],
+    ...  PROMPTS_CUT["doctest_seen"])
     doctest: 1/3 prompts exceed max_prompt_length=256 tokens and are left-truncated
     (1, 1, 3)
     """
@@ -66,7 +68,8 @@ def count_cut(
     PROMPTS_CUT[f"{where}_seen"] += len(lengths)
     if cut:
         print(
-            f"{where}: {cut}/{len(lengths)} prompts exceed max_prompt_length={limit} tokens and {how}"
+            f"{where}: {cut}/{len(lengths)} prompts exceed max_prompt_length={limit} tokens "
+            f"and {how}"
         )
     return cut
 
@@ -107,7 +110,8 @@ class Checks:
         >>> Checks.for_run(smoke, recipes.SFT.smoke()).enforce
         True
         >>> fewer = dataclasses.replace(recipes.SFT.smoke(), steps=10)
-        >>> Checks.for_run(smoke, fewer).enforce, Checks.for_run(smoke, recipes.SFT.smoke(), rehearsal=True).enforce
+        >>> (Checks.for_run(smoke, fewer).enforce,
+        ...  Checks.for_run(smoke, recipes.SFT.smoke(), rehearsal=True).enforce)
         (False, False)
         """
         return cls(enforce=rt.smoke and not rehearsal and recipe == type(recipe).smoke())
@@ -351,7 +355,8 @@ class EvalResult:
         return {k: getattr(self, k) for k in keys} | {"categories": dict(self.categories)}
 
     def first(self, n: int) -> EvalResult:
-        """The same metrics on the first ``n`` questions only (to compare with a shrunk evaluation)."""
+        """The same metrics on the first ``n`` questions only (to compare with a shrunk
+        evaluation)."""
         return self if n >= self.n else result_from(self.name, self.predictions[:n])
 
 
@@ -369,9 +374,9 @@ def evaluate(
     """Generate for every record and score it; writes ``<output_dir>/predictions_<name>.jsonl``.
 
     ``accuracy`` counts a completion only with the exact format and the right number in
-    ``<answer>``; ``partial_accuracy`` accepts the right number found anywhere (``####``, "the answer
-    is", last number). With ``reuse``, predictions already stored for exactly these questions are
-    read back instead of generated again (a resumed run's "before" evaluation).
+    ``<answer>``; ``partial_accuracy`` accepts the right number found anywhere (``####``,
+    "the answer is", last number). With ``reuse``, predictions already stored for exactly these
+    questions are read back instead of generated again (a resumed run's "before" evaluation).
     """
     stored = (
         pathlib.Path(output_dir) / f"predictions_{name}.jsonl" if output_dir is not None else None
@@ -443,7 +448,8 @@ class Paired:
 def paired(a: EvalResult, b: EvalResult) -> Paired:
     """Compare ``a`` and ``b`` question by question (they must cover the same questions).
 
-    >>> right = {"question": "q", "category": "correct", "partial": True, "format": True, "num_tokens": 9}
+    >>> right = {"question": "q", "category": "correct", "partial": True, "format": True,
+    ...          "num_tokens": 9}
     >>> wrong = dict(right, category="wrong_number", partial=False)
     >>> x, y = result_from("x", [wrong] * 10), result_from("y", [right] * 10)
     >>> r = paired(x, y)
@@ -492,7 +498,8 @@ def worst_errors(result: EvalResult, k: int = 5) -> list[dict[str, Any]]:
 
 
 def side_by_side(results: Sequence[EvalResult], k: int = 3) -> str:
-    """A Markdown table of the first ``k`` questions: the gold answer and each result's completion."""
+    """A Markdown table of the first ``k`` questions: the gold answer and each result's
+    completion."""
 
     def cell(text: str, limit: int = 300) -> str:
         if not text.strip():

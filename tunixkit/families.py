@@ -119,7 +119,8 @@ def read_hf_config(folder: str | pathlib.Path) -> dict[str, Any]:
     return c.get("text_config", c)
 
 
-# --- Gemma3 (270M, 1B, ...): checked against transformers.Gemma3ForCausalLM (tests/test_transformers_xcheck.py).
+# --- Gemma3 (270M, 1B, ...): checked against transformers.Gemma3ForCausalLM
+# (tests/test_transformers_xcheck.py).
 # config.json must say query_pre_attn_scalar, sliding_window and layer_types explicitly:
 # transformers' defaults (256, 4096, its own pattern) give other logits.
 
@@ -386,7 +387,8 @@ def _g2_hf_config(
         "num_attention_heads": cfg.num_heads,
         "num_key_value_heads": cfg.num_kv_heads,
         "head_dim": cfg.head_dim,
-        "query_pre_attn_scalar": cfg.head_dim,  # tunix always scales by head_dim**-0.5 (HF default: 256)
+        # tunix always scales by head_dim**-0.5 (HF default: 256)
+        "query_pre_attn_scalar": cfg.head_dim,
         "attn_logit_softcapping": cfg.attn_logits_soft_cap,
         "final_logit_softcapping": cfg.final_logit_softcap,
         "sliding_window": cfg.sliding_window_size,
@@ -414,18 +416,16 @@ def _g2_state_dict(model, cfg) -> dict[str, np.ndarray]:
     }
     for i, layer in enumerate(model.layers):
         pre = f"model.layers.{i}."
-        parts = (
-            _gemma_attention(layer.attn, cfg)
-            | {
-                "mlp.gate_proj.weight": layer.mlp.gate_proj.kernel.value.T,
-                "mlp.up_proj.weight": layer.mlp.up_proj.kernel.value.T,
-                "mlp.down_proj.weight": layer.mlp.down_proj.kernel.value.T,
-                "input_layernorm.weight": layer.pre_attention_norm.scale.value,
-                "post_attention_layernorm.weight": layer.post_attn_norm.scale.value,  # Gemma3: post_attention_norm
-                "pre_feedforward_layernorm.weight": layer.pre_ffw_norm.scale.value,
-                "post_feedforward_layernorm.weight": layer.post_ffw_norm.scale.value,
-            }
-        )
+        parts = _gemma_attention(layer.attn, cfg) | {
+            "mlp.gate_proj.weight": layer.mlp.gate_proj.kernel.value.T,
+            "mlp.up_proj.weight": layer.mlp.up_proj.kernel.value.T,
+            "mlp.down_proj.weight": layer.mlp.down_proj.kernel.value.T,
+            "input_layernorm.weight": layer.pre_attention_norm.scale.value,
+            # Gemma3: post_attention_norm
+            "post_attention_layernorm.weight": layer.post_attn_norm.scale.value,
+            "pre_feedforward_layernorm.weight": layer.pre_ffw_norm.scale.value,
+            "post_feedforward_layernorm.weight": layer.post_ffw_norm.scale.value,
+        }
         sd |= {pre + k: v for k, v in parts.items()}
     return {name: np.ascontiguousarray(np.asarray(x)) for name, x in sd.items()}
 

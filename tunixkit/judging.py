@@ -1,8 +1,9 @@
-"""Rewards for answers without a ground truth: rubric checks, an LLM judge, prompt relevance, weights.
+"""Rewards for answers without a ground truth: rubric checks, an LLM judge, prompt relevance,
+weights.
 
-All are TRL-style reward functions, ``fn(prompts, completions, **kwargs) -> list[float]``, as tunix's
-``GRPOLearner`` calls them and as :mod:`tunixkit.rewards` defines them; each is registered with its
-bounds in :data:`tunixkit.rewards.REWARDS`, so the property tests feed it any string.
+All are TRL-style reward functions, ``fn(prompts, completions, **kwargs) -> list[float]``, as
+tunix's ``GRPOLearner`` calls them and as :mod:`tunixkit.rewards` defines them; each is registered
+with its bounds in :data:`tunixkit.rewards.REWARDS`, so the property tests feed it any string.
 
 - rubric: :func:`length_limit`, :func:`structure`, :func:`repetition`, :func:`no_boilerplate`;
 - :class:`Judge`: a judge model (:func:`llm_grader`: loaded with the same loader) or any grader
@@ -88,10 +89,10 @@ def length_target(
     cap_chars: int = 3200,
     **kwargs: Any,
 ) -> list[float]:
-    """Length shaping under a 768-token generation limit (~3,200 characters): 0 up to ``target_chars``
-    (~600 tokens), then falling linearly to -1 at ``cap_chars``; an answer left open (an ``<answer>``
-    with no ``</answer>`` after it, or none at all past the target: what hitting the limit leaves)
-    gets -1 whatever its length.
+    """Length shaping under a 768-token generation limit (~3,200 characters): 0 up to
+    ``target_chars`` (~600 tokens), then falling linearly to -1 at ``cap_chars``; an answer left
+    open (an ``<answer>`` with no ``</answer>`` after it, or none at all past the target: what
+    hitting the limit leaves) gets -1 whatever its length.
 
     >>> length_target(["q"] * 4, ["<answer>a</answer>", "<answer>" + "x" * 2983 + "</answer>",
     ...                           "<reasoning>r</reasoning><answer>cut off", "x" * 2500])
@@ -112,7 +113,8 @@ def structure(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any)
     """1 for the exact ``<reasoning>``/``<answer>`` structure, 0.5 when both blocks are there but
     out of shape, 0 otherwise.
 
-    >>> structure(["q"] * 3, ["<reasoning>r</reasoning><answer>a</answer>", "<answer>a</answer><reasoning>r</reasoning>", "a"])
+    >>> structure(["q"] * 3, ["<reasoning>r</reasoning><answer>a</answer>",
+    ...                       "<answer>a</answer><reasoning>r</reasoning>", "a"])
     [1.0, 0.5, 0.0]
     """
     out = []
@@ -127,8 +129,8 @@ def structure(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any)
 def repetition(
     prompts: Sequence[str], completions: Sequence[str], *, n: int = 3, **kwargs: Any
 ) -> list[float]:
-    """Minus the share of repeated word ``n``-grams: 0 for text that never repeats itself, towards -1
-    for a loop.
+    """Minus the share of repeated word ``n``-grams: 0 for text that never repeats itself, towards
+    -1 for a loop.
 
     >>> repetition(["q", "q"], ["one two three four five", "go on go on go on go on go on"])
     [0.0, -0.75]
@@ -158,7 +160,8 @@ def relevance(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any)
     """TF-IDF cosine similarity between each prompt and its answer (IDF over this batch): a cheap
     signal that the answer is about the question, with no judge model.
 
-    >>> [round(x, 2) for x in relevance(["the moon orbits earth", "bake bread"], ["the moon orbits", "tax law"])]
+    >>> [round(x, 2) for x in relevance(["the moon orbits earth", "bake bread"],
+    ...                                 ["the moon orbits", "tax law"])]
     [0.81, 0.0]
     """
     docs = [
@@ -182,7 +185,9 @@ def relevance(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any)
 
 
 _SCORE_RE = re.compile(
-    r"(-?\d+(?:\.\d+)?)\s*(?:/|out of)\s*(\d+(?:\.\d+)?)|(?:score|rating)\s*[:=]?\s*(-?\d+(?:\.\d+)?)|(-?\d+(?:\.\d+)?)",
+    r"(-?\d+(?:\.\d+)?)\s*(?:/|out of)\s*(\d+(?:\.\d+)?)"
+    r"|(?:score|rating)\s*[:=]?\s*(-?\d+(?:\.\d+)?)"
+    r"|(-?\d+(?:\.\d+)?)",
     re.I,
 )
 
@@ -191,7 +196,8 @@ def parse_score(reply: Any, scale: float = 10.0) -> float:
     """Any judge reply -> a score in [0, 1]: "7/10", "Score: 8", "8 out of 10", a bare number (on a
     ``scale`` of 0..10 by default); a reply with no number, or anything that is not text, gives 0.
 
-    >>> [parse_score(r) for r in ("Score: 8", "7/10", "9 out of 10 because", "great!", None, "42", "-3")]
+    >>> [parse_score(r)
+    ...  for r in ("Score: 8", "7/10", "9 out of 10 because", "great!", None, "42", "-3")]
     [0.8, 0.7, 0.9, 0.0, 0.0, 1.0, 0.0]
     """
     if not isinstance(reply, str):
@@ -215,19 +221,23 @@ class JudgeRubric:
     question's domain (``domain_of``: question -> domain; :data:`CRITERIA`, else the general ones).
 
     >>> rubric = JudgeRubric(domain_of={"Summarize: the text.": "summarization"})
-    >>> "nothing invented" in rubric("Summarize: the text.", "r"), "nothing invented" in rubric("Hi?", "r")
+    >>> ("nothing invented" in rubric("Summarize: the text.", "r"),
+    ...  "nothing invented" in rubric("Hi?", "r"))
     (True, False)
     """
 
     CRITERIA = {
         "general": "it answers what was asked, and it is correct and helpful",
-        "creative": "it follows the requested form, tone and length, and it is original, vivid and coherent",
+        "creative": "it follows the requested form, tone and length, and it is original, vivid and "
+        "coherent",
         "ideation": "it gives several distinct, specific and feasible ideas that fit the request",
-        "summarization": "it is faithful to the source (nothing invented), covers its main points and "
-        "is concise",
-        "science": "it is scientifically accurate, explains why with correct terms, and has no misconception",
+        "summarization": "it is faithful to the source (nothing invented), covers its main points "
+        "and is concise",
+        "science": "it is scientifically accurate, explains why with correct terms, and has no "
+        "misconception",
         "math": "its final answer is correct, reached by valid step-by-step reasoning",
-        "code": "its code is correct and runnable and does what was asked, with a short explanation",
+        "code": "its code is correct and runnable and does what was asked, with a short "
+        "explanation",
     }
     TEMPLATE = (
         "You are grading a response to a {domain} task. Criteria: {criteria}; it is clear and well "
@@ -255,9 +265,10 @@ class JudgeRubric:
         )
 
 
-# Judge prompt tokens: the rubric (~100) and the question (a summarization prompt holds its document)
-# around a whole answer at the generation limit (768 tokens; the judges read up to 1K), in the chat
-# template. A longer prompt loses the middle of its question, never the answer (fit_prompt).
+# Judge prompt tokens: the rubric (~100) and the question (a summarization prompt holds its
+# document) around a whole answer at the generation limit (768 tokens; the judges read up to 1K), in
+# the chat template. A longer prompt loses the middle of its question, never the answer
+# (fit_prompt).
 JUDGE_PROMPT_LENGTH = 2048
 # How llm_grader samples a score: greedy, 16 prompts a call, a few tokens (the memory plan's
 # judge_prefill step compiles this pass, beside GRPO's state).
@@ -289,9 +300,9 @@ def fit_prompt(
     count: Callable[[str], int],
     limit: int,
 ) -> tuple[str, bool]:
-    """``rubric(question, answer)`` within ``limit`` tokens (``count``: tokens of a text), and whether
-    it was cut. The answer is what is judged, so it is kept whole: the middle of the question goes
-    first, and only a question already cut to nothing lets the answer lose its middle.
+    """``rubric(question, answer)`` within ``limit`` tokens (``count``: tokens of a text), and
+    whether it was cut. The answer is what is judged, so it is kept whole: the middle of the
+    question goes first, and only a question already cut to nothing lets the answer lose its middle.
 
     >>> words = lambda s: len(s.split())
     >>> rubric = lambda q, a: f"Q: {q} A: {a}"
@@ -385,7 +396,8 @@ class Judge:
 
     @property
     def prompts_cut(self) -> int:
-        """Judge prompts whose question lost its middle to fit (:func:`llm_grader`; 0 for others)."""
+        """Judge prompts whose question lost its middle to fit (:func:`llm_grader`; 0 for
+        others)."""
         return getattr(self.grade, "cut", 0)
 
     def scores(self, questions: Sequence[str], completions: Sequence[str]) -> list[float]:
@@ -396,7 +408,8 @@ class Judge:
             chunk = todo[i : i + self.batch_size]
             try:
                 replies = list(self.grade([q for q, _ in chunk], [c for _, c in chunk]))
-            except Exception as e:  # noqa: BLE001 - a failing judge costs the batch its reward, not the run
+            except Exception as e:  # noqa: BLE001
+                # a failing judge costs the batch its reward, not the run
                 print(f"judge: {type(e).__name__}: {e}; {len(chunk)} completions scored 0")
                 replies = [""] * len(chunk)
             replies += [""] * (len(chunk) - len(replies))

@@ -1,11 +1,15 @@
 """The default public data mix of notebook 06: traces for the six judged domains from public
 Hugging Face data sets, when the user brings none (``TRACES = None`` in the full profile).
 
-| domain | data set | licence | why |
-|---|---|---|---|
-| creative, ideation, summarization | ``databricks/databricks-dolly-15k`` (categories ``creative_writing``, ``brainstorming``, ``summarization``) | CC BY-SA 3.0 | written by people, not a model; one file of 15k rows; summarization rows carry their passage |
-| science | ``allenai/sciq`` | CC BY-NC 3.0 | 11.7k science exam questions, most with a supporting paragraph to reason from |
-| code | ``google-research-datasets/mbpp`` (``full``) | CC BY 4.0 | short Python tasks with a reference solution |
+Per domain, the data set, its licence and why:
+
+- creative, ideation, summarization: ``databricks/databricks-dolly-15k`` (categories
+  ``creative_writing``, ``brainstorming``, ``summarization``), CC BY-SA 3.0: written by people,
+  not a model; one file of 15k rows; summarization rows carry their passage.
+- science: ``allenai/sciq``, CC BY-NC 3.0: 11.7k science exam questions, most with a supporting
+  paragraph to reason from.
+- code: ``google-research-datasets/mbpp`` (``full``), CC BY 4.0: short Python tasks with a
+  reference solution.
 
 Math comes from GSM8K (MIT: worked solutions and a checkable answer, for GRPO's answer reward),
 read by :func:`tunixkit.recipes.gsm8k` as in every notebook (``GSM8K_PATH`` for a local copy).
@@ -30,7 +34,8 @@ from tunixkit import data, prompting
 __all__ = ["SOURCES", "Skip", "Source", "convert", "load_mix"]
 
 PLANS = {  # the reasoning of an answer whose data set has none
-    "creative": "I write the piece the request asks for, in its form and tone, with a clear ending.",
+    "creative": "I write the piece the request asks for, in its form and tone, with a clear "
+    "ending.",
     "ideation": "I give distinct, practical ideas that answer the request, one after another.",
     "summarization": "I keep the passage's main points, in my own words, and leave out details.",
 }
@@ -55,8 +60,8 @@ def _text(row: Mapping[str, Any], field: str) -> str:
 def dolly(row: Mapping[str, Any], family: str = "gemma3") -> dict[str, str]:
     """A ``databricks-dolly-15k`` row (``instruction``, ``context``, ``response``, ``category``).
 
-    >>> dolly({"instruction": "Name two uses of a brick.", "context": "", "response": "Build; paint.",
-    ...        "category": "brainstorming"})["domain"]
+    >>> dolly({"instruction": "Name two uses of a brick.", "context": "",
+    ...        "response": "Build; paint.", "category": "brainstorming"})["domain"]
     'ideation'
     """
     domain = DOLLY_DOMAINS.get(str(row.get("category")))
@@ -156,9 +161,9 @@ def load_mix(
     load: Callable[..., list[dict[str, Any]]] = data.load_rows,
 ) -> list[dict[str, str]]:
     """At most ``per_domain`` traces of each domain of :data:`SOURCES` (all but math), in the data
-    sets' order, interleaved by domain. ``paths``: a local file for a data set id (attached on Kaggle,
-    or a test's fixture). Skipped rows are printed per data set and reason; a data set that gives
-    no trace at all raises :class:`tunixkit.data.DataError` naming it."""
+    sets' order, interleaved by domain. ``paths``: a local file for a data set id (attached on
+    Kaggle, or a test's fixture). Skipped rows are printed per data set and reason; a data set that
+    gives no trace at all raises :class:`tunixkit.data.DataError` naming it."""
     by_domain: dict[str, list[dict[str, str]]] = collections.defaultdict(list)
     for source in SOURCES:
         where = (paths or {}).get(source.dataset, source.dataset)

@@ -5,12 +5,14 @@ take the same path: find a Hugging Face-layout folder (``config.json``, ``*.safe
 files), build the tunix config from its ``config.json`` (:mod:`tunixkit.families`), validate its
 tensors against that config, load it with tunix's safetensors loader onto the mesh, and read the
 tokenizer from the folder itself (never ``gs://``). The smoke models are written to that layout in
-a local cache first (:func:`tunixkit.testing.materialize`), so the smoke profile runs the real loader.
+a local cache first (:func:`tunixkit.testing.materialize`), so the smoke profile runs the real
+loader.
 
 :data:`MODELS` is the registry: plain data, one row per model id. LoRA and QLoRA are added by
 :func:`apply_lora` and folded back into a plain copy of the base weights by :func:`merge_lora` (any
-family, fused QKV and sharded bases included). :func:`export` writes a trained model (LoRA merged) as ``hf/`` (HF layout) and ``orbax/`` (params, tunix config and tokenizer: what
-Kaggle Models and the competition's tunix loader take).
+family, fused QKV and sharded bases included). :func:`export` writes a trained model (LoRA merged)
+as ``hf/`` (HF layout) and ``orbax/`` (params, tunix config and tokenizer: what Kaggle Models and
+the competition's tunix loader take).
 """
 
 from __future__ import annotations
@@ -223,7 +225,8 @@ def load_model(
         cfg = fam.config_from_hf(hf, dtype)
     except KeyError as e:
         raise checkpoints.CheckpointError(
-            f"{folder / checkpoints.CONFIG_FILE}: missing field {e} needed for a {spec.family} config"
+            f"{folder / checkpoints.CONFIG_FILE}: missing field {e} needed for a {spec.family} "
+            "config"
         ) from e
     checkpoints.validate_hf_checkpoint(folder, cfg, family=spec.family)
     t0 = time.perf_counter()
@@ -370,13 +373,15 @@ def apply_lora(
     seed: int = 0,
     verbose: bool = True,
 ) -> nnx.Module:
-    """Add LoRA (or nf4 QLoRA) adapters to attention and MLP with qwix (a new module over the same arrays).
+    """Add LoRA (or nf4 QLoRA) adapters to attention and MLP with qwix (a new module over the same
+    arrays).
 
-    The returned model shares its frozen backbone arrays with ``model``, so it can serve as the reference
-    model of GRPO/DPO without a second copy (its backbone arrays are the very arrays of ``model``; a
-    tunix train step later writes back new buffers, so the two part after the first step: see
-    ``memplan``'s ``reference`` entry). QLoRA quantizes a copy of the backbone instead. With ``mesh``, the adapters
-    are sharded too. ``alpha``, ``modules``, ``tile_size``: see :func:`lora_provider`.
+    The returned model shares its frozen backbone arrays with ``model``, so it can serve as the
+    reference model of GRPO/DPO without a second copy (its backbone arrays are the very arrays of
+    ``model``; a tunix train step later writes back new buffers, so the two part after the first
+    step: see ``memplan``'s ``reference`` entry). QLoRA quantizes a copy of the backbone instead.
+    With ``mesh``, the adapters are sharded too. ``alpha``, ``modules``, ``tile_size``: see
+    :func:`lora_provider`.
     """
     import qwix
     from flax import nnx
@@ -453,8 +458,9 @@ def merge_lora(
 
 def _preset_of(family: str, preset: str | None, config: Any) -> str | None:
     """``preset`` when ``config`` is that tunix preset's (the parameter dtype aside), else None: an
-    export's ``tunix_config.json`` names a preset only for the shape it makes, so that a custom shape
-    loaded under a released id (a rehearsal's, a pruned model) is rebuilt from its own fields.
+    export's ``tunix_config.json`` names a preset only for the shape it makes, so that a custom
+    shape loaded under a released id (a rehearsal's, a pruned model) is rebuilt from its own
+    fields.
 
     >>> from tunixkit import testing
     >>> from tunix.models.gemma3 import model as g3

@@ -148,7 +148,8 @@ class Stages:
         return sum(int(s.get("steps") or 0) for s in self.state.values() if s.get("done"))
 
     def ready(self, name: str) -> bool:
-        """Whether every stage before ``name`` is done (a stage never starts on an unfinished one)."""
+        """Whether every stage before ``name`` is done (a stage never starts on an unfinished
+        one)."""
         names = list(self.shares)
         waiting = [n for n in names[: names.index(name)] if not self.done(n)]
         if waiting:
@@ -161,9 +162,9 @@ class Stages:
     def cached(
         self, name: str, file: str, build: Callable[[], list[dict[str, Any]]]
     ) -> list[dict[str, Any]]:
-        """The rows of ``<stage>/<file>``: built once by ``build`` and read back on a rerun, so that a
-        resumed stage trains on the data its checkpoint was trained on. An empty list when ``build``
-        made none (nothing is written; the caller skips the stage: :meth:`skip`)."""
+        """The rows of ``<stage>/<file>``: built once by ``build`` and read back on a rerun, so
+        that a resumed stage trains on the data its checkpoint was trained on. An empty list when
+        ``build`` made none (nothing is written; the caller skips the stage: :meth:`skip`)."""
         path = self.dir(name) / file
         if path.is_file():
             rows = data.read_rows(path)
@@ -204,7 +205,8 @@ class Stages:
         stored = self.out_dir / f"domains_{name}.json"
         if stored.is_file():
             return domains.DomainScores(**json.loads(stored.read_text()))
-        # Timed: the session keeps an evaluation's time in reserve, so the last one fits the session.
+        # Timed: the session keeps an evaluation's time in reserve, so the last one fits the
+        # session.
         with self.session.timed("evaluation", items=len(tasks)):
             loaded = models.load_model(model_id, path=path, mesh=mesh, verbose=False)
             result = domains.evaluate(
@@ -293,7 +295,8 @@ def judged_pairs(
         pair = {"prompt": prompt, "chosen": best, "rejected": worst}
         (pairs if high - low >= min_gap else near).append(pair)
     print(
-        f"judged pairs: {len(pairs)} of {len(prompts)} prompts had answers {min_gap:g} or more apart"
+        f"judged pairs: {len(pairs)} of {len(prompts)} prompts had answers {min_gap:g} or more "
+        "apart"
     )
     if not pairs and _rehearsing(clock):
         print(f"{_TIMED_ANYWAY}: each prompt's best and worst answer")
@@ -320,11 +323,11 @@ def self_improve(
     threshold: float = 0.7,
     clock: Any = None,
 ) -> tuple[list[tuple[str, str]], dict[str, float]]:
-    """One round of self-improvement: sample ``samples`` answers per task, keep the best one of each
-    task that the judge scores at least ``threshold``. Returns the (prompt, answer) pairs to train on
-    and a report (how many were kept, and the mean judged score of what was sampled). ``clock``:
-    as in :func:`sample_and_judge`; in a rehearsal where none is kept, each task's best answer is
-    returned, so that the stage is still timed."""
+    """One round of self-improvement: sample ``samples`` answers per task, keep the best one of
+    each task that the judge scores at least ``threshold``. Returns the (prompt, answer) pairs to
+    train on and a report (how many were kept, and the mean judged score of what was sampled).
+    ``clock``: as in :func:`sample_and_judge`; in a rehearsal where none is kept, each task's best
+    answer is returned, so that the stage is still timed."""
     prompts, gens, scores = sample_and_judge(
         loaded, tasks, judge, config, samples=samples, clock=clock, what="self-improvement"
     )
@@ -349,7 +352,8 @@ def self_improve(
         "sampled_judged": sum(scores) / len(scores),
     }
     print(
-        f"self-improvement: kept {len(kept)} of {len(prompts)} prompts (best of {samples} judged >= {threshold:g}); "
+        f"self-improvement: kept {len(kept)} of {len(prompts)} prompts "
+        f"(best of {samples} judged >= {threshold:g}); "
         f"mean judged score of the samples {report['sampled_judged']:.2f}"
     )
     if not kept and _rehearsing(clock):
@@ -362,7 +366,8 @@ def weighted_rewards(weights: dict[str, float], judge: judging.Judge) -> list[An
     """GRPO's reward functions from ``{name: weight}``: ``"judge"`` is ``judge``, any other name a
     reward of :data:`tunixkit.rewards.REWARDS`; each keeps its name, so tunix logs it on its own.
 
-    >>> [f.__name__ for f in weighted_rewards({"structure": 1.0, "judge": 2.0, "relevance": 0.0}, None)]
+    >>> [f.__name__
+    ...  for f in weighted_rewards({"structure": 1.0, "judge": 2.0, "relevance": 0.0}, None)]
     ['structure', 'judge']
     """
     known = {"judge": judge, **rewards.REWARDS}
@@ -581,7 +586,8 @@ def contested(
         print(f"GRPO prompts: none of {len(records)} is in {path}; training on all of them")
         return list(records)
     print(
-        f"GRPO prompts: {len(kept)} of {len(records)}, those on which the judge told samples apart ({path.name})"
+        f"GRPO prompts: {len(kept)} of {len(records)}, "
+        f"those on which the judge told samples apart ({path.name})"
     )
     return kept
 

@@ -154,7 +154,8 @@ def training_pairs(
     if all(f.is_file() for f in files.values()):
         pairs = {k: data.read_rows(f) for k, f in files.items()}
         print(
-            f"read {len(pairs['train'])} training and {len(pairs['heldout'])} held-out pairs from {out}"
+            f"read {len(pairs['train'])} training and {len(pairs['heldout'])} held-out pairs "
+            f"from {out}"
         )
         return pairs
     if source == "on-policy":
@@ -173,7 +174,8 @@ def training_pairs(
             raise data.DataError(
                 f"{source}: {len(everything)} preference pairs, and the recipe holds out the first "
                 f"{heldout} to score the model on pairs it never trained on: none would be left to "
-                f"train on; use a data set with more than {heldout} pairs (or lower heldout_questions)"
+                f"train on; use a data set with more than {heldout} pairs "
+                "(or lower heldout_questions)"
             )
         pairs = {"train": everything[heldout:], "heldout": everything[:heldout]}
         print(f"{source}: {len(pairs['train'])} training pairs, the first {heldout} held out")
@@ -321,7 +323,8 @@ def simpo_loss_fn(
     gamma: float = 0.5,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """SimPO (Meng et al. 2024) as a tunix DPO-trainer loss: no reference model; the margin is
-    between length-normalised log-probabilities, ``-log sigmoid(beta * (lp_c/|c| - lp_r/|r|) - gamma)``."""
+    between length-normalised log-probabilities,
+    ``-log sigmoid(beta * (lp_c/|c| - lp_r/|r|) - gamma)``."""
     import jax
     import jax.numpy as jnp
     from tunix.sft.dpo import dpo_trainer

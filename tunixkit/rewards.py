@@ -115,7 +115,8 @@ def answer_match(
     Returns:
         one reward per completion, in [-1, 3].
 
-    >>> answer_match(["q"] * 4, ["<answer>100</answer>", "<answer>95</answer>", "<answer>7</answer>", "none"],
+    >>> answer_match(["q"] * 4,
+    ...              ["<answer>100</answer>", "<answer>95</answer>", "<answer>7</answer>", "none"],
     ...              answer=["100"] * 4)
     [3.0, 1.5, -1.0, 0.0]
     >>> hedged, settled = "<answer>99 or 100</answer>", "<answer>from 90 to 100, so 100</answer>"
@@ -149,7 +150,8 @@ def number_match(
     Returns:
         one reward per completion, in [0, 1.5].
 
-    >>> number_match(["q", "q"], ["so 1,200 total", "<answer>12 apples</answer>"], answer=["1200", "12"])
+    >>> number_match(["q", "q"], ["so 1,200 total", "<answer>12 apples</answer>"],
+    ...              answer=["1200", "12"])
     [1.5, 1.5]
     >>> number_match(["q"], ["<answer>12 or 13</answer>"], answer=["12"])
     [0.0]
@@ -171,10 +173,11 @@ def strict_answer(
 ) -> list[float]:
     """Like :func:`answer_match`, but nothing for unformatted, unterminated or rambling output.
 
-    A completion earns a reward only if it has the exact format and at most ``max_chars`` characters;
-    otherwise 0 (or -1 when it rambles past ``max_chars``).
+    A completion earns a reward only if it has the exact format and at most ``max_chars``
+    characters; otherwise 0 (or -1 when it rambles past ``max_chars``).
 
-    >>> strict_answer(["q", "q"], ["<reasoning>r</reasoning><answer>4</answer>", "<answer>4</answer>"],
+    >>> strict_answer(["q", "q"],
+    ...               ["<reasoning>r</reasoning><answer>4</answer>", "<answer>4</answer>"],
     ...               answer=["4", "4"])
     [3.0, 0.0]
     """

@@ -1,12 +1,13 @@
-"""GRPO with tunix's ``RLCluster`` + ``GRPOLearner``: one call that wires them, and the curves after.
+"""GRPO with tunix's ``RLCluster`` + ``GRPOLearner``: one call that wires them, and the curves
+after.
 
 What this module adds to tunix (and nothing more):
 
 - :class:`GRPOSettings`: the knobs a notebook sets, with the flagship defaults (G=4, beta 0.08,
   epsilon 0.2, lr 3e-6 warmup-cosine, clip 0.1, temperature 0.9, top-k 50);
 - :func:`build_grpo`: actor, reference and rollout on one mesh, rollouts that stop at
-  ``<end_of_turn>`` (Gemma writes on after it otherwise), top-k clamped to the vocabulary, checkpoints with
-  automatic resume and TensorBoard logs;
+  ``<end_of_turn>`` (Gemma writes on after it otherwise), top-k clamped to the vocabulary,
+  checkpoints with automatic resume and TensorBoard logs;
 - :func:`curves` / :func:`plot_curves`: reward, per-function reward, KL and completion length per
   step, read from ``metrics.jsonl`` (so they span resumed sessions), as arrays and as a plot;
 - :func:`heldout_reward`: sampled completions on held-out questions, scored by the same rewards.
@@ -78,8 +79,8 @@ class GRPOSettings:
     checkpoint_every: int = 100  # steps between checkpoints (resume restarts from the last)
     keep_checkpoints: int = 2
     seed: int = 42  # rollout sampling seed
-    # tunix's GRPOConfig default, "kl" (log pi - log pi_ref on the sampled tokens), has a gradient of
-    # zero in expectation: beta then adds noise, not a pull to the reference. "low_var_kl" is the
+    # tunix's GRPOConfig default, "kl" (log pi - log pi_ref on the sampled tokens), has a gradient
+    # of zero in expectation: beta then adds noise, not a pull to the reference. "low_var_kl" is the
     # k3 estimator of DeepSeekMath's GRPO (and TRL's): never negative, its gradient pulls to pi_ref.
     kl_loss_mode: str = "low_var_kl"
     rollout_engine: str = (
@@ -113,10 +114,11 @@ def check_rollout_engine(engine: str, family: str) -> None:
     Nothing is imported: the engine's package is only looked up.
 
     >>> check_rollout_engine("vanilla", "gemma3")
-    >>> check_rollout_engine("vLLM", "gemma3")
+    >>> check_rollout_engine("vLLM", "gemma3")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    tunixkit.rl.RolloutEngineUnavailable: unknown rollout engine 'vLLM'; known: vanilla, vllm, sglang_jax
+    tunixkit.rl.RolloutEngineUnavailable: unknown rollout engine 'vLLM'; known: vanilla, vllm,
+    sglang_jax
     """
     import importlib.util
 
@@ -127,7 +129,8 @@ def check_rollout_engine(engine: str, family: str) -> None:
     need = ENGINES[engine]
     if need["module"] and importlib.util.find_spec(need["module"]) is None:
         raise RolloutEngineUnavailable(
-            f"ROLLOUT_ENGINE={engine!r} needs the {need['module']!r} module, which is not installed "
+            f"ROLLOUT_ENGINE={engine!r} needs the {need['module']!r} module, "
+            "which is not installed "
             f"(package {need['package']}); use 'vanilla', tunix's own sampler"
         )
     if need["families"] and family not in need["families"]:
@@ -145,8 +148,9 @@ def rollout_config(
     return_logprobs: bool = False,
     kv_cache_size: int | None = None,
 ) -> base_rollout.RolloutConfig:
-    """tunix ``RolloutConfig``: stops at every id in ``eos_ids``; ``top_k`` clamped to the vocabulary.
-    The KV cache holds prompt + generation (multi-turn rollouts pass a larger ``kv_cache_size``)."""
+    """tunix ``RolloutConfig``: stops at every id in ``eos_ids``; ``top_k`` clamped to the
+    vocabulary. The KV cache holds prompt + generation (multi-turn rollouts pass a larger
+    ``kv_cache_size``)."""
     from tunix.rl.rollout import base_rollout
 
     top_k = None if settings.top_k is None else min(settings.top_k, vocab_size)
@@ -178,9 +182,9 @@ def cluster(
     schedule_steps: int | None = None,
     **rollout: Any,
 ) -> rl_cluster_lib.RLCluster:
-    """tunix's ``RLCluster`` for ``settings``: actor, reference and rollout on ``mesh``; checkpoints in
-    ``output_dir/checkpoints`` (resumed from when the same folder is used again), TensorBoard logs
-    in ``output_dir/tensorboard``. ``rollout``: more :func:`rollout_config` options.
+    """tunix's ``RLCluster`` for ``settings``: actor, reference and rollout on ``mesh``; checkpoints
+    in ``output_dir/checkpoints`` (resumed from when the same folder is used again), TensorBoard
+    logs in ``output_dir/tensorboard``. ``rollout``: more :func:`rollout_config` options.
     ``schedule_steps``: the steps the learning-rate schedule spans (None: ``settings.num_steps``;
     see :meth:`tunixkit.session.Session.schedule_steps`)."""
     from tunix.rl import rl_cluster as rl_cluster_lib

@@ -1,10 +1,12 @@
-"""What a training run leaves on disk: its metrics across resumed sessions, their plot, a weights digest.
+"""What a training run leaves on disk: its metrics across resumed sessions, their plot, a weights
+digest.
 
 - :class:`MetricsFile`: a tunix ``TrainingHooks`` that appends every logged step to
   ``OUTPUT_DIR/metrics.jsonl`` (tunix keeps its history in memory only, so a resumed run's curves
   would start at the resume); :class:`RLMetricsFile` does the same for GRPO's ``RLCluster``;
 - :func:`read_metrics` / :func:`plot_metrics`: that file as arrays, and as train/eval curves (PNG);
-- :func:`digest`: a fingerprint of the trained weights (did a resumed run end where a straight one did?).
+- :func:`digest`: a fingerprint of the trained weights (did a resumed run end where a straight one
+  did?).
 """
 
 from __future__ import annotations
@@ -34,9 +36,9 @@ class MetricsFile(hooks.TrainingHooks):
     """A tunix ``TrainingHooks`` that appends each logged step's metrics to a JSONL file.
 
     tunix keeps its metric history in memory; this file survives a restart, so curves and
-    first/last figures span every session of a resumed run. Rows: ``{"mode", "step", <name>: value}``
-    with the latest value of each of ``names`` that the trainer logged (``loss`` by default; DPO adds
-    ``rewards/margin`` and ``rewards/accuracy``).
+    first/last figures span every session of a resumed run. Rows:
+    ``{"mode", "step", <name>: value}`` with the latest value of each of ``names`` that the trainer
+    logged (``loss`` by default; DPO adds ``rewards/margin`` and ``rewards/accuracy``).
     """
 
     def __init__(
@@ -119,8 +121,8 @@ class RLMetricsFile:
 
 
 def read_metrics(path: str | pathlib.Path) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """``{mode: {name: (steps, values)}}`` from a :class:`MetricsFile`, sorted by step; a step logged
-    twice (a resumed run repeats the evaluation at its start) keeps its last value."""
+    """``{mode: {name: (steps, values)}}`` from a :class:`MetricsFile`, sorted by step; a step
+    logged twice (a resumed run repeats the evaluation at its start) keeps its last value."""
     table: dict[str, dict[str, dict[int, float]]] = {}
     path = pathlib.Path(path)
     lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
@@ -171,8 +173,8 @@ def plot_metrics(
 
 def digest(model: nnx.Module, *, trainable_only: bool = True) -> str:
     """SHA-256 (first 16 hex digits) of a model's parameters in path order: LoRA params when it has
-    any, else all params. Equal digests mean bit-identical weights (e.g. a resumed run ended where an
-    uninterrupted one did)."""
+    any, else all params. Equal digests mean bit-identical weights (e.g. a resumed run ended where
+    an uninterrupted one did)."""
     import hashlib
 
     import jax

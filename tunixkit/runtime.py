@@ -57,11 +57,14 @@ def downloading(what: str, instead: str) -> Iterator[None]:
     the hub) into a :class:`DownloadError` that says what to do: turn the Internet on, or
     ``instead`` (e.g. attach the data set and set a parameter to its path).
 
-    >>> with downloading("openai/gsm8k", "set GSM8K_SOURCE='file'"):
+    >>> with downloading("openai/gsm8k",  # doctest: +NORMALIZE_WHITESPACE
+    ...                  "set GSM8K_SOURCE='file'"):
     ...     raise ConnectionError("Couldn't reach 'openai/gsm8k' on the Hub")
     Traceback (most recent call last):
     ...
-    tunixkit.runtime.DownloadError: could not download openai/gsm8k (ConnectionError: Couldn't reach 'openai/gsm8k' on the Hub). Turn the Internet on (Kaggle: Settings > Internet on; it needs a verified phone number), or set GSM8K_SOURCE='file'.
+    tunixkit.runtime.DownloadError: could not download openai/gsm8k (ConnectionError: Couldn't
+    reach 'openai/gsm8k' on the Hub). Turn the Internet on (Kaggle: Settings > Internet on; it
+    needs a verified phone number), or set GSM8K_SOURCE='file'.
     """
     try:
         yield
@@ -123,7 +126,8 @@ class Runtime:
         hosts = f" on {self.process_count} hosts" if self.process_count > 1 else ""
         lines = [
             f"tunixkit profile: {self.profile.upper()}  ({self.reason})",
-            f"platform: {self.backend} x {self.device_count}{hosts}, environment: {self.environment}",
+            f"platform: {self.backend} x {self.device_count}{hosts}, "
+            f"environment: {self.environment}",
         ]
         width = max(len(line) for line in lines)
         bar = "=" * width
@@ -198,8 +202,8 @@ def no_accelerator_message(environment: str) -> str:
     }.get(environment, "a machine with a TPU or GPU")
     return (
         f"NO ACCELERATOR: this {environment} session runs on the CPU, so the automatic profile is "
-        f"'smoke' (a tiny model and data, not the real run). Choose {where}; set PROFILE='smoke' to "
-        "run the smoke profile on purpose."
+        f"'smoke' (a tiny model and data, not the real run). Choose {where}; "
+        "set PROFILE='smoke' to run the smoke profile on purpose."
     )
 
 
@@ -323,8 +327,8 @@ def _platform_secret(env: str, name: str) -> str | None:
             else "Colab: the key icon, notebook access on"
         )
         print(
-            f"get_secret: the {env} secrets client failed for {name!r} ({kind}: {e}); check {where}. "
-            "Looking in the environment instead."
+            f"get_secret: the {env} secrets client failed for {name!r} ({kind}: {e}); "
+            f"check {where}. Looking in the environment instead."
         )
         return None
 
@@ -345,7 +349,9 @@ def get_secret(name: str, *, purpose: str = "", required: bool = True) -> str | 
     why = f" (needed for {purpose})" if purpose else ""
     raise MissingSecretError(
         f"Secret {name!r} is not set{why}.\n"
-        f"  Kaggle: Add-ons > Secrets > Add a new secret named {name}, and tick it for this notebook.\n"
-        f"  Colab:  the key icon in the left bar > Add new secret named {name}, with notebook access on.\n"
+        f"  Kaggle: Add-ons > Secrets > Add a new secret named {name}, "
+        "and tick it for this notebook.\n"
+        f"  Colab:  the key icon in the left bar > Add new secret named {name}, "
+        "with notebook access on.\n"
         f"  Elsewhere: export {name}=... or put {name}=... in a .env file in the working directory."
     )

@@ -14,9 +14,10 @@ A Kaggle session ends after 9 hours, whatever is running; a new one starts with 
 - :class:`Rehearsal` (``REHEARSAL = True``): the notebook runs at the recipe's real shapes for a
   few steps of every stage and a few items of every evaluation, timed, in ``OUTPUT_DIR/rehearsal``,
   and :meth:`Session.rehearsal_report` projects the whole run onto the session (steps that fit,
-  when the export and the last evaluation end, peak memory, disk) into ``OUTPUT_DIR/rehearsal.json``.
-  Each part is also said and appended to ``OUTPUT_DIR/rehearsal_events.jsonl`` as it is measured,
-  so that a rehearsal cut short keeps what it measured.
+  when the export and the last evaluation end, peak memory, disk) into
+  ``OUTPUT_DIR/rehearsal.json``. Each part is also said and appended to
+  ``OUTPUT_DIR/rehearsal_events.jsonl`` as it is measured, so that a rehearsal cut short keeps what
+  it measured.
 """
 
 from __future__ import annotations
@@ -217,9 +218,9 @@ class Session:
         if self.rehearsal is not None:
             return (
                 f"REHEARSAL: {self.rehearsal.steps} steps of every stage and at most "
-                f"{self.rehearsal.items} items of every evaluation, at the recipe's real shapes, in "
-                f"{self.out_dir}; then {self.rehearsal.report_dir / REHEARSAL_FILE} projects the real "
-                "run onto "
+                f"{self.rehearsal.items} items of every evaluation, at the recipe's real shapes, "
+                f"in {self.out_dir}; then {self.rehearsal.report_dir / REHEARSAL_FILE} projects "
+                "the real run onto "
                 + (
                     f"a {self.hours:g} h session"
                     if self.hours is not None
@@ -318,7 +319,8 @@ class Rehearsal:
         checkpoint_seconds: float,
     ) -> None:
         """A training stage (:func:`tunixkit.training.run`): ``steps`` of its ``planned_steps`` in
-        ``seconds``; ``step_seconds`` as the run measured them (the first ones hold the compiles)."""
+        ``seconds``; ``step_seconds`` as the run measured them (the first ones hold the
+        compiles)."""
         later = list(step_seconds[1:]) or list(step_seconds)
         pace = statistics.median(later) if later else seconds / max(1, steps)
         compile_s = max(0.0, seconds - pace * steps)
@@ -415,8 +417,8 @@ class Rehearsal:
             advice.append(
                 f"the run needs {total / 3600:.2f} h of a {session.hours:g} h session: the clock "
                 f"would stop training early, after about {fit} steps. A real run with this "
-                "rehearsal.json in its OUTPUT_DIR ends its learning-rate schedule there; or set the "
-                "steps to these, or raise SESSION_HOURS (never past the platform's limit)"
+                "rehearsal.json in its OUTPUT_DIR ends its learning-rate schedule there; or set "
+                "the steps to these, or raise SESSION_HOURS (never past the platform's limit)"
             )
         if report["fits_memory"] is False:
             advice.append(
@@ -426,8 +428,8 @@ class Rehearsal:
             )
         if not report["fits_disk"]:
             advice.append(
-                f"the run writes about {(disk + kept) / 1e9:.1f} GB, over Kaggle's 20 GB of output: "
-                "keep fewer checkpoints or exports"
+                f"the run writes about {(disk + kept) / 1e9:.1f} GB, over Kaggle's 20 GB of "
+                "output: keep fewer checkpoints or exports"
             )
         path = self.report_dir / REHEARSAL_FILE
         path.write_text(json.dumps(report, indent=1, default=float))
@@ -464,7 +466,8 @@ def _describe_report(report: dict[str, Any], path: pathlib.Path) -> str:
     device = report["device_memory_bytes"]
     lines += [
         f"  export written by {clock(report['export_ends_s'])}, last evaluation done by "
-        f"{clock(report['last_evaluation_ends_s'])}, the whole run {clock(report['projected_seconds'])}"
+        f"{clock(report['last_evaluation_ends_s'])}, "
+        f"the whole run {clock(report['projected_seconds'])}"
         f" ({'fits' if report['fits_session'] else 'does NOT fit'} the session)",
         f"  memory: {report['peak_memory_bytes'] / gib:.2f} GiB ({report['peak_memory_measures']})"
         + (f" of {device / gib:.1f} GiB" if device else ""),
@@ -522,7 +525,8 @@ def _subfolders(folder: pathlib.Path) -> list[pathlib.Path]:
 
 def _committed_steps(root: pathlib.Path) -> dict[pathlib.Path, list[pathlib.Path]]:
     """``{folder: its committed step folders}`` for ``root`` (SFT, DPO: ``<step>/``) and its role
-    folders (GRPO: ``actor/<step>/``). Safe while a trainer is writing (Orbax renames as it goes)."""
+    folders (GRPO: ``actor/<step>/``). Safe while a trainer is writing (Orbax renames as it
+    goes)."""
     out = {}
     for folder in [
         root,
@@ -587,7 +591,8 @@ def _diff(
 
 
 def _copy_last_checkpoints(src: pathlib.Path, dst: pathlib.Path) -> None:
-    """Copy each checkpoint folder's newest step (``checkpoints/<step>``, ``checkpoints/actor/<step>``)."""
+    """Copy each checkpoint folder's newest step (``checkpoints/<step>``,
+    ``checkpoints/actor/<step>``)."""
     for steps in _committed_steps(src).values():
         newest = max(steps, key=lambda p: int(p.name))
         shutil.copytree(newest, dst / newest.relative_to(src), dirs_exist_ok=True)
@@ -638,9 +643,10 @@ def prepare(
         src = pathlib.Path(resume_from).expanduser()
         if latest_checkpoint_step(src) is None:
             raise ResumeError(
-                f"RESUME_FROM={src} holds no checkpoint (expected {src}/checkpoints/<step>/). Point it at "
-                "the OUTPUT_DIR of an earlier session: on Kaggle, add that notebook's output as an input "
-                "and use /kaggle/input/<its name>/<its OUTPUT_DIR>; or set RESUME_FROM = None."
+                f"RESUME_FROM={src} holds no checkpoint (expected {src}/checkpoints/<step>/). "
+                "Point it at the OUTPUT_DIR of an earlier session: on Kaggle, add that notebook's "
+                "output as an input and use /kaggle/input/<its name>/<its OUTPUT_DIR>; or set "
+                "RESUME_FROM = None."
             )
         if (src / RECIPE_FILE).is_file():
             theirs = json.loads((src / RECIPE_FILE).read_text())
@@ -650,7 +656,8 @@ def prepare(
                 raise RecipeMismatch(
                     f"RESUME_FROM={src} was made with other settings:\n  "
                     + "\n  ".join(diff)
-                    + "\nSet the parameters as they were, or set START_FRESH = True to ignore RESUME_FROM."
+                    + "\nSet the parameters as they were, or set START_FRESH = True to ignore "
+                    "RESUME_FROM."
                 )
         for p in src.iterdir():
             if p.name in _NOT_CARRIED or p.name.startswith("."):
@@ -712,7 +719,8 @@ def upload_to_kaggle(
     is named: Gemma's terms of use apply to the weights (state them on the model's page)."""
     if not handle or handle.count("/") != 3:
         raise ValueError(
-            f"KAGGLE_MODEL={handle!r}: set it to '<your Kaggle user>/<model name>/jax/<variation>', "
+            f"KAGGLE_MODEL={handle!r}: set it to "
+            "'<your Kaggle user>/<model name>/jax/<variation>', "
             "e.g. 'alice/gemma3-grpo/jax/1b' (the model is created on first upload)"
         )
     token = runtime.get_secret("KAGGLE_API_TOKEN", required=False)
@@ -768,8 +776,9 @@ def publish(
         raise  # a malformed handle: said before any upload starts
     except Exception as exc:  # the run's results are on disk; a failed upload must not lose them
         print(
-            f"unrestricted_kaggle_model = None: the upload to {handle} failed ({type(exc).__name__}: "
-            f"{str(exc)[:300]}). Upload {folder} later: tunixkit.session.upload_to_kaggle(folder, handle)"
+            f"unrestricted_kaggle_model = None: the upload to {handle} failed "
+            f"({type(exc).__name__}: {str(exc)[:300]}). Upload {folder} later: "
+            "tunixkit.session.upload_to_kaggle(folder, handle)"
         )
         return None
     return handle

@@ -33,7 +33,10 @@ class Tokenizer:
         self.kind = "sentencepiece" if hasattr(raw, "EncodeAsIds") else "huggingface"
 
     def __repr__(self) -> str:
-        return f"Tokenizer({self.kind}, {self.vocab_size} pieces{', ' + self.source if self.source else ''})"
+        return (
+            f"Tokenizer({self.kind}, {self.vocab_size} pieces"
+            f"{', ' + self.source if self.source else ''})"
+        )
 
     @property
     def vocab_size(self) -> int:
@@ -97,7 +100,8 @@ class Tokenizer:
 
 
 def load(folder: str | pathlib.Path) -> Tokenizer:
-    """The tokenizer of a model folder: ``tokenizer.model`` (SentencePiece) or ``tokenizer.json``."""
+    """The tokenizer of a model folder: ``tokenizer.model`` (SentencePiece) or
+    ``tokenizer.json``."""
     folder = pathlib.Path(folder)
     if (folder / "tokenizer.model").is_file():
         import sentencepiece as spm

@@ -14,7 +14,8 @@ The trainers are tunix's (``PeftTrainer``, ``DPOTrainer``, ``DistillationTrainer
 - :func:`run`: the one training loop of every notebook, for every tunix trainer (SFT, DPO,
   distillation, GRPO): resume, the session clock, metrics on disk;
 
-Metrics on disk (``metrics.jsonl``), their plots and the weights digest are in :mod:`tunixkit.runlog`.
+Metrics on disk (``metrics.jsonl``), their plots and the weights digest are in
+:mod:`tunixkit.runlog`.
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ __all__ = [
 def tokenize_pair(
     tokenizer: Tokenizer, prompt: str, target: str, max_len: int
 ) -> tuple[np.ndarray, np.ndarray, bool]:
-    """``[BOS] prompt target`` padded to ``max_len``; mask is 1 on target tokens. Returns (ids, mask, truncated)."""
+    """``[BOS] prompt target`` padded to ``max_len``; mask is 1 on target tokens. Returns
+    (ids, mask, truncated)."""
     p, t = [tokenizer.bos_id(), *tokenizer.encode(prompt)], tokenizer.encode(target)
     ids, mask = (p + t)[:max_len], ([0] * len(p) + [1] * len(t))[:max_len]
     pad = tokenizer.pad_id()
@@ -96,7 +98,8 @@ def sft_dataset(
     n_trunc = sum(e[2] for e in encoded)
     if verbose and n_trunc:
         print(
-            f"sft_dataset: {n_trunc}/{len(encoded)} examples longer than max_len={max_len} were truncated"
+            f"sft_dataset: {n_trunc}/{len(encoded)} examples longer than max_len={max_len} "
+            "were truncated"
         )
     ds = grain.MapDataset.source(
         [{"input_tokens": ids, "input_mask": mask} for ids, mask, _ in encoded]
@@ -124,7 +127,8 @@ def sft_dataset(
 
 @flax_dataclass
 class PackedInput:
-    """A batch of packed rows: ``segment_ids`` 1, 2, ... for each example in a row, 0 for padding."""
+    """A batch of packed rows: ``segment_ids`` 1, 2, ... for each example in a row, 0 for
+    padding."""
 
     input_tokens: Any  # [B, L]
     input_mask: Any  # [B, L], 1 on tokens that carry loss
@@ -228,7 +232,8 @@ def optimizer(
 def checkpointing(
     directory: str | pathlib.Path, *, every_steps: int, keep: int = 2
 ) -> tuple[str, ocp.CheckpointManagerOptions]:
-    """(checkpoint_root_directory, CheckpointManagerOptions) for tunix trainers; resume is automatic."""
+    """(checkpoint_root_directory, CheckpointManagerOptions) for tunix trainers; resume is
+    automatic."""
     import orbax.checkpoint as ocp
 
     opts = ocp.CheckpointManagerOptions(save_interval_steps=every_steps, max_to_keep=keep)
@@ -400,9 +405,10 @@ class _Feed:
                     return
                 if stop:
                     print(
-                        f"{self.label}: stopping after {i} of the run's batches: {self.session.remaining():.0f}s "
-                        f"are left and {self.session.reserve():.0f}s are kept for the checkpoint, export "
-                        "and evaluation after training"
+                        f"{self.label}: stopping after {i} of the run's batches: "
+                        f"{self.session.remaining():.0f}s are left and "
+                        f"{self.session.reserve():.0f}s are kept for the checkpoint, export and "
+                        "evaluation after training"
                     )
                     return
                 if self.last is None or not self.hooked:  # without the hook, steps end here
@@ -416,7 +422,8 @@ class _Feed:
         """Called by the trainer's hook after each optimizer step (tunix 0.1.7 calls it from the
         second step of a run on, before the step's checkpoint and eval). When this step is the
         run's last (all batches done, or no time for another) and its eval loss would not be
-        measured, tunix's eval is made due at this step: ``eval_every_n_steps`` is read each step."""
+        measured, tunix's eval is made due at this step: ``eval_every_n_steps`` is read each
+        step."""
         now, steps = time.perf_counter(), steps_done(trainer)
         if self.last is not None and steps > self.last_steps:
             self.step_seconds.append((now - self.last) / (steps - self.last_steps))
@@ -519,11 +526,12 @@ def _checkpoint_every(trainer: Any) -> int | None:
 
 def _check_grpo_skip(learner: Any, resumed_from: int) -> None:
     """tunix 0.1.7 fast-forwards ``actor.iter_steps`` micro-batches on resume, which is the right
-    number of prompt batches only with one update per batch (``num_iterations=1``, no mini-batches)."""
+    number of prompt batches only with one update per batch (``num_iterations=1``, no
+    mini-batches)."""
     if resumed_from and getattr(learner, "tunixkit_updates_per_step", 1) != 1:
         raise NotImplementedError(
-            "resuming GRPO with num_iterations > 1 or mini_batch_size < batch_size: tunix 0.1.7 would "
-            "skip the wrong number of batches; train without them, or start this run afresh"
+            "resuming GRPO with num_iterations > 1 or mini_batch_size < batch_size: tunix 0.1.7 "
+            "would skip the wrong number of batches; train without them, or start this run afresh"
         )
 
 

@@ -17,7 +17,8 @@ import tunixkit
 from tunixkit import data, runtime, session
 from tunixkit.runtime import Runtime, resolve
 
-# qwix regex: adapters on the MLP only (the smoke GRPO recipes; the families' default adds attention)
+# qwix regex: adapters on the MLP only (the smoke GRPO recipes; the families' default adds
+# attention)
 _MLP_LORA = ".*gate_proj|.*up_proj|.*down_proj"
 
 __all__ = ["COMPETITION_MODELS", "Start", "competition_note", "gsm8k", "start"]
@@ -32,8 +33,9 @@ def competition_note(model_id: str, role: str = "model") -> str | None:
 
     >>> competition_note("gemma-3-1b-it") is None
     True
-    >>> print(competition_note("gemma-3-270m-it", "student"))
-    WARNING: the student gemma-3-270m-it is not a model the competition judges (only gemma-3-1b-it, gemma-2-2b-it): use this notebook to learn distillation, or make the student one of those.
+    >>> print(competition_note("gemma-3-270m-it", "student"))  # doctest: +NORMALIZE_WHITESPACE
+    WARNING: the student gemma-3-270m-it is not a model the competition judges (only gemma-3-1b-it,
+    gemma-2-2b-it): use this notebook to learn distillation, or make the student one of those.
     """
     if model_id in COMPETITION_MODELS or model_id.startswith("tiny-"):
         return None
@@ -80,7 +82,8 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
 
 def _override(recipe: Any, name: str, value: Any) -> Any:
     """``recipe`` with field ``name`` set: a top-level field, a dotted one (``grpo.batch_size``), or
-    a field of exactly one nested settings object (``num_generations`` -> ``grpo.num_generations``)."""
+    a field of exactly one nested settings object (``num_generations`` ->
+    ``grpo.num_generations``)."""
     fields = {f.name for f in dataclasses.fields(recipe)}
     if name in fields:
         return dataclasses.replace(recipe, **{name: value})
@@ -148,13 +151,16 @@ def start(
     ``output_dir/rehearsal.json``. ``output_dir`` itself, and any run in it, are left as they are.
 
     >>> from tunixkit.recipes import Quickstart
-    >>> started = start(Quickstart, "smoke", "/tmp/tunixkit_doctest", verbose=False, num_questions=None)
+    >>> started = start(Quickstart, "smoke", "/tmp/tunixkit_doctest", verbose=False,
+    ...                 num_questions=None)
     >>> started.recipe.num_questions
     4
-    >>> start(Quickstart, "smoke", "/tmp/tunixkit_doctest", verbose=False, num_question=2)  # doctest: +ELLIPSIS
+    >>> start(Quickstart, "smoke", "/tmp/tunixkit_doctest", verbose=False,
+    ...       num_question=2)  # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    TypeError: Quickstart has no field 'num_question'; its fields: eval, eval.batch_size, ..., model_id, num_questions
+    TypeError: Quickstart has no field 'num_question'; its fields: eval, eval.batch_size, ...,
+    model_id, num_questions
     """
     rt = resolve(profile, verbose=verbose)
     recipe = preset.for_runtime(rt)

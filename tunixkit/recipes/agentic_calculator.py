@@ -12,7 +12,8 @@ __all__ = ["Agentic"]
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Agentic(_Presets):
-    """07_agentic_calculator: a warm start on tool-use traces, then agentic GRPO with a calculator."""
+    """07_agentic_calculator: a warm start on tool-use traces, then agentic GRPO with a
+    calculator."""
 
     model_id: str
     sft_lora_rank: int | None  # the warm start's LoRA rank; None: full fine-tuning
@@ -34,7 +35,8 @@ class Agentic(_Presets):
 
     @classmethod
     def smoke(cls) -> Agentic:
-        # The response budget counts the tool's turn too (tunix 0.1.7): call ~21 + result ~12 + answer ~16 tokens.
+        # The response budget counts the tool's turn too (tunix 0.1.7): call ~21 + result ~12 +
+        # answer ~16 tokens.
         # The warm start writes 30% of its traces with the tool (tool_share): GRPO then learns that
         # calling pays, 0.11 -> 0.89 (the runs behind it: docs/tuning.md#07-agentic-smoke).
         grpo = rl.GRPOSettings(

@@ -20,7 +20,8 @@ class Pipeline(_Presets):
     lora_rank: int  # LoRA rank of the self-improvement, preference and GRPO stages
     lora_alpha: float
     sft_lora_rank: int | None  # stage 1's LoRA rank; None: full fine-tuning
-    # smoke: synthetic tasks made (held-out prompts and their repeats are taken out); full: traces used at most
+    # smoke: synthetic tasks made (held-out prompts and their repeats are taken out); full: traces
+    # used at most
     train_tasks: int
     good_share: float  # smoke: SFT traces keeping their answer; the rest get testing.WEAK
     heldout_per_domain: int  # held-out distinct prompts per domain for every evaluation
@@ -67,8 +68,9 @@ class Pipeline(_Presets):
             num_steps=40,
             checkpoint_every=20,
         )
-        # Stage 1 fine-tunes every weight in smoke: the tiny model's other-domain words have untrained
-        # embeddings that adapters cannot change (docs/tuning.md#06-stage-1-smoke); full trains LoRA.
+        # Stage 1 fine-tunes every weight in smoke: the tiny model's other-domain words have
+        # untrained embeddings that adapters cannot change (docs/tuning.md#06-stage-1-smoke); full
+        # trains LoRA.
         return cls(
             model_id="tiny-gemma3-sft",
             judge_id=None,
@@ -118,9 +120,10 @@ class Pipeline(_Presets):
     def full(cls) -> Pipeline:
         # Prompt lengths fit the data: a summarization prompt carries its document, so 1,024 tokens
         # hold the system prompt (~60) and a document of ~700 words (news articles, abstracts); 256
-        # (EvalConfig.full) dropped the system prompt and the text, 512 a long article's start. Prompts
-        # still longer are left-truncated, counted (evaluation.PROMPTS_CUT) and written to
-        # summary.json's prompts_cut by notebook 06. The preference stage uses the same prompt length.
+        # (EvalConfig.full) dropped the system prompt and the text, 512 a long article's start.
+        # Prompts still longer are left-truncated, counted (evaluation.PROMPTS_CUT) and written to
+        # summary.json's prompts_cut by notebook 06. The preference stage uses the same prompt
+        # length.
         prompt_tokens = 1024
         grpo = rl.GRPOSettings(
             max_prompt_length=prompt_tokens,

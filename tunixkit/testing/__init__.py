@@ -7,7 +7,8 @@ their smoke branches (06: the synthetic tasks, their rubric grader, the weak ans
 
 - tiny models (``_tiny``): :func:`materialize` (a tiny id's HF-layout folder, built once and
   cached), :func:`config`, :func:`random_model`, the shapes (:data:`TINY_GEMMA3`, ...), the warm
-  start (:data:`WARM_START`), the offline tokenizer (:func:`load_tokenizer`, :func:`build_tokenizer`);
+  start (:data:`WARM_START`), the offline tokenizer (:func:`load_tokenizer`,
+  :func:`build_tokenizer`);
 - synthetic data (``_synthetic``): :func:`synthetic_gsm8k` / :func:`write_synthetic_gsm8k`,
   :func:`synthetic_tasks` (every judged domain), :func:`uneven` with :data:`WEAK` answers, and
   :func:`rubric_grader`, the smoke profile's judge;

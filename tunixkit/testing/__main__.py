@@ -1,5 +1,5 @@
-"""``python -m tunixkit.testing MODEL_ID FOLDER``: build a smoke model (what :func:`materialize` runs
-in a process of its own)."""
+"""``python -m tunixkit.testing MODEL_ID FOLDER``: build a smoke model (what :func:`materialize`
+runs in a process of its own)."""
 
 import pathlib
 import sys

@@ -233,7 +233,8 @@ def write_preference_rows(path: str | pathlib.Path, n: int = 32, *, seed: int = 
         {
             "prompt": r["question"],
             "chosen": f"<reasoning>{r['solution']}</reasoning><answer>{r['answer']}</answer>",
-            "rejected": f"<reasoning>{r['solution']}</reasoning><answer>{int(r['answer']) + 1}</answer>",
+            "rejected": f"<reasoning>{r['solution']}</reasoning>"
+            f"<answer>{int(r['answer']) + 1}</answer>",
         }
         for r in records
     ]

@@ -31,7 +31,8 @@ _ITEMS = ("apples", "pens", "books", "coins", "cards", "eggs", "shells", "stamps
 
 
 def _problem(rng: random.Random, max_operand: int = 30) -> tuple[str, str]:
-    """One GSM8K-style (question, answer field) pair; sums and differences use operands <= ``max_operand``."""
+    """One GSM8K-style (question, answer field) pair; sums and differences use operands <=
+    ``max_operand``."""
     name, item = rng.choice(_NAMES), rng.choice(_ITEMS)
     kind = rng.randrange(4)
     hi = max_operand
@@ -99,7 +100,8 @@ def write_synthetic_gsm8k(
     n_test: int = 200,
     max_operand: int = SMOKE_MAX_OPERAND,
 ) -> dict[str, pathlib.Path]:
-    """Write ``train.jsonl`` and ``test.jsonl`` in the raw GSM8K schema, for the real file loaders."""
+    """Write ``train.jsonl`` and ``test.jsonl`` in the raw GSM8K schema, for the real file
+    loaders."""
     folder = pathlib.Path(folder)
     return {
         split: data.write_jsonl(
@@ -160,7 +162,10 @@ _ARGS = (("a", "b"), ("x", "y"), ("m", "n"))
 def _task(domain: str, rng: random.Random, asked: bool = False) -> Task:
     if domain == "summarization":
         name, place, animal, feel = (rng.choice(x) for x in (_NAMES, _PLACES, _ANIMALS, _FEELS))
-        passage = f"{name} went to the {place}. At the {place}, {name} saw a {feel} {animal}. Then {name} went home."
+        passage = (
+            f"{name} went to the {place}. At the {place}, {name} saw a {feel} {animal}. "
+            f"Then {name} went home."
+        )
         answer = f"{name} saw a {feel} {animal} at the {place}."
         return Task(
             domain,
@@ -272,10 +277,10 @@ def synthetic_tasks(
     """``n`` seeded tasks, the domains in turn (the smoke profile's multi-domain set).
 
     With ``asked`` (the default) the creative, ideation, science and code prompts name who asks (and
-    code its arguments), giving 40-90 distinct prompts per domain instead of 3-7, so held-out prompts
-    can be ones never trained on. ``asked=False`` is the older set, which the shipped smoke tokenizer
-    was trained on (its corpus keeps it; the few words only the named prompts use, such as "asks",
-    are spelled in pieces).
+    code its arguments), giving 40-90 distinct prompts per domain instead of 3-7, so held-out
+    prompts can be ones never trained on. ``asked=False`` is the older set, which the shipped smoke
+    tokenizer was trained on (its corpus keeps it; the few words only the named prompts use, such as
+    "asks", are spelled in pieces).
     """
     rng = random.Random(seed)
     return [_task(domains[i % len(domains)], rng, asked) for i in range(n)]

@@ -162,7 +162,8 @@ def load_tokenizer(path: str | pathlib.Path | None = None) -> Tokenizer:
 
 
 def gemma3_config(vocab_size: int, shape: TinyShape = TINY_GEMMA3, *, dtype=None):
-    """A tunix ``gemma3.ModelConfig`` of the tiny shape (float32 by default: tiny models learn cleanly)."""
+    """A tunix ``gemma3.ModelConfig`` of the tiny shape (float32 by default: tiny models learn
+    cleanly)."""
     import jax.numpy as jnp
     from tunix.models.gemma3 import model as g3
 

@@ -1,9 +1,10 @@
-"""Check that the installed tunix/qwix offer every API tunixkit uses, and that tunix has its own deps.
+"""Check that the installed tunix/qwix offer every API tunixkit uses, and that tunix has its own
+deps.
 
 Kaggle images ship tunix from git, unpinned; upstream renames things (``RLCluster`` became
-``RLEngine`` on main). ``python -m tunixkit.tools.doctor`` reports, for every tunix/qwix name tunixkit and
-its notebooks use (:data:`REQUIRED_API`, which a test keeps complete by scanning the sources with
-:func:`scan`):
+``RLEngine`` on main). ``python -m tunixkit.tools.doctor`` reports, for every tunix/qwix name
+tunixkit and its notebooks use (:data:`REQUIRED_API`, which a test keeps complete by scanning the
+sources with :func:`scan`):
 
 - **missing**: the name, or a parameter tunixkit passes, is not there;
 - **unverifiable**: the signature takes ``**kwargs``, so the parameters cannot be checked;
@@ -253,7 +254,8 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ("input_tokens", "input_mask", "teacher_output"),
     ),
     ("tunix.sft.sharding_utils", "get_sharding", ("mesh", "pspec")),
-    # agentic GRPO with the calculator (tunixkit.agentic): the classes it subclasses and the hooks it overrides
+    # agentic GRPO with the calculator (tunixkit.agentic): the classes it subclasses and the hooks
+    # it overrides
     (
         "tunix.rl.agentic.agentic_grpo_learner",
         "GRPOConfig",
@@ -418,7 +420,8 @@ def pip_line(names: Iterable[str], pins: pathlib.Path | None = None) -> str:
 
 def scan(paths: Iterable[str | pathlib.Path]) -> set[tuple[str, str]]:
     """Every ``(tunix or qwix module, name)`` the Python sources in ``paths`` use: names imported
-    from a tunix/qwix module, and attributes read (not assigned) from an imported tunix/qwix module."""
+    from a tunix/qwix module, and attributes read (not assigned) from an imported tunix/qwix
+    module."""
     used: set[tuple[str, str]] = set()
     for path in paths:
         tree = ast.parse(pathlib.Path(path).read_text(encoding="utf-8"))
@@ -487,7 +490,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  MISSING: {line}")
     if deps:
         print(
-            f"  tunix's own dependencies not installed: {', '.join(deps)}\n  Fix: {pip_line(deps, args.pins)}"
+            f"  tunix's own dependencies not installed: {', '.join(deps)}\n"
+            f"  Fix: {pip_line(deps, args.pins)}"
         )
     if problems:
         print(

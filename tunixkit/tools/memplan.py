@@ -184,8 +184,8 @@ class Plan:
             "|---|---|---|---|---|---|---|",
         ]
         rows += [
-            f"| {s.name} | {s.shapes} | **{s.peak / GIB:.2f}** | {s.temp / GIB:.2f} | {s.argument / GIB:.2f} | "
-            f"{s.resident_other / GIB:.2f} | {s.compile_s:.0f} |"
+            f"| {s.name} | {s.shapes} | **{s.peak / GIB:.2f}** | {s.temp / GIB:.2f} | "
+            f"{s.argument / GIB:.2f} | {s.resident_other / GIB:.2f} | {s.compile_s:.0f} |"
             for s in self.steps
         ]
         return "\n".join([self.verdict(), *rows])
@@ -275,7 +275,9 @@ def _place(obj, mesh) -> None:
     from flax import nnx
 
     state = nnx.state(obj)
-    place = lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=models.fit_sharding(a, s))  # noqa: E731
+    place = lambda a, s: jax.ShapeDtypeStruct(  # noqa: E731
+        a.shape, a.dtype, sharding=models.fit_sharding(a, s)
+    )
     nnx.update(obj, jax.tree.map(place, state, nnx.get_named_sharding(state, mesh)))
 
 
@@ -809,7 +811,8 @@ def plan(
         raise ValueError(f"unknown recipe kind {kind!r}; known: {', '.join(KINDS)}")
     if chip not in CHIPS:
         raise ValueError(
-            f"unknown chip {chip!r}; known: {', '.join(f'{c} ({b // GIB} GiB)' for c, b in CHIPS.items())}"
+            f"unknown chip {chip!r}; "
+            f"known: {', '.join(f'{c} ({b // GIB} GiB)' for c, b in CHIPS.items())}"
         )
     rec = recipe or getattr(recipes, _RECIPES[kind]).full()
     model_id = model_id or getattr(rec, "student_id", None) or rec.model_id
@@ -826,7 +829,8 @@ def plan(
     platform = mesh.devices.flat[0].platform
     if verbose:
         print(
-            f"memory plan: {kind} on {model_id}, {mesh.devices.size} {platform} devices, against {chip}",
+            f"memory plan: {kind} on {model_id}, {mesh.devices.size} {platform} devices, "
+            f"against {chip}",
             flush=True,
         )
     with sharding_constraints(mesh):
@@ -868,8 +872,8 @@ _ACCELERATOR_TYPE = {"v5e": "v5litepod", "v6e": "v6e"}  # libtpu's name, "<type>
 
 def tpu_slice_mesh(topology: str = "v5e:2x4"):
     """A ``(fsdp, tp) = (chips, 1)`` mesh of a TPU slice's devices for compiling only, on any host
-    (no TPU attached): ``"v5e:2x4"`` is Kaggle's v5e-8, ``"v5e:1x1"`` Colab's one chip. The plan then
-    compiles with the TPU's own compiler. Needs libtpu (``pip install 'libtpu==0.0.42.*'``, the
+    (no TPU attached): ``"v5e:2x4"`` is Kaggle's v5e-8, ``"v5e:1x1"`` Colab's one chip. The plan
+    then compiles with the TPU's own compiler. Needs libtpu (``pip install 'libtpu==0.0.42.*'``, the
     version jax 0.10.2's ``tpu`` extra names; ~200 MB) and ``JAX_PLATFORMS=cpu`` set before JAX
     starts; :func:`main`'s ``--topology`` does both settings."""
     from jax.experimental import topologies
@@ -923,7 +927,8 @@ def _chip_or_skip(mesh, command: str) -> str | None:
 
 
 def _stops(stop: bool | None) -> bool:
-    """Whether a plan that does not fit stops the notebook (``$TUNIXKIT_MEMPLAN=warn``: it prints)."""
+    """Whether a plan that does not fit stops the notebook (``$TUNIXKIT_MEMPLAN=warn``: it
+    prints)."""
     return os.environ.get("TUNIXKIT_MEMPLAN", "stop") != "warn" if stop is None else stop
 
 
@@ -941,7 +946,8 @@ def check(
     weights); on CPU (the smoke profile) or an unknown chip, say so and return None.
 
     A plan that does not fit raises :class:`DoesNotFit` naming the knobs to turn, before the session
-    is spent on loading and evaluating (``stop=False``, or ``$TUNIXKIT_MEMPLAN=warn``, only prints)."""
+    is spent on loading and evaluating (``stop=False``, or ``$TUNIXKIT_MEMPLAN=warn``, only
+    prints)."""
     chip = _chip_or_skip(mesh, f"{kind} --model <id>")
     if chip is None:
         return None
