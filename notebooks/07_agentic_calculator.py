@@ -174,7 +174,9 @@ print(
     f" traces ({recipe.tool_share:.0%} with the tool)"
 )
 mesh = runtime.make_mesh()
-memplan.check_stages(recipe, mesh)  # TPU/GPU: both stages fit the chip? (before weights load)
+stages = pipeline.Stages(out_dir, recipe.shares, clock)  # what a rerun or RESUME_FROM has done
+# TPU/GPU: do the stages still to do fit the chip? (before the weights load)
+memplan.check_stages(recipe, mesh, stages=[s for s in recipe.shares if not stages.done(s)])
 start = models.load_model(recipe.model_id, mesh=mesh)
 trace_pairs = agentic.trace_pairs(
     traces, start.tokenizer, tools_prompt=recipe.tools_prompt, tool_share=recipe.tool_share
@@ -189,7 +191,6 @@ print(trace_pairs[call + 1][0] + trace_pairs[call + 1][1])  # the call, its resu
 # the model learns both ways, and GRPO finds out which one pays.
 
 # %%
-stages = pipeline.Stages(out_dir, recipe.shares, clock)
 print(stages.summary())
 warm = pipeline.sft_stage(stages, "sft", trace_pairs, recipe, steps=recipe.sft_steps, mesh=mesh)
 

@@ -232,6 +232,23 @@ def test_a_stage_that_does_not_fit_stops_06_naming_it_and_its_knobs(monkeypatch,
     assert "stage sft (grpo) on gemma-3-1b-it: fits" in capsys.readouterr().out
 
 
+def test_a_resumed_run_plans_only_the_stages_it_has_still_to_do(monkeypatch, capsys):
+    asked = []
+
+    def plans(rec, **kw):
+        asked.append(kw["stages"])
+        return {}
+
+    monkeypatch.setattr(memplan, "plan_stages", plans)
+    device = types.SimpleNamespace(platform="tpu", device_kind="TPU v5 lite")
+    mesh = types.SimpleNamespace(devices=types.SimpleNamespace(flat=[device]))
+    assert memplan.check_stages(None, mesh, stages=["grpo"]) == {} and asked == [["grpo"]]
+    assert memplan.check_stages(None, mesh, stages=[]) == {} and asked == [["grpo"]]
+    assert "every stage is done, none to plan" in capsys.readouterr().out
+    memplan.check_stages(None, mesh)
+    assert asked[-1] is None  # every stage
+
+
 def test_a_judge_pass_that_does_not_fit_names_the_judges_batch(monkeypatch):
     def plans(rec, **kw):
         steps = [

@@ -1132,15 +1132,21 @@ def plan_stages(
     return plans
 
 
-def check_stages(rec, mesh, *, stop: bool | None = None) -> dict[str, Plan] | None:
+def check_stages(
+    rec, mesh, *, stop: bool | None = None, stages: Sequence[str] | None = None
+) -> dict[str, Plan] | None:
     """Notebook 06's or 07's model cell, before any weights are read: :func:`check` for every stage
-    (06's judge resident throughout). A stage that does not fit raises :class:`DoesNotFit` naming it
-    and the recipe fields to turn down."""
+    (06's judge resident throughout), or for ``stages`` only (those a resumed run has still to do:
+    each stage's compile takes minutes, every session). A stage that does not fit raises
+    :class:`DoesNotFit` naming it and the recipe fields to turn down."""
     notebook = _notebook(rec)
     chip = _chip_or_skip(mesh, "agentic" if notebook == "07" else "pipeline")
     if chip is None:
         return None
-    plans = plan_stages(rec, mesh=mesh, chip=chip)
+    if stages is not None and not stages:
+        print("memory plan: every stage is done, none to plan")
+        return {}
+    plans = plan_stages(rec, mesh=mesh, chip=chip, stages=stages)
     for found in plans.values():
         print(found.table())
     short = {s: p for s, p in plans.items() if p.spare < 0}
