@@ -194,7 +194,7 @@ with clock.timed("evaluation", items=len(test_records)):
     before = evaluation.evaluate(
         tuned, test_records, name="before", config=recipe.eval, output_dir=out_dir, reuse=True
     )
-print(before.summary())
+display(Markdown(evaluation.comparison_table([before])))
 
 # %% [markdown]
 # ## Train

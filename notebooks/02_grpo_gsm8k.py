@@ -239,7 +239,7 @@ with clock.timed("evaluation", items=len(test_records)):
         output_dir=out_dir,
         reuse=True,
     )
-print(before.summary())
+display(Markdown(evaluation.comparison_table([before])))
 heldout_before
 
 # %% [markdown]

@@ -211,7 +211,7 @@ with clock.timed("evaluation", items=len(test_records)):
     )
 with clock.timed("held-out scoring", items=n_heldout):
     scores_before = preferences.score(actor, reference.model, heldout, beta=recipe.beta)
-print(before.summary())
+display(Markdown(evaluation.comparison_table([before])))
 scores_before
 
 # %% [markdown]
