@@ -16,13 +16,10 @@
 #     pytz==2026.6 treescope==0.1.10 etils==1.15.0 humanize==4.17.0 googleapis-common-protos==1.76.0 \
 #     jedi==0.20.1 parso==0.8.7 pexpect==4.9.0 ptyprocess==0.7.0 prompt_toolkit==3.0.53 \
 #     wcwidth==0.9.4 asttokens==3.0.2 executing==2.3.0 pure_eval==0.2.4 matplotlib-inline==0.2.2 \
-#     ipython_pygments_lexers==1.1.1 decorator stack_data
+#     ipython_pygments_lexers==1.1.1 decorator stack_data grain==0.2.18 array_record==0.8.6 \
+#     portpicker==1.6.0
 set -uo pipefail
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH="$PWD/bench/device:/tmp/site:$PWD" PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
-python3 -c "import jax, flax, tunix; print(jax.__version__, jax.devices())" 2>&1 | tail -2 | tee -a "$OUT/gpu.txt"
+source bench/device/setup.sh  # wheels, paths, $OUT/gpu.txt
 # Rechecks beside the plans: each line of $RECHECKS (a file) is `memplan` arguments, e.g.
 # "agentic --devices 1 --preset one_chip --set batch_size=2"; rows go to $OUT/rechecks.jsonl.
 if [ -n "${RECHECKS:-}" ]; then
