@@ -1,4 +1,4 @@
-"""06's rehearsal at the real shapes on an accelerator, with random weights and offline data.
+"""06's (or 01's) rehearsal at the real shapes on an accelerator, random weights, offline data.
 
 What a competitor runs first on Kaggle (``REHEARSAL = True``), here on a lent GPU without network:
 
@@ -38,8 +38,9 @@ time a session has; what they reached:
   the last evaluation (4.5 minutes in).
 
 A whole rehearsal at the real shapes therefore needs more device time than a session is lent
-(01's about 5 minutes, more than the 4.5 it was given; 06's more than the 7 it was given). Each part is now said and kept in
-``rehearsal_events.jsonl`` as it is measured, so a rehearsal cut short keeps its figures.
+(01's about 5 minutes, more than the 4.5 it was given; 06's more than the 7 it was given). Each
+part is now said and kept in ``rehearsal_events.jsonl`` as it is measured, so a rehearsal cut short
+keeps its figures.
 """
 
 from __future__ import annotations
