@@ -38,7 +38,7 @@ time a session has; what they reached:
   the last evaluation (4.5 minutes in).
 
 A whole rehearsal at the real shapes therefore needs more device time than a session is lent
-(01's about 5 minutes, more than the 4.5 it was given; 06's more than the 7 it was given). Each
+(01's more than the 4.5 minutes it was given, cut in its last evaluation; 06's more than 7). Each
 part is now said and kept in ``rehearsal_events.jsonl`` as it is measured, so a rehearsal cut short
 keeps its figures.
 """
