@@ -246,7 +246,7 @@ display(Markdown(domains.examples(train)))
 # %%
 mesh = runtime.make_mesh()
 stages = pipeline.Stages(out_dir, recipe.shares, clock)  # what a rerun or RESUME_FROM has done
-memplan.check_stages(recipe, mesh, stages=[s for s in recipe.shares if not stages.done(s)])
+memplan.check_stages(recipe, mesh, stages=stages.to_do())
 if recipe.judge_id is None:
     judge = judging.Judge(testing.rubric_grader(task_list), name="judge")
 else:
@@ -479,9 +479,7 @@ display(Markdown(domains.side_by_side(out_dir, [evals["start"].name, list(evals)
 # always the last finished stage's. With `KAGGLE_MODEL` set, the export is uploaded.
 
 # %%
-final = next(
-    (n for n in reversed(list(recipe.shares)) if stages.done(n) and not stages.skipped(n)), None
-)
+final = stages.last_trained()
 final_export = out_dir / final / "export" if final else None
 unrestricted_kaggle_model = session.publish(
     final_export and final_export / "orbax",

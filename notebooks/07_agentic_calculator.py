@@ -176,7 +176,7 @@ print(
 mesh = runtime.make_mesh()
 stages = pipeline.Stages(out_dir, recipe.shares, clock)  # what a rerun or RESUME_FROM has done
 # TPU/GPU: do the stages still to do fit the chip? (before the weights load)
-memplan.check_stages(recipe, mesh, stages=[s for s in recipe.shares if not stages.done(s)])
+memplan.check_stages(recipe, mesh, stages=stages.to_do())
 start = models.load_model(recipe.model_id, mesh=mesh)
 trace_pairs = agentic.trace_pairs(
     traces, start.tokenizer, tools_prompt=recipe.tools_prompt, tool_share=recipe.tool_share
@@ -274,7 +274,7 @@ fig = agentic.plot_eval(
 # `OUTPUT_DIR/ckpts/actor/<step>/model_params`. With `KAGGLE_MODEL` set, the export is uploaded.
 
 # %%
-final = next((n for n in reversed(list(recipe.shares)) if stages.done(n)), None)
+final = stages.last_trained()
 unrestricted_kaggle_model = session.publish(
     final and out_dir / final / "export" / "orbax",
     KAGGLE_MODEL,

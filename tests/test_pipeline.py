@@ -230,6 +230,9 @@ def test_a_stage_with_nothing_to_train_on_is_skipped_and_the_session_goes_on(tmp
     assert again.start_path("c", "base") == str(tmp_path / "b" / "export" / "hf")
     assert again.state["c"]["export"] == str(tmp_path / "b" / "export" / "hf")
     assert again.steps() == 7
+    assert again.to_do() == [] and stages.to_do() == []
+    assert again.last_trained() == "b"  # c was skipped: b's export is the final model
+    assert pipeline.Stages(tmp_path / "new", shares, clock).to_do() == ["a", "b", "c"]
 
 
 def test_a_rehearsal_times_the_passes_stages_even_when_nothing_passes(capsys):

@@ -104,6 +104,16 @@ class Stages:
     def done(self, name: str) -> bool:
         return self.state.get(name, {}).get("done", False)
 
+    def to_do(self) -> list[str]:
+        """The stages not done yet, in order (what a rerun or ``RESUME_FROM`` has still to run)."""
+        return [n for n in self.shares if not self.done(n)]
+
+    def last_trained(self) -> str | None:
+        """The last stage that is done and was not skipped (its export is the final model)."""
+        return next(
+            (n for n in reversed(list(self.shares)) if self.done(n) and not self.skipped(n)), None
+        )
+
     def skipped(self, name: str) -> str | None:
         """Why ``name`` was skipped (:meth:`skip`), or None."""
         return self.state.get(name, {}).get("skipped")

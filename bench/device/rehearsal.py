@@ -46,6 +46,7 @@ keeps its figures.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import pathlib
@@ -94,8 +95,6 @@ def extended_tokenizer(vocab: int, dest: pathlib.Path) -> pathlib.Path:
 
 def write_model(hf_home: pathlib.Path, tiny: bool) -> pathlib.Path:
     """A random gemma-3-1b-it (or, ``tiny``, a 2-layer one) in the HF cache layout."""
-    import dataclasses
-
     import jax.numpy as jnp
     from tunix.models.gemma3 import model as g3
 
