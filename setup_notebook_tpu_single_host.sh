@@ -57,8 +57,9 @@ if [[ -n "$KERNEL_PY" ]]; then
   say "installing tunixkit into $PY (not editable, --no-deps: jax/libtpu stay as they are)"
   "$PY" -m pip install -q --no-deps --force-reinstall "$ROOT"
   # Light dependencies these images may lack; --no-deps so nothing upgrades jax.
-  for pkg in humanize grain safetensors sentencepiece; do
-    "$PY" -c "import ${pkg}" 2>/dev/null || "$PY" -m pip install -q --no-deps "$(pin "$pkg")"
+  # (Found without importing them: one Python start, not four imports; grain's alone takes seconds.)
+  for pkg in $("$PY" -c "import importlib.util as u; print(*[p for p in ('humanize', 'grain', 'safetensors', 'sentencepiece') if u.find_spec(p) is None])"); do
+    "$PY" -m pip install -q --no-deps "$(pin "$pkg")"
   done
   # tunix, qwix and flax at the versions tunixkit was tested with, whatever the image has; jax and
   # libtpu stay (a live kernel cannot swap them): a difference is reported with what it means.
@@ -74,7 +75,7 @@ if [[ -n "$KERNEL_PY" ]]; then
   if [[ "$have" != "$want" ]]; then
     say "jax: the image has $have, tunixkit was tested with $want; kept (no restart, no jax upgrade in a live kernel). The doctor below checks every tunix API tunixkit calls; a failure after it is worth reporting with both versions."
   fi
-  fix="$("$PY" -m tunixkit.tools.doctor --pins "$ROOT/requirements.txt" --missing-deps-line)"
+  fix="$("$PY" -m tunixkit.tools.deps --pins "$ROOT/requirements.txt")"  # metadata only: no tunix import
   if [[ -n "$fix" ]]; then say "tunix needs: $fix"; "$PY" -m $fix; fi
   "$PY" -m tunixkit.tools.doctor --pins "$ROOT/requirements.txt" || { echo "[setup] fix the APIs above, then re-run this script" >&2; exit 1; }
 else

@@ -3,7 +3,7 @@ pass, the doctor's list misses none of them, and its report says what to install
 
 import pathlib
 
-from tunixkit.tools import doctor
+from tunixkit.tools import deps, doctor
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -47,20 +47,24 @@ def test_doctor_reports_missing_parameter_symbol_and_kwargs(monkeypatch, capsys)
 
 
 def test_missing_tunix_dependencies_get_one_pinned_pip_line(monkeypatch, capsys):
-    real = doctor.md.version
+    real = deps.md.version
 
     def version(name):
         if name in ("google-metrax", "jaxtyping"):
-            raise doctor.md.PackageNotFoundError(name)
+            raise deps.md.PackageNotFoundError(name)
         return real(name)
 
-    monkeypatch.setattr(doctor.md, "version", version)
-    assert set(doctor.missing_dependencies()) == {"google-metrax", "jaxtyping"}
-    line = doctor.pip_line(doctor.missing_dependencies(), ROOT / "requirements.txt")
+    monkeypatch.setattr(deps.md, "version", version)
+    assert set(deps.missing_dependencies()) == {"google-metrax", "jaxtyping"}
+    line = deps.pip_line(deps.missing_dependencies(), ROOT / "requirements.txt")
     assert (
         line.startswith("pip install --no-deps ")
         and "google_metrax==" in line
         and "jaxtyping==" in line
     )
-    assert doctor.main(["--pins", str(ROOT / "requirements.txt"), "--missing-deps-line"]) == 0
+    assert deps.main(["--pins", str(ROOT / "requirements.txt")]) == 0
     assert capsys.readouterr().out.strip() == line
+    # the doctor names them too, with the same line, and fails
+    monkeypatch.setattr(doctor, "check", lambda: ([], []))
+    assert doctor.main(["--pins", str(ROOT / "requirements.txt")]) == 1
+    assert f"Fix: {line}" in capsys.readouterr().out

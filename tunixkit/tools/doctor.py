@@ -9,7 +9,8 @@ sources with :func:`scan`):
 - **missing**: the name, or a parameter tunixkit passes, is not there;
 - **unverifiable**: the signature takes ``**kwargs``, so the parameters cannot be checked;
 - and tunix's own dependencies that are not installed, with the one pip line that adds them
-  (``--no-deps``, so the preinstalled jax/libtpu stay as they are).
+  (``--no-deps``, so the preinstalled jax/libtpu stay as they are; :mod:`tunixkit.tools.deps`,
+  which the setup script asks first, as tunix cannot be imported without them).
 
 The setup script runs it on Kaggle and Colab; ``tests/test_api_drift.py`` runs it in CI.
 """
@@ -23,16 +24,15 @@ import importlib.metadata as md
 import importlib.util
 import inspect
 import pathlib
-import re
 import sys
 from collections.abc import Iterable
 
 from tunixkit import families
+from tunixkit.tools.deps import missing_dependencies, pip_line
 
-__all__ = ["PIN", "REQUIRED_API", "check", "missing_dependencies", "pip_line", "required", "scan"]
+__all__ = ["PIN", "REQUIRED_API", "check", "required", "scan"]
 
 PIN = "google-tunix==0.1.7"
-NEVER_INSTALLED = {"jax", "jaxlib", "libtpu", "flax"}  # the image's own: never touched here
 
 _TRAINER_CONFIG = (
     "eval_every_n_steps",
@@ -387,37 +387,6 @@ def required() -> list[tuple[str, str, tuple[str, ...]]]:
     return list(dict.fromkeys(out))
 
 
-def missing_dependencies(dist: str = "google-tunix") -> list[str]:
-    """``dist``'s own requirements (no extras) that are not installed, jax/libtpu/flax excepted."""
-    try:
-        reqs = md.requires(dist) or []
-    except md.PackageNotFoundError:
-        return []
-    out = []
-    for req in reqs:
-        if "extra ==" in req:
-            continue
-        name = re.split(r"[\s;<>=!~\[(]", req, maxsplit=1)[0]
-        if name.lower() in NEVER_INSTALLED:
-            continue
-        try:
-            md.version(name)
-        except md.PackageNotFoundError:
-            out.append(name)
-    return out
-
-
-def pip_line(names: Iterable[str], pins: pathlib.Path | None = None) -> str:
-    """``pip install --no-deps ...`` for ``names``, at the versions pinned in ``pins``."""
-    pinned = {}
-    if pins is not None and pins.is_file():
-        for line in pins.read_text().splitlines():
-            if "==" in line and not line.startswith("#"):
-                pinned[re.sub(r"[-_.]+", "-", line.split("==")[0]).lower()] = line.strip()
-    names = [pinned.get(re.sub(r"[-_.]+", "-", n).lower(), n) for n in names]
-    return "pip install --no-deps " + " ".join(names) if names else ""
-
-
 def scan(paths: Iterable[str | pathlib.Path]) -> set[tuple[str, str]]:
     """Every ``(tunix or qwix module, name)`` the Python sources in ``paths`` use: names imported
     from a tunix/qwix module, and attributes read (not assigned) from an imported tunix/qwix
@@ -466,16 +435,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--pins", type=pathlib.Path, help="requirements.txt whose versions the pip line uses"
     )
-    ap.add_argument(
-        "--missing-deps-line",
-        action="store_true",
-        help="print only the pip line for tunix's missing dependencies (empty if none)",
-    )
     args = ap.parse_args(argv)
     deps = missing_dependencies()
-    if args.missing_deps_line:
-        print(pip_line(deps, args.pins))
-        return 0
     problems, unverifiable = check()
     try:
         installed = md.version("google-tunix")
