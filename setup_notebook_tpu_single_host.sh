@@ -84,20 +84,26 @@ else
   PY="$VENV/bin/python"
   STAMP="$VENV/.tunixkit-requirements.sha256"
   REQS=("$ROOT/requirements.txt"); [[ $TEST == 1 ]] && REQS+=("$ROOT/requirements-test.txt")
-  WANT="$(cat "${REQS[@]}" "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+  XCHECK=(); [[ $TEST == 1 ]] && XCHECK=("$ROOT/requirements-xcheck.txt")  # torch, in its own folder
+  WANT="$(cat "${REQS[@]}" "${XCHECK[@]}" "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
   if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
     # uv (pinned) resolves and installs the pinned stack in seconds; pip (minutes) if uv cannot be
     # had. Both read pip's find-links (PIP_FIND_LINKS / pip.conf), where a local torch wheel may lie.
     links="${PIP_FIND_LINKS:-$("$PY" -m pip config get global.find-links 2>/dev/null || true)}"
     UV=("$PY" -m uv pip install -q --python "$PY")
     [[ -n "$links" ]] && UV+=(--find-links "$links")
+    # requirements-xcheck.txt goes to $VENV/xcheck, which only tests/test_transformers_xcheck.py
+    # adds to its path (why: that file).
+    rm -rf "$VENV/xcheck"
     if "$PY" -m pip install -q "uv==$UV_VERSION" 2>/dev/null; then
       say "installing pinned requirements with uv $UV_VERSION (first time: under a minute)"
+      for r in "${XCHECK[@]}"; do "${UV[@]}" --no-deps --target "$VENV/xcheck" -r "$r"; done
       for r in "${REQS[@]}"; do UV+=(-r "$r"); done
       "${UV[@]}"
       "$PY" -m uv pip install -q --python "$PY" --no-deps -e "$ROOT"
     else
       say "installing pinned requirements with pip (first time: ~5 minutes)"
+      for r in "${XCHECK[@]}"; do "$PY" -m pip install -q --no-deps --target "$VENV/xcheck" -r "$r"; done
       for r in "${REQS[@]}"; do "$PY" -m pip install -q -r "$r"; done
       "$PY" -m pip install -q --no-deps -e "$ROOT"
     fi

@@ -2,19 +2,28 @@
 for both families the competition allows: Gemma3 (``Gemma3ForCausalLM``) and Gemma2
 (``Gemma2ForCausalLM``).
 
-torch==2.13.0 (CPU) comes from requirements-test.txt, which the test command installs. Gemma3: 6
+torch==2.13.0 (CPU) comes from requirements-xcheck.txt, which the test command installs into
+``<venv>/xcheck``, a folder this test alone adds to its path. Gemma3: 6
 layers so that a global-attention layer exists; Gemma2: local and global layers alternate. Sequences
 are longer than the sliding window, every weight is random (tunix's zero-initialised norms and MLPs
 would hide mapping errors), and the Gemma2 soft-caps are set low enough to bite on a tiny model.
 """
 
 import dataclasses
+import pathlib
+import sys
 
 import jax
 import numpy as np
 import pytest
-import torch
-import transformers
+
+# Outside the environment the notebooks and the other tests run in: tensorboardX, which tunix
+# imports, imports torch whenever it can (4.5 s in every process). See requirements-xcheck.txt.
+XCHECK = pathlib.Path(sys.prefix) / "xcheck"
+if XCHECK.is_dir():
+    sys.path.append(str(XCHECK))
+import torch  # noqa: E402
+import transformers  # noqa: E402
 from flax import nnx
 
 from tunixkit import checkpoints, families, models, testing
