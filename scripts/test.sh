@@ -33,9 +33,9 @@ $PY -c "from tunixkit import testing; [testing.materialize(m) for m in testing.S
 
 # Gates 4 and 5 run side by side (this machine has 2 cores; each stream is mostly one busy
 # process): the unit tests, with every notebook's full-profile run (tests/test_full_profile.py), in
-# one, the notebooks under nbval in the other, which balances them (1,525 s of tests and full runs
-# against 1,780 s of notebooks in the run of 2026-11-26). Each writes a JUnit report that gate 6
-# reads for the slowest items and the per-test budget.
+# one, the notebooks under nbval in the other, which balances them (2,065 and 2,060 s in a fresh
+# clone's run of 2026-11-26). Each writes a JUnit report that gate 6 reads for the slowest items
+# and the per-test budget.
 export TUNIXKIT_CI_REPORTS="${TUNIXKIT_CI_REPORTS:-$PWD/.ci-reports}"
 rm -rf "$TUNIXKIT_CI_REPORTS" notebooks/runs; mkdir -p "$TUNIXKIT_CI_REPORTS"
 R="$TUNIXKIT_CI_REPORTS"
