@@ -191,9 +191,10 @@ def test_one_builder_per_trainer(cls):
     assert built == [f"tunixkit/{BUILDERS[cls]}"]
 
 
-# A library module's __all__ is its public API: what a notebook, the README or docs/, or another
-# module uses, the types its functions take or return (classes, exceptions), and these, kept for
-# users who build on the notebooks (each named here with why; a name nobody uses is private).
+# A library module's __all__ is its public API: what a notebook, the README or docs/ uses, the
+# types its functions take or return (classes, exceptions), and these, kept for users who build on
+# the notebooks (each named here with why). A name only other library modules use is internal: it
+# has no underscore (modules import it) but stays out of __all__; a name nobody uses is private.
 KEPT_FOR_USERS = {
     "answers.read_answer": "the answer checker's reading of one completion",
     "answers.last_number": "the policy's number reader, for a user's own reward",
@@ -223,29 +224,25 @@ def test_every_public_name_is_used_a_type_or_kept_for_users():
     users = [p.read_text() for p in sorted((ROOT / "notebooks").glob("*.py"))]
     users += [(ROOT / "README.md").read_text()]
     users += [p.read_text() for p in sorted((ROOT / "docs").glob("*.md"))]
-    sources = dict(_modules())
     unused = []
-    for name, path in sources.items():
+    for name, path in _modules():
         top = name.split(".")[0]
         if top in ABOVE or top.startswith("_") or name == "":
             continue
         module = importlib.import_module(f"tunixkit.{name}")
-        # another module's use counts; the module's own package re-exporting it does not
-        others = [
-            p.read_text()
-            for n, p in sources.items()
-            if n not in (name, top) and not n.startswith(f"{top}.")
-        ]
         for public in _all_names(ast.parse(path.read_text())):
             word = re.compile(rf"\b{re.escape(public)}\b")
             if (
                 isinstance(getattr(module, public), type)
                 or f"{top}.{public}" in KEPT_FOR_USERS
-                or any(word.search(text) for text in users + others)
+                or any(word.search(text) for text in users)
             ):
                 continue
             unused.append(f"{name}.{public}")
-    assert unused == [], f"public names nobody uses (make them private or use them): {unused}"
+    assert unused == [], (
+        "public names no notebook, README or docs page uses (drop them from __all__ if only "
+        f"library modules use them, else make them private): {unused}"
+    )
     stale = [
         k
         for k in KEPT_FOR_USERS
@@ -270,16 +267,16 @@ def _untyped(fn: ast.FunctionDef, where: str, *, method: bool = False) -> list[s
 
 
 def test_every_public_signature_is_typed():
+    """Public (in __all__) and internal (no underscore, used across modules) alike."""
     paths = sorted(PACKAGE.glob("*.py")) + sorted((PACKAGE / "recipes").glob("*.py"))
     untyped = []
     for path in paths:
         tree = ast.parse(path.read_text())
-        public = set(_all_names(tree))
         where = path.relative_to(PACKAGE)
         for node in tree.body:
-            if isinstance(node, ast.FunctionDef) and node.name in public:
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
                 untyped += _untyped(node, f"{where}: {node.name}")
-            if isinstance(node, ast.ClassDef) and node.name in public:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
                 untyped += [
                     line
                     for m in node.body
@@ -288,6 +285,6 @@ def test_every_public_signature_is_typed():
                     for line in _untyped(m, f"{where}: {node.name}.{m.name}", method=True)
                 ]
     assert untyped == [], (
-        "public functions and methods (a module's __all__) with a parameter or the return not "
+        "functions and methods without an underscore with a parameter or the return not "
         f"annotated (names listed, '-> ?' for the return): {untyped}"
     )

@@ -48,17 +48,7 @@ import re
 import unicodedata
 from fractions import Fraction
 
-__all__ = [
-    "Extraction",
-    "extract_answer",
-    "format_number",
-    "is_correct",
-    "last_number",
-    "numbers",
-    "numbers_equal",
-    "parse_number",
-    "read_answer",
-]
+__all__ = ["Extraction", "extract_answer", "is_correct", "last_number", "numbers", "read_answer"]
 
 _SEP = " \u00a0\u2009\u202f"  # a thousands separator or the gap of a mixed number: one space
 _GROUPS = rf"\d{{1,3}}(?:,\d{{3}}(?!\d))+|\d{{1,3}}(?:[{_SEP}]\d{{3}}(?!\d))+"

@@ -45,17 +45,7 @@ import math
 from fractions import Fraction
 from typing import Final
 
-__all__ = [
-    "ERROR_PREFIX",
-    "RESULT_PREFIX",
-    "TOOL_CALL_START",
-    "CalculatorError",
-    "calculate",
-    "evaluate",
-    "format_number",
-    "is_error",
-    "tool_call",
-]
+__all__ = ["CalculatorError", "calculate", "evaluate", "tool_call"]
 
 MAX_CHARS: Final = 256
 MAX_PAREN_DEPTH: Final = 16

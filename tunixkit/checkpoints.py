@@ -35,17 +35,7 @@ if TYPE_CHECKING:
     from tunix.models.gemma.model import ModelConfig as Gemma2Config
     from tunix.models.gemma3.model import ModelConfig as Gemma3Config
 
-__all__ = [
-    "CONFIG_FILE",
-    "TUNIX_CONFIG_FILE",
-    "WEIGHTS_FILE",
-    "CheckpointError",
-    "save_state",
-    "tunix_config_dict",
-    "validate_hf_checkpoint",
-    "write_hf_checkpoint",
-    "write_judged",
-]
+__all__ = ["CheckpointError", "write_judged"]
 
 CONFIG_FILE, WEIGHTS_FILE, INDEX_FILE = (
     "config.json",
@@ -175,7 +165,9 @@ def save_state(
     return directory
 
 
-def restore_state(model: nnx.Module, directory: str | pathlib.Path, *, lora_only: bool = False):
+def restore_state(
+    model: nnx.Module, directory: str | pathlib.Path, *, lora_only: bool = False
+) -> nnx.Module:
     """Restore what :func:`save_state` wrote into ``model`` (in place; also returned)."""
     import jax
     import orbax.checkpoint as ocp

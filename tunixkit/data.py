@@ -28,21 +28,7 @@ if TYPE_CHECKING:
     import grain
     import numpy as np
 
-__all__ = [
-    "DataError",
-    "LoadReport",
-    "Record",
-    "columns",
-    "grpo_dataset",
-    "load_gsm8k",
-    "load_rows",
-    "parse_gsm8k_answer",
-    "read_rows",
-    "sft_pair",
-    "spread",
-    "to_records",
-    "write_jsonl",
-]
+__all__ = ["DataError", "LoadReport", "columns", "grpo_dataset", "load_rows", "sft_pair", "spread"]
 
 KAGGLE_GSM8K = "thedevastator/grade-school-math-8k-q-a"
 _CALC_RE = re.compile(r"<<[^>]*>>")

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from tunixkit.models import LoadedModel
 
 __all__ = [
-    "DOMAINS",
     "DomainScores",
     "evaluate",
     "examples",

@@ -26,15 +26,7 @@ import numpy as np
 
 from tunixkit import _compat
 
-__all__ = [
-    "FAMILIES",
-    "GEMMA_CHAT",
-    "ChatTemplate",
-    "Family",
-    "UnknownFamilyError",
-    "get",
-    "read_hf_config",
-]
+__all__ = ["ChatTemplate", "Family", "UnknownFamilyError", "get"]
 
 
 class UnknownFamilyError(KeyError):

@@ -47,16 +47,12 @@ __all__ = [
     "UnknownModelError",
     "apply_lora",
     "count_params",
-    "describe",
     "export",
-    "fit_sharding",
     "footprint",
     "get_spec",
     "load_args",
     "load_model",
-    "lora_provider",
     "merge_lora",
-    "shard",
 ]
 
 
@@ -326,7 +322,7 @@ def fit_sharding(x: jax.Array | jax.ShapeDtypeStruct, sharding: NamedSharding) -
     return jax.sharding.NamedSharding(sharding.mesh, jax.sharding.PartitionSpec(*spec))
 
 
-def default_tile_size(cfg) -> int:
+def default_tile_size(cfg: Gemma3Config | Gemma2Config) -> int:
     """QLoRA's quantization block: the largest divisor of 128 that divides the model's widths."""
     return math.gcd(128, cfg.embed_dim, cfg.hidden_dim, cfg.head_dim)
 

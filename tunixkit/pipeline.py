@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 __all__ = [
     "StageClock",
     "Stages",
-    "finish_stage",
     "grpo_stage",
     "judged_pairs",
     "preference_stage",
@@ -57,7 +56,6 @@ __all__ = [
     "grpo_records",
     "self_improve",
     "sft_stage",
-    "start_stage",
     "weighted_rewards",
 ]
 

@@ -44,7 +44,6 @@ __all__ = [
     "on_policy_pairs",
     "preference_dataset",
     "score",
-    "tokenize",
     "training_pairs",
 ]
 

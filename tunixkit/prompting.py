@@ -12,16 +12,11 @@ from __future__ import annotations
 from tunixkit import families
 
 __all__ = [
-    "ANSWER_END",
-    "ANSWER_START",
     "CALCULATOR_SYSTEM_PROMPT",
     "DOMAINS_SYSTEM_PROMPT",
-    "END_OF_TURN",
     "MATH_SYSTEM_PROMPT",
-    "REASONING_END",
     "REASONING_START",
     "SHORT_TOOL_PROMPT",
-    "START_OF_TURN",
     "end_turn",
     "format_completion",
     "format_prompt",

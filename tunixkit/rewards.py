@@ -31,11 +31,9 @@ FORMAT_RE = re.compile(
 )
 __all__ = [
     "DEFAULT_REWARDS",
-    "REWARDS",
     "answer_match",
     "format_approx",
     "format_exact",
-    "has_format",
     "number_match",
     "reward",
     "strict_answer",

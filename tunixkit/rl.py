@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 __all__ = [
     "GRPOSettings",
     "HeldOut",
-    "RewardFn",
     "RolloutEngineUnavailable",
     "build_grpo",
     "cluster",
@@ -48,7 +47,6 @@ __all__ = [
     "curves",
     "heldout_reward",
     "plot_curves",
-    "rollout_config",
     "window_mean",
 ]
 

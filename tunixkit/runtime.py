@@ -31,14 +31,9 @@ if TYPE_CHECKING:
 __all__ = [
     "DownloadError",
     "MissingSecretError",
-    "downloading",
     "Runtime",
-    "detect_environment",
-    "get_secret",
     "make_mesh",
-    "mesh_context",
     "peak_memory",
-    "resolve",
     "smoke_kit",
 ]
 

@@ -35,15 +35,7 @@ from typing import Any
 
 from tunixkit import runtime
 
-__all__ = [
-    "RecipeMismatch",
-    "disk_usage",
-    "Rehearsal",
-    "ResumeError",
-    "Session",
-    "prepare",
-    "publish",
-]
+__all__ = ["RecipeMismatch", "disk_usage", "Rehearsal", "ResumeError", "Session", "publish"]
 
 DEFAULT_HOURS = {"kaggle": 9.0, "colab": 12.0, "local": None}  # a session's hard limit, by platform
 START_ENV = "TUNIXKIT_SESSION_START"  # set by the first cell: when this session's clock started

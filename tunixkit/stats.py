@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["clustered_mean_interval", "mcnemar_p", "wilson_interval"]
+__all__ = ["clustered_mean_interval", "wilson_interval"]
 
 
 def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:

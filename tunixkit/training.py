@@ -45,14 +45,9 @@ __all__ = [
     "sft_trainer",
     "PackedInput",
     "RunResult",
-    "checkpointing",
-    "metrics_logging",
-    "model_inputs_fn",
     "optimizer",
     "run",
     "sft_dataset",
-    "steps_done",
-    "tokenize_pair",
     "trainer_config",
 ]
 
