@@ -8,12 +8,15 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-BUDGET_S = 500.0  # no single test or notebook may take longer than this in CI
-# Stated on the 2-core AMD EPYC of 2026-11-26, where the slowest items of two fresh-clone runs took
-# 392 and 352 s (02's GRPO cell) and 377 and 331 s (06's full-profile rehearsal); they had caps of
-# 900 and 1,200 s when a machine of this kind ran them in 601 and 921 s (2026-11-25). An item that needs longer gets
-# its own cap here, with why.
-OVER_BUDGET_S: dict[str, float] = {}
+BUDGET_SHARE = 0.15  # no single test or notebook cell may take more than this share of the run
+# The budget is a share of the run's own summed item time, not seconds: CI's machines differ up to
+# 3x in pace (02's GRPO cell took 197 s on a fast 2-core AMD EPYC, 2026-11-27, cold caches, and
+# 597 s on a slower one, 2026-11-26, where it failed the 500 s budget of the time). Shares measured:
+# the largest item 8.2% of 2,647 s (06's full-profile rehearsal, fast machine); 02's GRPO cell about
+# 12.5% on the slow one (597 s of about 4,700). An item that needs more gets its own cap here (a
+# share), with why.
+OVER_BUDGET: dict[str, float] = {}
+REPORTS = ("unit.xml", "notebooks.xml")  # the shares are of a whole run: both streams
 
 
 def read_times(folder: pathlib.Path) -> list[tuple[float, str]]:
@@ -27,31 +30,38 @@ def read_times(folder: pathlib.Path) -> list[tuple[float, str]]:
 
 
 def over_budget(
-    times: list[tuple[float, str]], budget: float = BUDGET_S, caps: dict[str, float] | None = None
+    times: list[tuple[float, str]],
+    share: float = BUDGET_SHARE,
+    caps: dict[str, float] | None = None,
 ) -> list[str]:
-    """The items of ``times`` that took longer than their cap (``caps``, default
-    :data:`OVER_BUDGET_S`) or, without one, than ``budget`` seconds.
+    """The items of ``times`` that took a larger share of all of ``times`` than their cap
+    (``caps``, default :data:`OVER_BUDGET`) or, without one, than ``share``.
 
-    >>> times = [(601.0, "a"), (20.0, "b"), (700.0, "c"), (901.0, "d")]
-    >>> over_budget(times, budget=600, caps={"c": 800, "d": 900})
-    ['a: 601 s > 600 s', 'd: 901 s > 900 s']
+    >>> times = [(30.0, "a"), (50.0, "b"), (20.0, "c")]
+    >>> over_budget(times, share=0.25, caps={"b": 0.5})
+    ['a: 30 s, 30% of 100 s > 25%']
+    >>> over_budget(times, share=0.25, caps={"b": 0.4})
+    ['b: 50 s, 50% of 100 s > 40%', 'a: 30 s, 30% of 100 s > 25%']
     """
-    caps = OVER_BUDGET_S if caps is None else caps
+    caps = OVER_BUDGET if caps is None else caps
+    total = sum(t for t, _ in times)
     return [
-        f"{name}: {t:.0f} s > {caps.get(name, budget):.0f} s"
-        for t, name in times
-        if t > caps.get(name, budget)
+        f"{name}: {t:.0f} s, {t / total:.0%} of {total:.0f} s > {caps.get(name, share):.0%}"
+        for t, name in sorted(times, reverse=True)
+        if t > caps.get(name, share) * total
     ]
 
 
 def test_no_test_over_its_budget():
     folder = pathlib.Path(os.environ.get("TUNIXKIT_CI_REPORTS", ".ci-reports"))
+    missing = [r for r in REPORTS if not (folder / r).is_file()]
+    if missing:
+        pytest.fail(f"no {', '.join(missing)} in {folder}: run scripts/test.sh (both streams)")
     times = read_times(folder)
-    if not times:
-        pytest.fail(f"no JUnit report with test cases in {folder} (run scripts/test.sh)")
-    print(f"\nthe ten slowest of {len(times)} items ({sum(t for t, _ in times):.0f} s in all):")
+    total = sum(t for t, _ in times)
+    print(f"\nthe ten slowest of {len(times)} items ({total:.0f} s in all):")
     for t, name in times[:10]:
-        print(f"  {t:7.1f} s  {name}")
+        print(f"  {t:7.1f} s  {t / total:4.0%}  {name}")
     assert not over_budget(times), over_budget(times)
 
 
