@@ -92,6 +92,7 @@ LEARNING_RATE = None  # GRPO's peak learning rate; None: the profile's
 LORA_RANK = None  # GRPO's LoRA rank; None: the profile's
 NUM_GENERATIONS = None  # episodes per question (G); None: the profile's
 EVAL_QUESTIONS = None  # held-out questions for the evaluations; None: the profile's
+GENERATION_STEPS = None  # tokens per turn at most (evaluations and GRPO); None: the profile's
 DATA_SOURCE = "hf"  # full profile: "hf", "tfds" or "kaggle" (GSM8K)
 GSM8K_PATH = (
     None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
@@ -133,6 +134,10 @@ rt, recipe, out_dir, clock = recipes.start(
     num_generations=NUM_GENERATIONS,
     eval_questions=EVAL_QUESTIONS,
     sft_steps=SFT_STEPS,
+    **{  # the nested settings this knob sets
+        "eval.max_generation_steps": GENERATION_STEPS,
+        "grpo.max_generation_steps": GENERATION_STEPS,
+    },
 )
 recipe
 
