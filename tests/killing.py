@@ -17,7 +17,8 @@ DEADLINE_S = 2400
 # The XLA_FLAGS of every notebook the tests run as a child process (Kaggle replays, full profiles,
 # the pipeline resume): 2 emulated devices, sharded as on a TPU. 4, what the notebooks' nbval runs
 # keep (their learning bars were measured on it), made each step ~1.5x slower on these 2 cores
-# (06's SFT step 0.33 s against 0.21; 1 device 0.14).
+# when run alone (06's SFT step 0.33 s against 0.21; 1 device 0.14); beside CI's other stream, which
+# shares the cores, the gain is smaller (pipeline resume 96 -> 86 s, Kaggle replays 251 -> 225).
 CHILD_XLA_FLAGS = "--xla_force_host_platform_device_count=2"
 
 
