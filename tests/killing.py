@@ -12,14 +12,8 @@ import time
 HANG = pathlib.Path(__file__).resolve().with_name("hang")
 # A child that has run this long is stuck (a deadlock, a hang step it never reaches): the test
 # fails with its log instead of holding CI to its 90-minute limit. Not a pace: the slowest child
-# takes a quarter of it on a loaded 2-core machine (tests/budget.py states the per-test budget).
+# takes a quarter of it on a loaded 2-core machine (tests/budget.py states the per-item budget).
 DEADLINE_S = 2400
-# The XLA_FLAGS of every notebook the tests run as a child process (Kaggle replays, full profiles,
-# the pipeline resume): 2 emulated devices, sharded as on a TPU. 4, what the notebooks' nbval runs
-# keep (their learning bars were measured on it), made each step ~1.5x slower on these 2 cores
-# when run alone (06's SFT step 0.33 s against 0.21; 1 device 0.14); beside CI's other stream, which
-# shares the cores, the gain is smaller (pipeline resume 96 -> 86 s, Kaggle replays 251 -> 225).
-CHILD_XLA_FLAGS = "--xla_force_host_platform_device_count=2"
 
 
 def hang_at(env: dict, step: int, where: str = "") -> dict:

@@ -45,7 +45,7 @@ def _env():
         TUNIXKIT_PROFILE="smoke",
         JAX_PLATFORMS="cpu",
         MPLBACKEND="Agg",
-        XLA_FLAGS=killing.CHILD_XLA_FLAGS,
+        XLA_FLAGS="--xla_force_host_platform_device_count=4",
         HF_HUB_OFFLINE="1",
         HF_DATASETS_OFFLINE="1",
         WANDB_MODE="disabled",
