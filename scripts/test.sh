@@ -28,8 +28,9 @@ done
 echo "== gate 3: notebooks carry no outputs"
 nbstripout --keep-id --verify notebooks/*.ipynb
 
-echo "== the smoke models, built once for every test and notebook of the run"
-$PY -c "from tunixkit import testing; [testing.materialize(m) for m in testing.SMOKE_MODELS]"
+echo "== the smoke models, built once for every test and notebook of the run (two at a time)"
+$PY -c "from concurrent.futures import ThreadPoolExecutor as Pool; from tunixkit import testing
+list(Pool(2).map(testing.materialize, testing.SMOKE_MODELS))"
 
 # Gates 4 and 5 run side by side (this machine has 2 cores; each stream is mostly one busy
 # process): the unit tests, with every notebook's full-profile run (tests/test_full_profile.py), in

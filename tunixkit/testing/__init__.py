@@ -7,7 +7,8 @@ their smoke branches (06: the synthetic tasks, their rubric grader, the weak ans
 
 - tiny models (``_tiny``): :func:`materialize` (a tiny id's HF-layout folder, built once and
   cached), :func:`config`, :func:`random_model`, the shapes (:data:`TINY_GEMMA3`, ...), the warm
-  start (:data:`WARM_START`), the offline tokenizer (:func:`load_tokenizer`,
+  start (:data:`WARM_START`, its weights shipped: :func:`warm_start_file`, written by
+  :func:`write_warm_start`), the offline tokenizer (:func:`load_tokenizer`,
   :func:`build_tokenizer`);
 - synthetic data (``_synthetic``): :func:`synthetic_gsm8k` / :func:`write_synthetic_gsm8k`,
   :func:`synthetic_tasks` (every judged domain), :func:`uneven` with :data:`WEAK` answers, and
@@ -65,6 +66,8 @@ from tunixkit.testing._tiny import (
     tokenizer_corpus,
     tokenizer_path,
     warm_start,
+    warm_start_file,
+    write_warm_start,
 )
 
 __all__ = [
@@ -104,10 +107,12 @@ __all__ = [
     "tokenizer_path",
     "uneven",
     "warm_start",
+    "warm_start_file",
     "write_chat_traces",
     "write_gsm8k_hub",
     "write_hf_tokenizer",
     "write_preference_rows",
     "write_synthetic_gsm8k",
     "write_trace_rows",
+    "write_warm_start",
 ]

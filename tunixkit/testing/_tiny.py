@@ -5,9 +5,10 @@
   the reasoning/answer tags as single tokens, pad id 0 and newlines kept.
 - :data:`TINY_GEMMA3` (and the student's and Gemma2's shapes): tiny Gemma-architecture shapes;
   :func:`random_model` re-randomises the MLP kernels that tunix initialises to zero.
-- :func:`materialize`: writes a smoke model (random, or a short full fine-tune: :data:`WARM_START`)
-  once, in the Hugging Face layout, into a cache whose key covers the code that builds it. The
-  loader (:func:`tunixkit.models.load_model`) reaches it for the tiny ids.
+- :func:`materialize`: writes a smoke model (random, or the shipped weights of a short full
+  fine-tune: :data:`WARM_START`, :func:`write_warm_start`) once, in the Hugging Face layout, into a
+  cache whose key covers the code that builds it (and the shipped weights). The loader
+  (:func:`tunixkit.models.load_model`) reaches it for the tiny ids.
 """
 
 from __future__ import annotations
@@ -291,8 +292,9 @@ def warm_start(config, ws: WarmStart = WARM_START):
 
 
 # The smoke models: how each is built. The cache key covers this module, the trainer glue and the
-# checkpoint writer (the code that builds and writes them), the tokenizer and the shapes, so a
-# change to any of them rebuilds the cached model instead of silently reusing a stale one.
+# checkpoint writer (the code that builds and writes them), the tokenizer, the shapes and the
+# shipped warm start, so a change to any of them rebuilds the cached model instead of silently
+# reusing a stale one. "warm_start": the shipped weights (warm_start_file), not trained here.
 SMOKE_MODELS = {
     "tiny-gemma3": {"family": "gemma3", "shape": TINY_GEMMA3, "build": "random"},
     "tiny-gemma3-sft": {"family": "gemma3", "shape": TINY_GEMMA3, "build": "warm_start"},
@@ -328,6 +330,8 @@ def cache_key(model_id: str) -> str:
     for name in _KEY_MODULES:
         h.update((here / name).read_bytes())
     h.update(repr((model_id, spec, WARM_START, TINY_EMBEDDING_STD)).encode())
+    if spec["build"] == "warm_start":
+        h.update(warm_start_file().read_bytes())
     return h.hexdigest()[:12]
 
 
@@ -359,18 +363,62 @@ def materialize(model_id: str) -> pathlib.Path:
     return folder
 
 
+def warm_start_file() -> pathlib.Path:
+    """The shipped weights of ``tiny-gemma3-sft`` (package data, written by
+    :func:`write_warm_start`); ``.json`` beside it says how they were made."""
+    ref = importlib.resources.files("tunixkit") / "assets" / "tiny-gemma3-sft.safetensors"
+    return pathlib.Path(str(ref))
+
+
+def _sha256(path: pathlib.Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_warm_start(ws: WarmStart = WARM_START) -> pathlib.Path:
+    """Train the warm start (:func:`warm_start`, ~70 s on one CPU device) and write its weights to
+    :func:`warm_start_file`, with what made them (``ws``, the digest) in the ``.json`` beside.
+
+    Shipped rather than trained on each machine: CPUs differ in their float rounding, and 500 steps
+    turn that into other weights (greedy accuracy 0.56 on most machines, 0.67 on one), so the smoke
+    bars would meet another start on some CI machines. Run it after changing :data:`WARM_START`
+    (``JAX_PLATFORMS=cpu XLA_FLAGS=--xla_force_host_platform_device_count=1 python -m
+    tunixkit.testing --write-warm-start``); ``tests/test_smoke.py`` fails until then.
+    """
+    import json
+    import shutil
+
+    import jax
+
+    if [d.platform for d in jax.devices()] != ["cpu"]:  # as materialize built it: one CPU device
+        raise RuntimeError(
+            f"the warm start is trained on one CPU device, not {jax.devices()}: run "
+            "JAX_PLATFORMS=cpu XLA_FLAGS=--xla_force_host_platform_device_count=1 "
+            "python -m tunixkit.testing --write-warm-start"
+        )
+    model = warm_start(config("tiny-gemma3-sft"), ws)
+    with tempfile.TemporaryDirectory() as tmp:
+        checkpoints.write_hf_checkpoint(model, config("tiny-gemma3-sft"), tmp)
+        shutil.copyfile(pathlib.Path(tmp) / checkpoints.WEIGHTS_FILE, warm_start_file())
+    about = {"warm_start": dataclasses.asdict(ws), "sha256": _sha256(warm_start_file())}
+    warm_start_file().with_suffix(".json").write_text(json.dumps(about, indent=1) + "\n")
+    return warm_start_file()
+
+
 def _build(model_id: str, folder: pathlib.Path) -> None:
     """What :func:`materialize` runs in its own process."""
     import shutil
-    import tempfile
 
     cfg, family = config(model_id), SMOKE_MODELS[model_id]["family"]
-    if SMOKE_MODELS[model_id]["build"] == "warm_start":
-        model = warm_start(cfg)
-    else:
-        model = random_model(cfg, embedding_std=TINY_EMBEDDING_STD, family=family)
+    shipped = SMOKE_MODELS[model_id]["build"] == "warm_start"
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = pathlib.Path(tempfile.mkdtemp(dir=folder.parent))
+    if shipped:  # the shipped weights, read by tunix's loader
+        shutil.copyfile(warm_start_file(), tmp / checkpoints.WEIGHTS_FILE)
+        model = families.get(family).loader()(str(tmp), cfg)
+    else:
+        model = random_model(cfg, embedding_std=TINY_EMBEDDING_STD, family=family)
     tok = load_tokenizer()
     checkpoints.write_hf_checkpoint(
         model,
@@ -382,5 +430,7 @@ def _build(model_id: str, folder: pathlib.Path) -> None:
         pad_token_id=tok.pad_id(),
         bos_token_id=tok.bos_id(),
     )
+    if shipped and _sha256(tmp / checkpoints.WEIGHTS_FILE) != _sha256(warm_start_file()):
+        raise RuntimeError(f"{warm_start_file()}: read and written again, the weights changed")
     shutil.rmtree(folder, ignore_errors=True)
     tmp.rename(folder)  # atomic: a killed run leaves no half-written model behind
