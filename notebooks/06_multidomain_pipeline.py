@@ -114,6 +114,7 @@ PREFERENCE_BATCH = None  # pairs per preference step (memory: two rows each); No
 LORA_RANK = None  # LoRA rank of the later stages; None: the profile's
 SFT_STEPS = None  # stage 1 steps; None: the profile's
 GRPO_STEPS = None  # stage 4 steps; None: the profile's
+GRPO_CHECKPOINT_EVERY = None  # GRPO steps between checkpoints; None: the profile's
 TRAIN_TASKS = None  # full: traces used at most; smoke: synthetic tasks made; None: the profile's
 HELDOUT_PER_DOMAIN = None  # held-out prompts per domain, for every evaluation; None: the profile's
 IMPROVE_PROMPTS = None  # prompts answered in the self-improvement pass; None: the profile's
@@ -181,6 +182,7 @@ rt, recipe, out_dir, clock = recipes.start(
     **{  # the nested settings these knobs set
         "eval.max_generation_steps": GENERATION_STEPS,
         "grpo.max_generation_steps": GENERATION_STEPS,
+        "grpo.checkpoint_every": GRPO_CHECKPOINT_EVERY,
         "max_response_length": GENERATION_STEPS,
         "grpo.temperature": TEMPERATURE,
         "grpo.learning_rate": GRPO_LEARNING_RATE,

@@ -25,7 +25,7 @@ import killing
 from tunixkit import testing
 
 NOTEBOOK = pathlib.Path(__file__).resolve().parents[1] / "notebooks" / "06_multidomain_pipeline.py"
-GRPO_STEPS, KILL_AT = 22, 20  # the smoke recipe's first GRPO checkpoint is at step 20
+GRPO_STEPS, KILL_AT = 4, 2  # GRPO checkpoints every 2 steps here (the smoke recipe: every 20)
 # Fewer steps, prompts and answer tokens than the smoke preset: every stage still trains (asserted),
 # evaluates and hands over.
 SMALL = {
@@ -35,6 +35,7 @@ SMALL = {
     "IMPROVE_PROMPTS": 24,
     "PAIR_PROMPTS": 24,
     "GRPO_STEPS": GRPO_STEPS,
+    "GRPO_CHECKPOINT_EVERY": KILL_AT,
     "GENERATION_STEPS": 32,  # the smoke preset's 64 halved: shorter answers, the same path
 }
 
