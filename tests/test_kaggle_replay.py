@@ -8,7 +8,7 @@ running process; the working folder starts empty; ``KAGGLE_KERNEL_RUN_TYPE`` is 
 - 01, session 1: SIGKILLed right after its checkpoint at step 25 (the session's hard end, or a
   crash: ``tests/killing.py``), then run again in the same session with ``OUTPUT_DIR/STOP`` asking
   it to stop at step 28: it continues from 25 and ends as the session clock ends a run, with a
-  checkpoint and an export that loads. 02, session 1: ``STOP`` at step 8.
+  checkpoint and an export that loads. 02, session 1: ``STOP`` at step 3 (of 6).
 - Its output, made read-only, is session 2's ``RESUME_FROM``: session 2 trains exactly the remaining
   steps on the batches the uninterrupted run used, reuses the stored "before" evaluation, and ends
   with the uninterrupted run's weights.
@@ -39,7 +39,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # checks: ``evaluation.Checks.for_run``).
 CASES = {  # notebook: (reduced parameters, model id, steps, killed after checkpoint, stopped at)
     "01_qlora_sft": ({"NUM_STEPS": 30, "EVAL_QUESTIONS": 8}, "tiny-gemma3", 30, 25, 28),
-    "02_grpo_gsm8k": ({"NUM_STEPS": 16, "EVAL_QUESTIONS": 8}, "tiny-gemma3-sft", 16, None, 8),
+    "02_grpo_gsm8k": ({"NUM_STEPS": 6, "EVAL_QUESTIONS": 8}, "tiny-gemma3-sft", 6, None, 3),
 }
 
 
