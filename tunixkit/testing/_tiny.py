@@ -346,8 +346,8 @@ def materialize(model_id: str) -> pathlib.Path:
     """Write (once, cached) the smoke model ``model_id`` in the HF layout and return its folder.
 
     It is built in a process of its own on one CPU device, so that the weights do not depend on
-    the caller (a test on 2 emulated devices and a notebook on 4 would otherwise train slightly
-    different warm starts: reductions split differently)."""
+    the caller's devices (the warm start, which CPUs would train differently, is shipped:
+    :func:`write_warm_start`)."""
     import os
     import subprocess
     import sys
