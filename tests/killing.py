@@ -16,6 +16,22 @@ HANG = pathlib.Path(__file__).resolve().with_name("hang")
 DEADLINE_S = 2400
 
 
+def xla_flags(devices: int) -> str:
+    """``XLA_FLAGS`` for a CPU process of the tests with ``devices`` emulated devices.
+
+    XLA's CPU client runs each device's part of a program on one thread pool, with as many threads
+    as devices on a 2-core machine, and compiles on the same pool. A collective waits for every
+    device's part; while a compile holds the pool (empty caches, 07's sampling threads) the last
+    part can wait past XLA's 40 s + 20 s, and XLA then aborts the process (SIGABRT: "Termination
+    timeout for all gather ... only 3 of them arrived", 07's full profile, a cold CI run of
+    2026-11-27). The wait is raised to 10 minutes; a true deadlock still ends at
+    :data:`DEADLINE_S`."""
+    return (
+        f"--xla_force_host_platform_device_count={devices} "
+        "--xla_cpu_collective_call_terminate_timeout_seconds=600"
+    )
+
+
 def hang_at(env: dict, step: int, where: str = "") -> dict:
     """``env`` for a child that hangs after saving checkpoint ``step`` (in a folder holding
     ``where``)."""

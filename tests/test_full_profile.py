@@ -82,7 +82,7 @@ def _env() -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNIXKIT_PROFILE", "KAGGLE_"))}
     return env | {
         "JAX_PLATFORMS": "cpu",
-        "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
+        "XLA_FLAGS": killing.xla_flags(4),
         "HF_HUB_OFFLINE": "1",
         "HF_DATASETS_OFFLINE": "1",
         "WANDB_MODE": "disabled",

@@ -52,7 +52,7 @@ def _env(kaggle: bool) -> dict:
     env.update(
         TUNIXKIT_PROFILE="smoke",
         JAX_PLATFORMS="cpu",
-        XLA_FLAGS="--xla_force_host_platform_device_count=4",
+        XLA_FLAGS=killing.xla_flags(4),
         WANDB_MODE="disabled",
         HF_HUB_OFFLINE="1",
         HF_DATASETS_OFFLINE="1",

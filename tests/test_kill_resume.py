@@ -26,7 +26,7 @@ def _env():
     return dict(
         os.environ,
         JAX_PLATFORMS="cpu",
-        XLA_FLAGS="--xla_force_host_platform_device_count=2",
+        XLA_FLAGS=killing.xla_flags(2),
         WANDB_MODE="disabled",
     )
 

@@ -46,7 +46,7 @@ def _env():
         TUNIXKIT_PROFILE="smoke",
         JAX_PLATFORMS="cpu",
         MPLBACKEND="Agg",
-        XLA_FLAGS="--xla_force_host_platform_device_count=4",
+        XLA_FLAGS=killing.xla_flags(4),
         HF_HUB_OFFLINE="1",
         HF_DATASETS_OFFLINE="1",
         WANDB_MODE="disabled",
