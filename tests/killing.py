@@ -22,7 +22,7 @@ def xla_flags(devices: int) -> str:
     XLA's CPU client runs each device's part of a program on one thread pool, with as many threads
     as devices on a 2-core machine, and compiles on the same pool. A collective waits for every
     device's part; while a compile holds the pool (empty caches, 07's sampling threads) the last
-    part can wait past XLA's 40 s + 20 s, and XLA then aborts the process (SIGABRT: "Termination
+    part can wait past XLA's limit (a warning at 20 s, the abort 40 s later: SIGABRT, "Termination
     timeout for all gather ... only 3 of them arrived", 07's full profile, a cold CI run of
     2026-11-27). The wait is raised to 10 minutes; a true deadlock still ends at
     :data:`DEADLINE_S`."""

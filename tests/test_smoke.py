@@ -22,7 +22,8 @@ def test_shipped_tokenizer_rebuilds_byte_identical(tmp_path):
 def test_the_shipped_warm_start_is_its_recipe_and_loads_unchanged():
     about = json.loads(testing.warm_start_file().with_suffix(".json").read_text())
     assert about["warm_start"] == dataclasses.asdict(testing.WARM_START), (
-        "WARM_START changed: run python -m tunixkit.testing --write-warm-start"
+        "WARM_START changed: run JAX_PLATFORMS=cpu XLA_FLAGS="
+        "--xla_force_host_platform_device_count=1 python -m tunixkit.testing --write-warm-start"
     )
     shipped = testing.warm_start_file().read_bytes()
     assert about["sha256"] == hashlib.sha256(shipped).hexdigest()
