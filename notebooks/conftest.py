@@ -4,14 +4,15 @@ Set before any kernel starts, so every notebook kernel inherits them.
 """
 
 import os
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))  # killing.py
+import killing  # noqa: E402
 
 os.environ["TUNIXKIT_PROFILE"] = "smoke"
 os.environ["JAX_PLATFORMS"] = "cpu"
-# the collectives' wait raised to 10 minutes: why in tests/killing.py's xla_flags
-os.environ.setdefault(
-    "XLA_FLAGS",
-    "--xla_force_host_platform_device_count=4 --xla_cpu_collective_call_terminate_timeout_seconds=600",
-)
+os.environ.setdefault("XLA_FLAGS", killing.xla_flags(4))  # the tests' CPU flags, 4 devices
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["WANDB_MODE"] = "disabled"
