@@ -32,6 +32,22 @@ def xla_flags(devices: int) -> str:
     )
 
 
+# XLA's CPU pool for a child of 2 devices gets the 4 threads a 4-device child has: 2 devices' parts
+# and 2 compiles at once (the slack the all-gather abort above lacked).
+POOL_THREADS = 4
+
+
+def cpu_env(devices: int) -> dict:
+    """The environment a CPU child of the tests adds to its parent's: CPU only, ``devices`` emulated
+    devices, :func:`xla_flags`, and XLA's thread pool at :data:`POOL_THREADS` threads or one per
+    device (``PJRT_NPROC``; by default the pool has as many threads as cores or devices)."""
+    return {
+        "JAX_PLATFORMS": "cpu",
+        "XLA_FLAGS": xla_flags(devices),
+        "PJRT_NPROC": str(max(POOL_THREADS, devices)),
+    }
+
+
 def hang_at(env: dict, step: int, where: str = "") -> dict:
     """``env`` for a child that hangs after saving checkpoint ``step`` (in a folder holding
     ``where``)."""

@@ -80,9 +80,9 @@ REHEARSALS = {
 
 def _env() -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNIXKIT_PROFILE", "KAGGLE_"))}
-    return env | {
-        "JAX_PLATFORMS": "cpu",
-        "XLA_FLAGS": killing.xla_flags(4),
+    return {
+        **env,
+        **killing.cpu_env(2),
         "HF_HUB_OFFLINE": "1",
         "HF_DATASETS_OFFLINE": "1",
         "WANDB_MODE": "disabled",

@@ -51,8 +51,7 @@ def _env(kaggle: bool) -> dict:
     }
     env.update(
         TUNIXKIT_PROFILE="smoke",
-        JAX_PLATFORMS="cpu",
-        XLA_FLAGS=killing.xla_flags(4),
+        **killing.cpu_env(2),
         WANDB_MODE="disabled",
         HF_HUB_OFFLINE="1",
         HF_DATASETS_OFFLINE="1",

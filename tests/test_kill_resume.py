@@ -25,8 +25,7 @@ STEPS = 6
 def _env():
     return dict(
         os.environ,
-        JAX_PLATFORMS="cpu",
-        XLA_FLAGS=killing.xla_flags(2),
+        **killing.cpu_env(2),
         WANDB_MODE="disabled",
     )
 

@@ -44,9 +44,8 @@ def _env():
     return dict(
         os.environ,
         TUNIXKIT_PROFILE="smoke",
-        JAX_PLATFORMS="cpu",
+        **killing.cpu_env(2),
         MPLBACKEND="Agg",
-        XLA_FLAGS=killing.xla_flags(4),
         HF_HUB_OFFLINE="1",
         HF_DATASETS_OFFLINE="1",
         WANDB_MODE="disabled",
