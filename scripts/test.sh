@@ -36,7 +36,7 @@ list(Pool(2).map(testing.materialize, testing.SMOKE_MODELS))"
 # process): the unit tests, with every notebook's full-profile run (tests/test_full_profile.py), in
 # one, the notebooks under nbval in the other. The balance depends on the machine and the caches:
 # 2,065 and 2,060 s on 2026-11-26's (warm caches); on 2026-11-27's faster one 1,587 and 1,306 s
-# (empty caches), then 852 and 929 s (warm caches, the unit tests' CPU children on 2 devices). Each
+# (empty caches), then 868 and 930 s (warm caches, the unit tests' CPU children on 2 devices). Each
 # writes a JUnit report that gate 6 reads for the slowest items and the per-item budget.
 export TUNIXKIT_CI_REPORTS="${TUNIXKIT_CI_REPORTS:-$PWD/.ci-reports}"
 rm -rf "$TUNIXKIT_CI_REPORTS" notebooks/runs; mkdir -p "$TUNIXKIT_CI_REPORTS"
