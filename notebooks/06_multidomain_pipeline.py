@@ -264,7 +264,11 @@ display(Markdown(domains.calibration_table(calibration)))
 # ## Before training
 # The starting model on the held-out prompts: format compliance, answers under the 1K-token limit,
 # the judged score with a 95% interval, per domain, and math accuracy. Every evaluation is stored in
-# `OUTPUT_DIR` and read back on a rerun.
+# `OUTPUT_DIR` and read back on a rerun. After each stage the same evaluation decides whether its
+# model is **adopted**: not when its greedy judged score, paired prompt by prompt with the model it
+# started from, changed by an interval wholly below 0. The next stage then starts from the better
+# model, which stays the judged one (the start model included); `stages.json` and `summary.json`
+# say what was adopted and why.
 
 # %%
 print(stages.summary())
@@ -294,6 +298,15 @@ def evaluate(name, path):
 evals = {"start": evaluate("start", MODEL_PATH)}
 display(Markdown(domains.table(list(evals.values()))))
 
+
+def evaluate_stage(name):
+    """Evaluate a finished stage's model, then adopt it as the best so far or not
+    (pipeline.adopt: not when its paired judged change against its start is wholly below 0)."""
+    evals[name] = evaluate(name, stages.state[name]["export"])
+    pipeline.adopt(stages, name, recipe, mesh=mesh, base_path=MODEL_PATH)
+    display(Markdown(domains.table(list(evals.values()))))
+
+
 # %% [markdown]
 # ## Stage 1: SFT on the traces
 # Loss on the answer only. The recipe says which weights train: LoRA in full; every weight in smoke,
@@ -318,7 +331,7 @@ sft_export = pipeline.sft_stage(
     stages, "sft", sft_pairs, recipe, steps=recipe.sft_steps, base_path=MODEL_PATH, mesh=mesh
 )
 if sft_export:
-    evals["sft"] = evaluate("sft", sft_export)
+    evaluate_stage("sft")
 
 # %% [markdown]
 # ## Stage 2: self-improvement
@@ -337,7 +350,8 @@ improve_tasks = train[: clock.sized(min(len(train), recipe.improve_prompts), lab
 
 
 def keep_good_answers():
-    policy = models.load_model(recipe.model_id, path=sft_export, mesh=mesh, verbose=False)
+    start = stages.start_path("improve", MODEL_PATH)  # SFT's export, if it was adopted
+    policy = models.load_model(recipe.model_id, path=start, mesh=mesh, verbose=False)
     kept, report = pipeline.self_improve(
         policy,
         improve_tasks,
@@ -366,11 +380,11 @@ if stages.ready("improve") and not stages.done("improve"):
             recipe,
             steps=recipe.improve_steps,
             learning_rate=recipe.improve_learning_rate,
+            base_path=MODEL_PATH,
             mesh=mesh,
         )
 if stages.done("improve") and not stages.skipped("improve"):
-    evals["improve"] = evaluate("improve", stages.state["improve"]["export"])
-    display(Markdown(domains.table(list(evals.values()))))
+    evaluate_stage("improve")
 
 # %% [markdown]
 # ## Stage 3: preference tuning on judged pairs
@@ -408,10 +422,11 @@ if stages.ready("preference") and not stages.done("preference"):
     if not pairs:  # the session goes on with GRPO, on every training prompt
         stages.skip("preference", "the judge told no prompt's answers apart", MODEL_PATH)
     else:
-        pipeline.preference_stage(stages, "preference", pairs, recipe, mesh=mesh)
+        pipeline.preference_stage(
+            stages, "preference", pairs, recipe, base_path=MODEL_PATH, mesh=mesh
+        )
 if stages.done("preference") and not stages.skipped("preference"):
-    evals["preference"] = evaluate("preference", stages.state["preference"]["export"])
-    display(Markdown(domains.table(list(evals.values()))))
+    evaluate_stage("preference")
 
 # %% [markdown]
 # ## Stage 4: GRPO with weighted rewards
@@ -436,10 +451,11 @@ grpo_export = pipeline.grpo_stage(
     reward_fns,
     recipe,
     system_prompt=recipe.eval.system_prompt,
+    base_path=MODEL_PATH,
     mesh=mesh,
 )
 if grpo_export:
-    evals["grpo"] = evaluate("grpo", grpo_export)
+    evaluate_stage("grpo")
 if (out_dir / "grpo" / "metrics.jsonl").is_file():
     series = rl.curves(out_dir / "grpo" / "metrics.jsonl")
     fig = rl.plot_curves(
@@ -474,22 +490,26 @@ display(Markdown(domains.side_by_side(out_dir, [evals["start"].name, list(evals)
 
 # %% [markdown]
 # ## The final model
-# The last finished stage's export: `hf/` (merged, loads in tunix and `transformers`) and `orbax/`
-# (params + tunix config + tokenizer, what a Kaggle Model holds for the multi-session track). Every
-# finished stage also wrote its merged model to `OUTPUT_DIR/ckpts/actor/<step>/model_params`
-# (step: the stages' training steps so far), replacing the one before: **the judged model** is
-# always the last finished stage's. With `KAGGLE_MODEL` set, the export is uploaded.
+# The best model of the session: the last adopted stage's export (the start model's, exported to
+# `start/export`, if no stage was adopted): `hf/` (merged, loads in tunix and `transformers`) and
+# `orbax/` (params + tunix config + tokenizer, what a Kaggle Model holds for the multi-session
+# track). The same merged model is **the judged model**, `OUTPUT_DIR/ckpts/actor/<step>/model_params`
+# (step: the stages' training steps so far; only the newest is kept). Below, each stage and why it was
+# adopted or not. With `KAGGLE_MODEL` set, the export is uploaded.
 
 # %%
-final = stages.last_trained()
-final_export = out_dir / final / "export" if final else None
+final = stages.final()  # None: the start model stayed the best
+final_export = out_dir / (final or "start") / "export"
 unrestricted_kaggle_model = session.publish(
-    final_export and final_export / "orbax",
+    final_export / "orbax" if final_export.is_dir() else None,
     KAGGLE_MODEL,
     notes=f"06 pipeline, last stage {final}",
     rehearsal=REHEARSAL,
 )
-print(f"stages: {stages.summary()}\nunrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
+for name, state in stages.state.items():
+    print(f"{name}: {state.get('skipped') or state.get('adoption', {}).get('why', 'not compared')}")
+print(f"the final model: {final or 'the start model'}; stages: {stages.summary()}")
+print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %% [markdown]
 # ## The judges' check: the judged model, with tunix alone
@@ -624,7 +644,8 @@ summary = {
     "profile": rt.profile,
     "model_id": recipe.model_id,
     "stages": stages.state,
-    "final_stage": final,
+    "final_stage": final,  # the adopted stage whose model is judged (None: the start model)
+    "adoption": {n: s.get("adoption") for n, s in stages.state.items()},  # each stage's why
     "seconds": clock.elapsed(),
     "self_improvement": improve_report or None,
     "judge_seconds_per_call": sum(judge.seconds) / max(1, len(judge.seconds)),
@@ -638,7 +659,7 @@ summary = {
     "scores": {name: e.rows for name, e in evals.items()},
     "changes": changes,  # "<before>-><after>" -> judged/sampled -> domain -> (change, 95% CI, prompts)
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
-    "judged_model": str(judged_folder / "model_params") if judged_folder else None,
+    "judged_model": str((judged_folder / "model_params").resolve()) if judged_folder else None,
     # what OUTPUT_DIR holds (a stage's export replaces the one before; Kaggle keeps 20 GB)
     "output_bytes": session.disk_usage(out_dir),
 }
@@ -670,7 +691,8 @@ rehearsal = clock.rehearsal_report()
 # (a noisy gain must not end a 9-hour run in an error).
 checks = evaluation.Checks.for_run(rt, recipe, rehearsal=REHEARSAL)
 scores = summary["scores"]
-if final == "grpo":
+if stages.done("grpo") and not stages.skipped("grpo"):
+    checks.should(final == "grpo", f"GRPO was not adopted: {stages.summary()}")
     checks.should(
         scores["grpo"]["all"]["format"] >= 0.9,
         f"format after GRPO {scores['grpo']['all']['format']:.2f}",
@@ -696,10 +718,12 @@ checks.must(
     and all(a["answer"].strip() for a in judged_answers),
     "the judged model, loaded by tunix alone, left a judged domain's prompt without an answer",
 )
-if final != "grpo":
+if not stages.done("grpo"):
     checks.must(
         clock.hours or clock.stop_file.is_file(),
         f"the pipeline stopped at {final} without a session limit or a STOP file",
     )
 checks.done("pipeline")
+print(f"stages: {stages.summary()}")
+print(f"the judged model ({final or 'the start model'}): {summary['judged_model']}")
 print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")  # the id the track reads, last

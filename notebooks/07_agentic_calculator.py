@@ -198,6 +198,8 @@ print(trace_pairs[call + 1][0] + trace_pairs[call + 1][1])  # the call, its resu
 # %%
 print(stages.summary())
 warm = pipeline.sft_stage(stages, "sft", trace_pairs, recipe, steps=recipe.sft_steps, mesh=mesh)
+if warm:  # no judged evaluation here: every finished stage is adopted (pipeline.adopt says so)
+    pipeline.adopt(stages, "sft", recipe, mesh=mesh)
 
 # %% [markdown]
 # ## Before GRPO
@@ -242,6 +244,8 @@ display(Markdown(agentic.table(evals)))
 
 # %%
 grpo_export = agentic.stage(stages, "grpo", train_records, recipe, mesh=mesh)
+if grpo_export:
+    pipeline.adopt(stages, "grpo", recipe, mesh=mesh)
 if (out_dir / "grpo" / "metrics.jsonl").is_file():
     fig = rl.plot_curves(
         rl.curves(out_dir / "grpo" / "metrics.jsonl"),
@@ -279,7 +283,7 @@ fig = agentic.plot_eval(
 # `OUTPUT_DIR/ckpts/actor/<step>/model_params`. With `KAGGLE_MODEL` set, the export is uploaded.
 
 # %%
-final = stages.last_trained()
+final = stages.final()
 unrestricted_kaggle_model = session.publish(
     final and out_dir / final / "export" / "orbax",
     KAGGLE_MODEL,

@@ -1,5 +1,6 @@
 """Notebook 06's pieces: traces in either shape, the smoke grader, stage bookkeeping, SimPO."""
 
+import dataclasses
 import json
 import time
 
@@ -119,11 +120,13 @@ def test_stages_share_the_session_and_hand_over_exports(tmp_path):
         tmp_path / "a" / "export" / "hf"
     )
     assert json.loads((tmp_path / "stages.json").read_text())["a"]["steps"] == 10
-    # b's export supersedes a's, which is removed (disk); b's own stays
+    # b's export supersedes a's once b is adopted, and a's is removed then (disk); b's own stays
     for stage in "ab":
         (tmp_path / stage / "export" / "hf").mkdir(parents=True)
         (tmp_path / stage / "export" / "hf" / "model.safetensors").write_bytes(b"x" * 1000)
     again.finish("b", tmp_path / "b" / "export" / "hf", steps=5)
+    assert (tmp_path / "a" / "export").is_dir()  # not compared yet: the better one is kept then
+    assert again.decide("b", None) and again.final() == "b"
     assert not (tmp_path / "a" / "export").exists() and (tmp_path / "b" / "export" / "hf").is_dir()
     late = pipeline.StageClock(clock, deadline=time.time() - 1)
     assert late.must_stop(0.0) and not clock.must_stop(0.0)
@@ -231,7 +234,7 @@ def test_a_stage_with_nothing_to_train_on_is_skipped_and_the_session_goes_on(tmp
     assert again.state["c"]["export"] == str(tmp_path / "b" / "export" / "hf")
     assert again.steps() == 7
     assert again.to_do() == [] and stages.to_do() == []
-    assert again.last_trained() == "b"  # c was skipped: b's export is the final model
+    assert again.final() == "b"  # c was skipped: b's export is the final model
     assert pipeline.Stages(tmp_path / "new", shares, clock).to_do() == ["a", "b", "c"]
 
 
@@ -616,3 +619,116 @@ def test_the_judge_is_calibrated_per_domain_before_training_relies_on_it():
     garbage = judging.Judge(lambda q, c: ["no idea"] * len(q), name="garbage")
     blind = domains.calibrate(garbage, records)  # a judge that says nothing is named everywhere
     assert len(blind["warnings"]) == 2 * len(set(r["domain"] for r in records))
+
+
+def _judged(path, scores):
+    """A stage's held-out evaluation as domains.evaluate writes it: one judged score per prompt."""
+    path.write_text(
+        "".join(
+            json.dumps({"domain": "creative", "prompt": f"p{i}", "judged": x}) + "\n"
+            for i, x in enumerate(scores)
+        )
+    )
+
+
+def test_a_stage_that_makes_the_model_worse_is_not_adopted_and_the_start_model_can_win(
+    tmp_path, capsys
+):
+    """Each finished stage is compared with the model it started from, paired prompt by prompt:
+    one whose judged score fell (the whole 95% interval below 0) is not adopted. The judged copy
+    goes back to the better model (here the start model, exported for it), the next stage starts
+    from that model and is compared with it, and stages.json keeps each decision and its reason."""
+    from tunixkit import checkpoints, models, recipes
+
+    recipe = dataclasses.replace(recipes.Pipeline.smoke(), model_id="tiny-gemma3")
+    clock = session.Session(tmp_path, hours=None, started=time.time())
+    shares = {"sft": 0.5, "grpo": 0.5}
+    stages = pipeline.Stages(tmp_path, shares, clock)
+    start = models.load_model("tiny-gemma3", verbose=False)
+    start_logits = testing.logits(start.model)
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.3, 0.7, 40)
+    _judged(tmp_path / "domains_start.jsonl", base)
+
+    def finished(name, seed, scores):  # what finish_stage leaves: the export, the judged copy
+        trained = models.load_model("tiny-gemma3", verbose=False)
+        testing.randomize_all(trained.model, seed=seed)
+        exports = models.export(trained.model, trained, tmp_path / name / "export")
+        stages.finish(name, exports["hf"], steps=4, stopped="done")
+        checkpoints.write_judged(exports["orbax"], tmp_path, stages.steps())
+        _judged(tmp_path / f"domains_{name}.jsonl", scores)
+        return trained
+
+    finished("sft", 1, base - 0.2 + rng.normal(0, 0.02, 40))  # worse on every prompt
+    assert not pipeline.adopt(stages, "sft", recipe)
+    out = capsys.readouterr().out
+    assert "sft: NOT adopted: judged score -0.1" in out and "start stays the best model" in out
+    figures = stages.state["sft"]["adoption"]
+    assert figures["change"] + figures["ci"] < 0 and figures["prompts"] == 40
+    assert stages.final() is None and stages.start_path("grpo", None) is None
+    assert not (tmp_path / "sft" / "export").exists()  # the loser's export is removed
+    judged = tmp_path / "ckpts" / "actor" / "4" / "model_params"  # the start model's, again
+    assert _files(judged) == _files(tmp_path / "start" / "export" / "orbax" / "params")
+    exported = models.load_model("tiny-gemma3", path=tmp_path / "start" / "export" / "hf")
+    np.testing.assert_allclose(testing.logits(exported.model), start_logits, atol=1e-5)
+
+    finished("grpo", 2, base + 0.05 + rng.normal(0, 0.02, 40))  # better than the start
+    assert pipeline.adopt(stages, "grpo", recipe)
+    assert "grpo: adopted: judged score +0.0" in capsys.readouterr().out
+    assert stages.state["grpo"]["adoption"]["against"] == "start"  # its own start, not sft
+    assert stages.final() == "grpo" and not (tmp_path / "start" / "export").exists()
+    judged = tmp_path / "ckpts" / "actor" / "8" / "model_params"
+    assert _files(judged) == _files(tmp_path / "grpo" / "export" / "orbax" / "params")
+    again = pipeline.Stages(tmp_path, shares, clock)  # a rerun reads the decisions back
+    assert [again.state[n]["adopted"] for n in shares] == [False, True]
+    assert not pipeline.adopt(again, "sft", recipe) and again.summary() == (
+        "sft: done, not adopted; grpo: done, adopted"
+    )
+
+
+def _files(folder):
+    """Every file under ``folder`` and its bytes, by relative path."""
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+class _RunsOutAtStep(session.Session):
+    """A session whose time runs out once training has done ``at`` steps: an event, not a time.
+    Training asks :meth:`stop_requested` with the steps done before every step."""
+
+    at = 3
+    seen = 0
+
+    def stop_requested(self, steps):
+        self.seen = steps
+        return False
+
+    def remaining(self):
+        return 0.0 if self.seen >= self.at else 3600.0
+
+
+def test_a_last_stage_the_session_clock_stops_is_finished_and_judged(tmp_path, capsys):
+    """The last stage's deadline is the session's end: the clock stops its training part-way, and
+    the checkpoint and export then spend the reserve. The stage is still finished (done, exported,
+    the judged model), with the steps it trained and why it stopped, and no later stage starts in
+    this session (the time left is the final evaluation's)."""
+    from tunixkit import recipes
+
+    recipe = dataclasses.replace(
+        recipes.Pipeline.smoke(), model_id="tiny-gemma3", batch_size=2, max_len=32
+    )
+    clock = _RunsOutAtStep(tmp_path, hours=1.0, started=time.time())
+    stages = pipeline.Stages(tmp_path, {"sft": 1.0, "next": 0.0}, clock)
+    stage_clock = stages.clock("sft")
+    assert abs(stage_clock.deadline - (clock.started + 3600 - clock.reserve())) < 5
+    pairs = [
+        (f"<start_of_turn>user\n{i}+1<end_of_turn>\n", f"{i + 1}<end_of_turn>") for i in range(8)
+    ]
+    export = pipeline.sft_stage(stages, "sft", pairs, recipe, steps=20)
+    out = capsys.readouterr().out
+    assert export and stages.done("sft"), out
+    assert stages.state["sft"]["stopped"] == "session clock" and stages.state["sft"]["steps"] == 3
+    assert "the session clock stopped training after 3 steps" in out
+    assert (tmp_path / "ckpts" / "actor" / "3" / "model_params").is_dir()
+    assert not stages.ready("next")
+    assert "next: not started, the session clock has run out" in capsys.readouterr().out
+    assert pipeline.Stages(tmp_path, {"sft": 1.0, "next": 0.0}, clock).to_do() == ["next"]

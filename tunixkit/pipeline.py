@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "StageClock",
     "Stages",
+    "adopt",
     "grpo_stage",
     "judged_pairs",
     "preference_stage",
@@ -106,11 +107,22 @@ class Stages:
         """The stages not done yet, in order (what a rerun or ``RESUME_FROM`` has still to run)."""
         return [n for n in self.shares if not self.done(n)]
 
-    def last_trained(self) -> str | None:
-        """The last stage that is done and was not skipped (its export is the final model)."""
-        return next(
-            (n for n in reversed(list(self.shares)) if self.done(n) and not self.skipped(n)), None
-        )
+    def adopted(self, name: str) -> bool:
+        """Whether ``name`` is done, trained (not skipped) and its model kept as the session's best
+        (:meth:`decide`; a stage not compared yet counts as kept until it is)."""
+        state = self.state.get(name, {})
+        return bool(state.get("done")) and not state.get("skipped") and state.get("adopted", True)
+
+    def best_before(self, name: str) -> str | None:
+        """The stage whose model ``name`` starts from and is compared with: the last earlier stage
+        that was adopted (None: the start model)."""
+        names = list(self.shares)
+        return next((n for n in reversed(names[: names.index(name)]) if self.adopted(n)), None)
+
+    def final(self) -> str | None:
+        """The stage whose model is the session's best so far, the judged one (the last adopted
+        stage; None: the start model)."""
+        return next((n for n in reversed(list(self.shares)) if self.adopted(n)), None)
 
     def skipped(self, name: str) -> str | None:
         """Why ``name`` was skipped (:meth:`skip`), or None."""
@@ -123,7 +135,7 @@ class Stages:
         run)."""
         export = self.start_path(name, base)
         self.state[name] = {"done": True, "skipped": why, "export": export, "steps": 0}
-        self.path.write_text(json.dumps(self.state, indent=1, default=float))
+        self._write()
         print(f"{name}: skipped, {why}; the next stage starts from {export or 'the start model'}")
 
     def clock(self, name: str, part: float = 1.0) -> StageClock:
@@ -137,18 +149,52 @@ class Stages:
         return StageClock(self.session, time.time() + budget * part)
 
     def finish(self, name: str, export: str | pathlib.Path, **figures: Any) -> None:
-        """Mark ``name`` done, with the export the next stage starts from. The earlier stages'
-        exports are removed: this one supersedes them, as the next stage's start and as the model
-        to judge (each is a whole model, ~4 GB for a 1B in two formats, against Kaggle's 20 GB)."""
+        """Mark ``name`` done, with its export. Until :meth:`decide` compares it with the model it
+        started from, it counts as adopted (the next stage starts from it), and the earlier export
+        stays on disk (the better of the two is kept then)."""
         self.state[name] = {"done": True, "export": str(export), **figures}
-        self.path.write_text(json.dumps(self.state, indent=1, default=float))
+        self._write()
+
+    def decide(self, name: str, change: tuple[float, float, int] | None) -> bool:
+        """Adopt the finished stage ``name`` as the session's best model, or not: not when
+        ``change``, its paired change in held-out judged score against the model it started from
+        (:meth:`best_before`; mean, half-width of the 95% interval, prompts), lies wholly below 0.
+        Then the next stage starts from the better model, which stays the judged one. None: no
+        comparison was made (adopted, and said so). The decision and its reason go to
+        ``stages.json``; the export that lost is removed (each is a whole model, ~4 GB for a 1B in
+        two formats, against Kaggle's 20 GB)."""
+        before = self.best_before(name)
+        against = before or "start"
+        if change is None:
+            adopted, why = True, f"adopted: no paired judged evaluation against {against}"
+        else:
+            gain, ci, n = change
+            adopted = gain + ci >= 0
+            why = (
+                f"{'adopted' if adopted else 'NOT adopted'}: judged score {gain:+.3f} "
+                f"(95% CI ±{ci:.3f}, {n} prompts) against {against}"
+                + ("" if adopted else f", wholly below 0; {against} stays the best model")
+            )
+        figures = (
+            {} if change is None else dict(zip(("change", "ci", "prompts"), change, strict=True))
+        )
+        self.state[name].update(
+            adopted=adopted, adoption={"against": against, "why": why, **figures}
+        )
+        self._write()
+        print(f"{name}: {why}")
         names = list(self.shares)
-        for earlier in names[: names.index(name)]:
-            folder = self.dir(earlier) / "export"
+        losers = [name] if not adopted else ["start", *names[: names.index(name)]]
+        for loser in losers:
+            folder = self.dir(loser) / "export"
             if folder.is_dir():
                 freed = session.disk_usage(folder)
                 shutil.rmtree(folder)
-                print(f"{name}: removed {earlier}'s export ({freed / 1e9:.2f} GB), superseded")
+                print(f"{name}: removed {loser}'s export ({freed / 1e9:.2f} GB)")
+        return adopted
+
+    def _write(self) -> None:
+        self.path.write_text(json.dumps(self.state, indent=1, default=float))
 
     def steps(self) -> int:
         """The training steps of the finished stages, together: the step the judged model
@@ -162,9 +208,15 @@ class Stages:
         waiting = [n for n in names[: names.index(name)] if not self.done(n)]
         if waiting:
             print(
-                f"{name}: not started, {waiting[0]} is not finished (the session clock stopped it; "
-                "a rerun or a session with RESUME_FROM continues it)"
+                f"{name}: not started, {waiting[0]} is not finished (a rerun or a session with "
+                "RESUME_FROM continues it)"
             )
+        elif self.session.must_stop(0.0):  # what is left is the reserve for the final evaluation
+            print(
+                f"{name}: not started, the session clock has run out (a session with RESUME_FROM "
+                "starts it)"
+            )
+            return False
         return not waiting
 
     def cached(
@@ -184,15 +236,27 @@ class Stages:
         return rows
 
     def start_path(self, name: str, base: str | pathlib.Path | None) -> str | None:
-        """The model folder ``name`` starts from: the last earlier stage's export, else ``base``."""
-        names = list(self.shares)
-        for earlier in reversed(names[: names.index(name)]):
-            if self.done(earlier):
-                return self.state[earlier]["export"]
+        """The model folder ``name`` starts from: the export of the last earlier stage that was
+        adopted (:meth:`best_before`), else ``base``."""
+        best = self.best_before(name)
+        if best is not None:
+            return self.state[best]["export"]
         return None if base is None else str(base)
 
     def summary(self) -> str:
-        return ", ".join(f"{n}: {'done' if self.done(n) else 'to do'}" for n in self.shares)
+        def said(n: str) -> str:
+            if not self.done(n):
+                return "to do"
+            if self.skipped(n):
+                return "skipped"
+            return (
+                "done"
+                + {True: ", adopted", False: ", not adopted", None: ""}[
+                    self.state[n].get("adopted")
+                ]
+            )
+
+        return "; ".join(f"{n}: {said(n)}" for n in self.shares)
 
     def evaluate(
         self,
@@ -385,10 +449,6 @@ def weighted_rewards(weights: dict[str, float], judge: judging.Judge) -> list[An
     return [judging.weighted(known[n], w, name=n) for n, w in weights.items() if w]
 
 
-def _session_over(session: Any) -> bool:
-    return session.must_stop(0.0)
-
-
 def _rank(recipe, name: str) -> int | None:
     """The LoRA rank of stage ``name`` (None: full fine-tuning): ``recipe.sft_lora_rank`` for the
     SFT stage, ``recipe.lora_rank`` for the others."""
@@ -404,8 +464,15 @@ def finish_stage(
     mesh: Mesh | None,
     result: training.RunResult,
 ) -> str | None:
-    """Export the stage's model (its ``export/hf`` is returned); mark it done unless the session
-    itself ran out (then the next session continues the stage from its checkpoint)."""
+    """Export the stage's model (its ``export/hf`` is returned), mark it done and make it the judged
+    model until :func:`adopt` decides. A stage the session clock stopped is finished with the steps
+    it trained: the clock stopped it in time for this export and the evaluation after it (a session
+    killed before the export continues the stage from its checkpoint next time). Not finished: a
+    stage ``OUTPUT_DIR/STOP`` stopped (the next run continues it), or one that trained no step."""
+    if result.stopped == "stop requested" or result.steps == 0:
+        why = "OUTPUT_DIR/STOP" if result.steps else "no training step fit the session"
+        print(f"{name}: not finished ({why}); a rerun or a session with RESUME_FROM continues it")
+        return None
     with stages.session.timed("export"):  # the session keeps the last export's time in reserve
         exports = models.export(
             lora,
@@ -415,15 +482,50 @@ def finish_stage(
             lora_alpha=recipe.lora_alpha,
             mesh=mesh,
         )
-    # a stage that OUTPUT_DIR/STOP stopped is not done: the next run continues it
-    if result.stopped == "done" or (
-        result.stopped != "stop requested" and not _session_over(stages.session)
-    ):
-        stages.finish(name, exports["hf"], steps=result.steps, stopped=result.stopped)
-        judged = checkpoints.write_judged(exports["orbax"], stages.out_dir, stages.steps())
-        print(f"{name}: the judged model is now {judged}")
-        return str(exports["hf"])
-    return None
+    stages.finish(name, exports["hf"], steps=result.steps, stopped=result.stopped)
+    if result.stopped == "session clock":
+        print(
+            f"{name}: the session clock stopped training after {result.steps} steps; the stage is "
+            "finished with them (exported, evaluated, judged)"
+        )
+    judged = checkpoints.write_judged(exports["orbax"], stages.out_dir, stages.steps())
+    print(f"{name}: the judged model is now {judged}")
+    return str(exports["hf"])
+
+
+def adopt(
+    stages: Stages,
+    name: str,
+    recipe: Pipeline | Agentic,
+    *,
+    mesh: Mesh | None = None,
+    base_path: str | pathlib.Path | None = None,
+) -> bool:
+    """Whether the finished stage ``name`` is adopted as the session's best model
+    (:meth:`Stages.decide`), from the paired change of its held-out greedy judged score against the
+    model it started from (``domains_<name>.jsonl`` of :meth:`Stages.evaluate`; without both
+    evaluations it is adopted, and said so). A stage that is not adopted gives the judged copy
+    back to the better model: an earlier stage's export, or the start model (``base_path``, else
+    ``recipe.model_id``), exported once for it into ``OUTPUT_DIR/start/export``. Decided once:
+    a rerun reads the decision back."""
+    if "adopted" in stages.state[name]:
+        return bool(stages.state[name]["adopted"])
+    before = stages.best_before(name) or "start"
+    evaluated = all((stages.out_dir / f"domains_{n}.jsonl").is_file() for n in (before, name))
+    change = domains.paired_change(stages.out_dir, before, name)["all"] if evaluated else None
+    if stages.decide(name, change):
+        return True
+    if before == "start":
+        orbax = stages.dir("start") / "export" / "orbax"
+        if not (orbax / "params").is_dir():
+            with stages.session.timed("export"):
+                start = models.load_model(recipe.model_id, path=base_path, mesh=mesh, verbose=False)
+                orbax = models.export(start.model, start, stages.dir("start") / "export")["orbax"]
+    else:
+        orbax = pathlib.Path(stages.state[before]["export"]).parent / "orbax"
+    judged = checkpoints.write_judged(orbax, stages.out_dir, stages.steps())
+    print(f"{name}: the judged model is {before}'s again: {judged}")
+    return False
 
 
 def start_stage(
