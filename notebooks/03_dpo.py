@@ -52,10 +52,10 @@ import sysconfig
 import time
 
 os.environ.setdefault("TUNIXKIT_SESSION_START", str(time.time()))  # the session clock starts here
-# The tunixkit release this notebook was tested with (written by scripts/release.py): a re-run months
+# The tunixkit commit this notebook was tested with (written by scripts/release.py): a re-run months
 # later installs the same code. TUNIXKIT_SOURCE: the repository (a URL, or a folder used as it is,
 # e.g. the repository attached as a Kaggle dataset when the Internet is off).
-TUNIXKIT_RELEASE = os.environ.get("TUNIXKIT_RELEASE", "v0.3.0")
+TUNIXKIT_RELEASE = os.environ.get("TUNIXKIT_RELEASE", "PIN")
 if importlib.util.find_spec("tunixkit") is None:
     src = os.environ.get("TUNIXKIT_SOURCE", "https://github.com/tunixkit/tunixkit")
     if not os.path.isdir(src):
@@ -64,9 +64,9 @@ if importlib.util.find_spec("tunixkit") is None:
         subprocess.run(["git", "clone", "-q", src, dest], check=True)
         if subprocess.run(["git", "-C", dest, "checkout", "-q", TUNIXKIT_RELEASE]).returncode:
             raise RuntimeError(
-                f"tunixkit release {TUNIXKIT_RELEASE!r} is not in {src}: set TUNIXKIT_RELEASE to a tag "
-                f"or commit it has (git ls-remote --tags {src}), or attach the repository and set "
-                "TUNIXKIT_SOURCE to its folder"
+                f"tunixkit release {TUNIXKIT_RELEASE!r} is not in {src}: set TUNIXKIT_RELEASE to a "
+                "commit or tag it has (the notebook of that commit names its own), or attach the "
+                "repository and set TUNIXKIT_SOURCE to its folder"
             )
         src = dest
     subprocess.run(

@@ -1,7 +1,10 @@
 """The notebooks' install cell, as the competition host re-runs it weeks later: in a Python without
-tunixkit it clones the repository and installs the release the notebook names (``TUNIXKIT_RELEASE``,
-written by ``scripts/release.py``), not the repository's newest commit."""
+tunixkit it clones the repository as it lands (no tag) and installs the commit the notebook names
+(``TUNIXKIT_RELEASE``, written by ``scripts/release.py``), not the repository's newest commit; that
+commit's library is the one under test, and it holds every module the notebooks import."""
 
+import ast
+import importlib.util
 import os
 import pathlib
 import re
@@ -9,41 +12,73 @@ import subprocess
 
 import pytest
 
-from tunixkit import testing
+from tunixkit import runtime, testing
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
+_spec = importlib.util.spec_from_file_location("release", ROOT / "scripts" / "release.py")
+release = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(release)
 
 
-def _install_cell(notebook: pathlib.Path) -> str:
-    """The notebook's first code cell (the install cell), as a script."""
+def _install_cell(notebook: pathlib.Path, imports: str = "") -> str:
+    """The notebook's first code cell (the install cell), as a script; then ``imports``."""
     cells = re.split(r"^# %%.*$", notebook.read_text(), flags=re.M)
     cell = next(c for c in cells[1:] if "TUNIXKIT_RELEASE" in c)
-    return cell + "\nimport tunixkit\nprint('installed', tunixkit.__version__)\n"
+    return (
+        f"{cell}\n{imports}\nfrom tunixkit import runtime\nprint('installed', runtime.code_id())\n"
+    )
 
 
 def _git(*args, cwd):
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
 
+def _pin() -> str:
+    """The commit every notebook's install cell names (one for all)."""
+    pins = {
+        nb.name: re.findall(r'"TUNIXKIT_RELEASE", "([^"]+)"', nb.read_text()) for nb in NOTEBOOKS
+    }
+    assert len({tuple(p) for p in pins.values()}) == 1 and all(
+        len(p) == 1 for p in pins.values()
+    ), pins
+    return next(iter(pins.values()))[0]
+
+
+def _tunixkit_imports() -> str:
+    """Every ``import``/``from`` statement of the notebooks that names tunixkit, as a script."""
+    found = set()
+    for nb in NOTEBOOKS:
+        for node in ast.walk(ast.parse(nb.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tunixkit"):
+                found.add(ast.unparse(node))
+            elif isinstance(node, ast.Import) and any(
+                a.name.startswith("tunixkit") for a in node.names
+            ):
+                found.add(ast.unparse(node))
+    return "\n".join(sorted(found))
+
+
 @pytest.fixture(scope="module")
 def repository(tmp_path_factory):
-    """A clone of this repository's HEAD, tagged as the notebooks' release, with a newer commit
-    on top that the install must not take."""
+    """A clone of this repository as it lands (no tag added: the pin is a commit), with a newer
+    commit on top that the install must not take."""
     repo = tmp_path_factory.mktemp("remote") / "tunixkit"
     _git("clone", "-q", str(ROOT), str(repo), cwd=ROOT)
-    release = re.search(r'"TUNIXKIT_RELEASE", "(v[^"]+)"', NOTEBOOKS[0].read_text())[1]
-    _git("tag", "-f", release, cwd=repo)
+    for tag in subprocess.run(
+        ["git", "tag"], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout.split():
+        _git("tag", "-d", tag, cwd=repo)
     init = repo / "tunixkit" / "__init__.py"
     init.write_text(re.sub(r'__version__ = "[^"]+"', '__version__ = "9.9.9"', init.read_text()))
     _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "newer", cwd=repo)
     return repo
 
 
-def _run_cell(tmp_path, repo, **env):
+def _run_cell(tmp_path, repo, imports="", **env):
     python = testing.kernel_python(tmp_path / "kernel")
     script = tmp_path / "install.py"
-    script.write_text(_install_cell(ROOT / "notebooks" / "02_grpo_gsm8k.py"))
+    script.write_text(_install_cell(ROOT / "notebooks" / "02_grpo_gsm8k.py", imports))
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("TUNIXKIT_", "PYTHONPATH"))}
     return subprocess.run(
         [python, str(script)],
@@ -60,23 +95,33 @@ def _run_cell(tmp_path, repo, **env):
     )
 
 
-def test_every_notebook_pins_the_package_version():
-    version = re.search(
-        r'^__version__ = "([^"]+)"', (ROOT / "tunixkit/__init__.py").read_text(), re.M
-    )[1]
-    pins = {
-        nb.name: re.findall(r'"TUNIXKIT_RELEASE", "(v[^"]+)"', nb.read_text()) for nb in NOTEBOOKS
-    }
-    assert pins == {nb.name: [f"v{version}"] for nb in NOTEBOOKS}
+def test_every_notebook_pins_the_commit_of_the_library_under_test():
+    """The pin names a commit of this repository whose library (what the install cell installs) is
+    the working tree's: the code these tests and the notebooks' CI runs check is the code a
+    host's re-run installs. After any change to it: python scripts/release.py, then commit."""
+    pin = _pin()
+    assert re.fullmatch(r"[0-9a-f]{40}", pin), f"the pin {pin!r} is not a commit"
+    found = subprocess.run(["git", "cat-file", "-e", f"{pin}^{{commit}}"], cwd=ROOT)
+    assert found.returncode == 0, f"the pinned commit {pin} is not in this repository"
+    changed = subprocess.run(
+        ["git", "diff", "--stat", pin, "--", *release.INSTALLED],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert not changed, (
+        f"the library changed since the notebooks' pin {pin[:12]}:\n{changed}\ncommit it, then run "
+        "python scripts/release.py and commit the notebooks it pins"
+    )
 
 
-def test_a_host_rerun_installs_the_pinned_release_not_the_newest_commit(tmp_path, repository):
-    res = _run_cell(tmp_path, repository)
+def test_a_host_rerun_installs_the_pinned_commit_with_every_module_the_notebooks_import(
+    tmp_path, repository
+):
+    res = _run_cell(tmp_path, repository, imports=_tunixkit_imports())
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
-    version = re.search(
-        r'^__version__ = "([^"]+)"', (ROOT / "tunixkit/__init__.py").read_text(), re.M
-    )[1]
-    assert f"installed {version}\n" in res.stdout, res.stdout[-2000:]
+    assert f"installed {runtime.code_id()}\n" in res.stdout, res.stdout[-2000:]  # not 9.9.9
     assert "tunixkit doctor" in res.stdout + res.stderr  # the installed tunix was checked
 
 

@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from tunixkit import session
+from tunixkit import runtime, session
 
 RECIPE = {
     "notebook": "SFT",
@@ -381,8 +381,12 @@ def test_a_run_continues_only_with_the_release_that_wrote_it(tmp_path):
     now = dict(RECIPE, tunixkit="0.3.0")
     with pytest.raises(session.RecipeMismatch, match=r"tunixkit 0\.2\.0; this is tunixkit 0\.3\.0"):
         session.prepare(tmp_path / "out", now, resume_from=str(old))
-    with pytest.raises(session.RecipeMismatch, match=r"TUNIXKIT_RELEASE = 'v0\.2\.0'"):
+    with pytest.raises(session.RecipeMismatch, match=r"set TUNIXKIT_RELEASE .* to the commit"):
         session.prepare(old, now)  # the same folder, rerun after an upgrade
+    # the library changed and its version did not: the code's digest tells them apart
+    changed = _fake_run(tmp_path / "changed", recipe=dict(RECIPE, tunixkit="0.3.0+0123456789ab"))
+    with pytest.raises(session.RecipeMismatch, match=r"0\.3\.0\+0123456789ab; this is tunixkit 0"):
+        session.prepare(changed, dict(RECIPE, tunixkit=runtime.code_id()))
     said = session.prepare(old, now, start_fresh=True)  # a new run; the old one is kept
     assert "moved to" in said and list((old / "previous").iterdir())
     unrecorded = _fake_run(tmp_path / "unrecorded", recipe=RECIPE)  # written before versions were

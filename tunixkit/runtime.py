@@ -10,13 +10,16 @@ or ``full`` (real weights and data, TPU/GPU). :func:`resolve` picks it, in this 
 and returns a :class:`Runtime` whose ``banner()`` says which and why.
 
 Also here: platform detection (TPU/GPU/CPU; Kaggle/Colab/local), the device mesh over
-``("fsdp", "tp")`` and secret lookup that never prints a value.
+``("fsdp", "tp")``, secret lookup that never prints a value, and the identity of the code that
+runs (:func:`code_id`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import hashlib
 import os
 import pathlib
 import sys
@@ -78,6 +81,25 @@ def downloading(what: str, instead: str) -> Iterator[None]:
 
 class MissingSecretError(RuntimeError):
     """A credential the full profile needs is not configured anywhere."""
+
+
+@functools.cache
+def code_id() -> str:
+    """The version and a digest of the installed package's files, e.g. ``0.3.0+1a2b3c4d5e6f``: what
+    ``recipe.json`` records of the code that wrote a run. The same commit gives the same digest
+    installed or editable; any change to the library gives another, version unchanged or not.
+
+    >>> import re; bool(re.fullmatch(r"\\d+\\.\\d+\\.\\d+\\+[0-9a-f]{12}", code_id()))
+    True
+    """
+    import tunixkit
+
+    root = pathlib.Path(tunixkit.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return f"{tunixkit.__version__}+{digest.hexdigest()[:12]}"
 
 
 def detect_environment() -> str:

@@ -41,7 +41,7 @@ DEFAULT_HOURS = {"kaggle": 9.0, "colab": 12.0, "local": None}  # a session's har
 START_ENV = "TUNIXKIT_SESSION_START"  # set by the first cell: when this session's clock started
 RECIPE_FILE, TIMINGS_FILE = "recipe.json", "timings.json"
 STOP_FILE = "STOP"  # OUTPUT_DIR/STOP: training stops (see Session.stop_requested)
-VERSION_KEY = "tunixkit"  # recipe.json: the release that wrote the run
+VERSION_KEY = "tunixkit"  # recipe.json: the code that wrote the run (runtime.code_id)
 REHEARSAL_DIR, REHEARSAL_FILE = "rehearsal", "rehearsal.json"  # a rehearsal's run and its report
 REHEARSAL_EVENTS = "rehearsal_events.jsonl"  # each part as it is measured (a rehearsal cut short)
 _NOT_CARRIED = {
@@ -559,9 +559,10 @@ def _same_version(old: Mapping[str, Any], new: Mapping[str, Any], what: str) -> 
         was, now = releases
         raise RecipeMismatch(
             f"{what} was written by tunixkit {was}; this is tunixkit {now}. A checkpoint continues "
-            f"only with the code that wrote it: in a new session, set TUNIXKIT_RELEASE = 'v{was}' "
-            "in the notebook's first cell to continue that run, or set START_FRESH = True to begin "
-            "a new one with this release (the earlier run is kept, nothing is deleted)."
+            "only with the code that wrote it: in a new session, set TUNIXKIT_RELEASE in the "
+            "notebook's first cell to the commit that run's notebook named, to continue it, or "
+            "set START_FRESH = True to begin a new one with this code (the earlier run is kept, "
+            "nothing is deleted)."
         )
 
 

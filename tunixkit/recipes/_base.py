@@ -13,7 +13,6 @@ import pathlib
 import shutil
 from typing import Any, NamedTuple
 
-import tunixkit
 from tunixkit import data, runtime, session
 from tunixkit.runtime import Runtime, resolve
 
@@ -174,7 +173,7 @@ def start(
         shutil.rmtree(out_dir, ignore_errors=True)  # each rehearsal starts from nothing
         resume_from, start_fresh = None, False
     record = {
-        session.VERSION_KEY: tunixkit.__version__,
+        session.VERSION_KEY: runtime.code_id(),
         "notebook": preset.__name__,
         "profile": rt.profile,
         "recipe": recipe.as_dict(),
