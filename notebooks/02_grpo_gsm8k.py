@@ -276,6 +276,7 @@ batches = data.grpo_dataset(
     num_batches=recipe.grpo.num_steps,
     seed=0,
     family=reference.family,
+    fit=evaluation.prompt_fitter(reference.tokenizer, recipe.grpo.max_prompt_length),
 )
 trained = training.run(
     learner, batches, mesh=mesh, metrics_file=out_dir / "metrics.jsonl", session=clock, label="GRPO"

@@ -17,7 +17,7 @@ import io
 import json
 import pathlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tunixkit import runtime
@@ -294,9 +294,11 @@ def grpo_dataset(
     seed: int = 0,
     system_prompt: str | None = MATH_SYSTEM_PROMPT,
     family: str = "gemma3",
+    fit: Callable[[str], str] | None = None,
 ) -> grain.MapDataset[dict[str, np.ndarray]]:
     """A grain dataset of GRPO batches: dicts of numpy arrays with ``prompts`` (in ``family``'s chat
-    template), ``question``, ``answer``.
+    template, each passed through ``fit``: :func:`tunixkit.evaluation.prompt_fitter` cuts it to the
+    rollout's prompt length), ``question``, ``answer``.
 
     Shuffled with ``seed`` and repeated as needed so that ``num_batches`` batches exist; the order
     is reproducible, which trainer resume relies on.
@@ -305,7 +307,7 @@ def grpo_dataset(
 
     items = [
         {
-            "prompts": format_prompt(r["question"], system_prompt, family=family),
+            "prompts": (fit or str)(format_prompt(r["question"], system_prompt, family=family)),
             "question": r["question"],
             "answer": r["answer"],
         }

@@ -63,7 +63,10 @@ MAX_ANSWER_TOKENS = 1024  # the judges read answers under 1K tokens
 _KEYWORDS = (  # classify(): the first domain one of whose words starts a word of the prompt
     ("code", ("python", "function", "code", "program", "script", "sql", "javascript", "regex")),
     ("summarization", ("summar", "tl;dr", "main points", "key points", "in a nutshell")),
-    ("creative", ("poem", "story", "haiku", "limerick", "song", "lyrics", "fiction", "sonnet")),
+    (
+        "creative",
+        ("poem", "poetry", "story", "haiku", "limerick", "song", "lyrics", "fiction", "sonnet"),
+    ),
     ("ideation", ("ideas", "brainstorm", "suggest", "ways to", "tips", "names for")),
     (
         "science",
@@ -80,6 +83,42 @@ _KEYWORDS = (  # classify(): the first domain one of whose words starts a word o
             "cells",
             "evolution",
             "climate",
+            # everyday science questions, which name no field ("Why does ice float on water?")
+            "why does",
+            "why do ",
+            "why is the",
+            "why are",
+            "what causes",
+            "how does the",
+            "float",
+            "boil",
+            "freez",
+            "melt",
+            "temperature",
+            "heat",
+            "pressure",
+            "density",
+            "photosynth",
+            "dna",
+            "genes",
+            "genetic",
+            "protein",
+            "virus",
+            "bacteri",
+            "vaccin",
+            "organism",
+            "species",
+            "ecosystem",
+            "electric",
+            "magnet",
+            "light",
+            "orbit",
+            "earth",
+            "moon",
+            "stars",
+            "star ",
+            "season",
+            "weather",
         ),
     ),
     ("math", ("how many", "how much", "calculate", "solve", "equation", "percent", "sum of")),
@@ -91,8 +130,9 @@ def classify(prompt: str) -> str:
     summarization, creative, ideation, science, math); ``"general"`` when none matches.
 
     >>> [classify(p) for p in ("Write a Python function to sort.", "Summarize the text above.",
-    ...                        "A haiku about rain, please.", "How many apples are left?", "Hi!")]
-    ['code', 'summarization', 'creative', 'math', 'general']
+    ...                        "A haiku about rain, please.", "How many apples are left?", "Hi!",
+    ...                        "Why does ice float on water?", "What causes the seasons?")]
+    ['code', 'summarization', 'creative', 'math', 'general', 'science', 'science']
     """
     text = prompt.lower()
     for domain, words in _KEYWORDS:

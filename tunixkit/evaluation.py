@@ -14,7 +14,7 @@ import dataclasses
 import json
 import pathlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tunixkit import _compat, session, stats
@@ -208,7 +208,7 @@ def generate(
         "generate",
         lengths,
         config.max_prompt_length,
-        how=f"are cut in their middle (start and end kept, {CUT_MARK.strip()!r} marks the cut)",
+        how=CUT_HOW,
     )
     order = sorted(range(len(prompts)), key=lambda i: lengths[i])
     results: dict[int, Generation] = {}
@@ -261,6 +261,7 @@ def _next_pow2(n: int) -> int:
 
 
 CUT_MARK = " [...] "
+CUT_HOW = f"are cut in their middle (start and end kept, {CUT_MARK.strip()!r} marks the cut)"
 
 
 def _clip(prompt: str, encode, tokenizer, max_len: int) -> str:
@@ -278,6 +279,19 @@ def _clip(prompt: str, encode, tokenizer, max_len: int) -> str:
         + CUT_MARK
         + tokenizer.decode(ids[len(ids) - (room - head) :])
     )
+
+
+def prompt_fitter(tokenizer: Any, max_len: int) -> Callable[[str], str]:
+    """A function that cuts a formatted prompt to ``max_len`` tokens (BOS included) in its middle,
+    as :func:`generate` does: for the prompts GRPO's rollouts sample from. tunix's sampler does not
+    cut them: a longer prompt raises its prompt length to the next power of two, past the KV cache
+    the rollout was built with (``ValueError: Total sampling steps ... must be less than the cache
+    size``), hours into a session."""
+
+    def encode(prompt: str) -> list[int]:
+        return [tokenizer.bos_id(), *tokenizer.encode(prompt)]
+
+    return lambda prompt: _clip(prompt, encode, tokenizer, max_len)
 
 
 def sample_groups(

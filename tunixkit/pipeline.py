@@ -764,6 +764,12 @@ def grpo_stage(
         family=base.family,
         schedule_steps=stages.session.schedule_steps(recipe.grpo.num_steps, label=name),
     )
+    limit = recipe.grpo.max_prompt_length
+    prompts = {
+        prompting.format_prompt(r["question"], system_prompt, family=base.family) for r in records
+    }
+    lengths = [len(base.tokenizer.encode(p)) + 1 for p in prompts]  # + BOS
+    evaluation.count_cut(name, lengths, limit, how=evaluation.CUT_HOW)
     batches = data.grpo_dataset(
         records,
         batch_size=recipe.grpo.batch_size,
@@ -771,12 +777,8 @@ def grpo_stage(
         seed=0,
         system_prompt=system_prompt,
         family=base.family,
+        fit=evaluation.prompt_fitter(base.tokenizer, limit),
     )
-    prompts = {
-        prompting.format_prompt(r["question"], system_prompt, family=base.family) for r in records
-    }
-    lengths = [len(base.tokenizer.encode(p)) + 1 for p in prompts]  # + BOS
-    evaluation.count_cut(name, lengths, recipe.grpo.max_prompt_length)
     result = training.run(
         learner,
         batches,

@@ -68,7 +68,7 @@ class GRPOSettings:
     temperature: float = 0.9  # rollout sampling
     top_k: int | None = 50
     top_p: float | None = 1.0
-    max_prompt_length: int = 256  # prompt tokens (longer prompts are truncated by tunix)
+    max_prompt_length: int = 256  # prompt tokens (longer ones are cut: evaluation.prompt_fitter)
     max_generation_steps: int = 768  # rollout tokens at most
     batch_size: int = 4  # prompts per step (batch_size * G rollouts)
     mini_batch_size: int | None = None  # prompts per policy update (default: batch_size)

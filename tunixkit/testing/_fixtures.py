@@ -242,19 +242,24 @@ def write_preference_rows(path: str | pathlib.Path, n: int = 32, *, seed: int = 
 
 
 def write_chat_traces(
-    path: str | pathlib.Path, n: int = 32, *, seed: int = 0, preface_words: int = 0
+    path: str | pathlib.Path,
+    n: int = 32,
+    *,
+    seed: int = 0,
+    preface_words: int = 0,
+    long_words: int = 0,
 ) -> pathlib.Path:
     """SFT traces as a ``.jsonl`` of chat ``messages`` (a user turn, then the assistant's answer in
     the reasoning format), with no ``domain`` column: the shape of the common chat data sets. Each
     prompt starts with a document of ``preface_words`` words (for prompts longer than a limit);
-    even rows then ask a GSM8K-style question, odd rows for a summary of the document."""
+    even rows then ask a GSM8K-style question, odd rows for a summary of the document, whose
+    document has ``long_words`` words instead when given (prompts longer than every limit)."""
     records, _ = data.to_records(synthetic_gsm8k(n, seed=seed), "chat", verbose=False)
     words = "the shop sells apples and pens to every child who asks".split()
     rows = []
     for i, r in enumerate(records):
-        preface = f"Note {i}: " + " ".join(
-            words[(i + k) % len(words)] for k in range(preface_words)
-        )
+        size = long_words if long_words and i % 2 else preface_words
+        preface = f"Note {i}: " + " ".join(words[(i + k) % len(words)] for k in range(size))
         answer = f"<reasoning>{r['solution']}</reasoning><answer>{r['answer']}</answer>"
         question = r["question"]
         if i % 2:
