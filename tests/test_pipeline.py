@@ -548,6 +548,37 @@ def test_judge_calls_compile_once_however_many_there_are():
     assert grade.judged == 8
 
 
+def test_a_pass_compiles_once_however_many_chunks_it_has():
+    """06's self-improvement and pair passes sample chunk by chunk (the clock is asked between
+    them): one sampler serves every chunk, so the chunks after the first compile nothing."""
+    import jax
+
+    from tunixkit import evaluation, models
+
+    loaded = models.load_model("tiny-gemma3-sft", verbose=False)
+    config = evaluation.EvalConfig(
+        max_prompt_length=64, max_generation_steps=4, batch_size=2, system_prompt=None
+    )
+    tasks = [{"prompt": f"What is {i}+1?"} for i in range(8)]  # 2 prompts a chunk: 4 chunks
+    compiles = []
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda event, seconds, **kw: compiles.append(event) if "backend_compile" in event else None
+    )
+    judge = judging.Judge(lambda qs, cs: ["Score: 5"] * len(qs))
+
+    def compiled(n):  # the compiles of a pass over n tasks
+        before = len(compiles)
+        prompts, gens, scores = pipeline.sample_and_judge(
+            loaded, tasks[:n], judge, config, samples=4
+        )
+        assert len(prompts) == n and len(gens) == len(scores) == 4 * n
+        return len(compiles) - before
+
+    assert compiled(2) > 0, "the first pass compiled nothing: the counter counts nothing"
+    one_chunk = compiled(2)  # a new sampler's own compiles
+    assert compiled(8) == one_chunk, "the chunks after the first compiled again"
+
+
 def test_a_pass_stops_when_its_clock_says_and_keeps_what_it_made(tmp_path, monkeypatch, capsys):
     """The self-improvement and pair passes run in chunks; a clock that says stop (here after the
     second chunk: by event, not by time) ends the pass there, and the tasks done are kept."""

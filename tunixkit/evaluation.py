@@ -302,17 +302,20 @@ def sample_groups(
     samples: int,
     logprobs: bool = False,
     progress: bool = False,
+    sampler: Sampler | None = None,
 ) -> list[list[Generation]]:
     """``samples`` answers to each (formatted) prompt in one batched :func:`generate`, grouped: the
     i-th group answers ``prompts[i]``. Every pass that samples several answers per prompt and then
     ranks or averages them starts here: 03's on-policy pairs, 06's sampled evaluations, its
-    self-improvement and judged pairs (:func:`tunixkit.pipeline.sample_and_judge`)."""
+    self-improvement and judged pairs (:func:`tunixkit.pipeline.sample_and_judge`). A pass that
+    calls it chunk by chunk passes one ``sampler`` (:func:`make_sampler`), which compiles once."""
     flat = generate(
         loaded,
         [p for p in prompts for _ in range(samples)],
         config,
         logprobs=logprobs,
         progress=progress,
+        sampler=sampler,
     )
     return [flat[i * samples : (i + 1) * samples] for i in range(len(prompts))]
 

@@ -311,6 +311,10 @@ def sample_and_judge(
     it finished and says how far it got: a slow pass never eats the session's later stages."""
     prompts = [loaded.chat.prompt(t["prompt"], config.system_prompt) for t in tasks]
     chunk = max(1, 4 * config.batch_size // samples)
+    # one sampler for every chunk: each new one compiles its programs again
+    sampler = evaluation.make_sampler(
+        loaded, config.max_prompt_length + config.max_generation_steps
+    )
     gens: list[evaluation.Generation] = []
     scores: list[float] = []
     started = time.time()
@@ -326,7 +330,7 @@ def sample_and_judge(
         made = [
             g
             for group in evaluation.sample_groups(
-                loaded, prompts[i : i + chunk], config, samples=samples
+                loaded, prompts[i : i + chunk], config, samples=samples, sampler=sampler
             )
             for g in group
         ]
