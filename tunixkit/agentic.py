@@ -349,13 +349,17 @@ def evaluate(
     for env in envs:
         env.reset()
     active = list(range(len(records)))
+    # one sampler for every turn: each new one compiles its programs again
+    sampler = evaluation.make_sampler(
+        loaded, config.max_prompt_length + config.max_generation_steps
+    )
     for _ in range(max_turns):
         if not active:
             break
         prompts = [
             parser.parse(agents[i].chat_completions, add_generation_prompt=True) for i in active
         ]
-        gens = evaluation.generate(loaded, prompts, config, progress=False)
+        gens = evaluation.generate(loaded, prompts, config, progress=False, sampler=sampler)
         still = []
         for i, g in zip(active, gens, strict=True):
             action = agents[i].update_from_model(g.text)
