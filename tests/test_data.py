@@ -128,6 +128,35 @@ def test_a_failed_download_says_what_to_do_instead(monkeypatch):
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")  # as on Kaggle with the Internet off
     with pytest.raises(runtime.DownloadError, match=r"openai/gsm8k .*Internet on.*source='file'"):
         data.load_gsm8k("train", source="hf")
+    # a notebook's own loader names the notebook's parameter
+    from tunixkit import recipes
+
+    full = runtime.resolve("full", verbose=False)
+    with pytest.raises(runtime.DownloadError, match=r"Internet on.*set GSM8K_PATH to it"):
+        recipes.gsm8k(full, "train", data_dir=".")
+
+
+def test_a_gated_model_that_refuses_names_its_consent_page(monkeypatch):
+    """A 403 from the hub is a licence not accepted, not a missing network: the error names the
+    model's page instead of asking to turn the Internet on."""
+    from tunixkit import models, runtime
+
+    class Forbidden(OSError):
+        response = type("Response", (), {"status_code": 403})()
+
+    def refuse(*args, **kwargs):
+        raise Forbidden("403 Client Error: Forbidden for url")
+
+    import kagglehub
+
+    monkeypatch.setattr(kagglehub, "model_download", refuse)
+    monkeypatch.setenv("KAGGLE_KERNEL_RUN_TYPE", "Interactive")  # on Kaggle: no credentials asked
+    spec = models.get_spec("gemma-3-1b-it")
+    with pytest.raises(runtime.DownloadError) as err:
+        models._download(spec, "gemma-3-1b-it", "kaggle")
+    assert "access refused" in str(err.value), err.value
+    assert "https://www.kaggle.com/models/google/gemma-3" in str(err.value)
+    assert "Turn the Internet on" not in str(err.value)
 
 
 def test_a_preference_data_set_smaller_than_the_held_out_part_is_refused(tmp_path):

@@ -150,7 +150,8 @@ def _download(spec: ModelSpec, model_id: str, source: str) -> pathlib.Path:
         patterns = ["*.json", "*.safetensors", "tokenizer*"]
         with runtime.downloading(
             f"{spec.hf_repo} from Hugging Face",
-            "attach the model and load it with path=<its folder> (MODEL_PATH in the notebooks)",
+            "attach the model and set MODEL_PATH (path=) to its folder",
+            consent=f"https://huggingface.co/{spec.hf_repo}",
         ):
             return pathlib.Path(
                 snapshot_download(spec.hf_repo, token=token, allow_patterns=patterns)
@@ -162,9 +163,11 @@ def _download(spec: ModelSpec, model_id: str, source: str) -> pathlib.Path:
             runtime.get_secret("KAGGLE_KEY", purpose=why)
         import kagglehub
 
+        owner, model = spec.kaggle_handle.split("/")[:2]
         with runtime.downloading(
             f"{spec.kaggle_handle} from Kaggle",
-            "add the model to the notebook (Add Input) and load it with path=<its folder>",
+            "add the model to the notebook (Add Input) and set MODEL_PATH (path=) to its folder",
+            consent=f"https://www.kaggle.com/models/{owner}/{model}",
         ):
             return pathlib.Path(kagglehub.model_download(spec.kaggle_handle))
     raise ValueError(

@@ -49,11 +49,27 @@ class DownloadError(RuntimeError):
     """A download (data, weights) failed; the message says what to do instead."""
 
 
+def _refused(exc: BaseException) -> bool:
+    """Whether a failed download was refused (HTTP 401/403): a gated model whose licence this
+    account has not accepted, not a missing network."""
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    return status in (401, 403) or any(f"{code} Client Error" in str(exc) for code in (401, 403))
+
+
 @contextlib.contextmanager
-def downloading(what: str, instead: str) -> Iterator[None]:
+def downloading(what: str, instead: str, *, consent: str | None = None) -> Iterator[None]:
     """Turn a failed download of ``what`` (any ``OSError``: no network, offline mode, not found on
     the hub) into a :class:`DownloadError` that says what to do: turn the Internet on, or
-    ``instead`` (e.g. attach the data set and set a parameter to its path).
+    ``instead`` (e.g. attach the data set and set a parameter to its path). A refused download
+    (HTTP 401/403) of a gated model names ``consent``, the page where its licence is accepted.
+
+    >>> class Refused(OSError): response = type("R", (), {"status_code": 403})()
+    >>> with downloading("google/gemma-3 from Kaggle", "attach it",  # doctest: +ELLIPSIS
+    ...                  consent="https://www.kaggle.com/models/google/gemma-3"):
+    ...     raise Refused("403 Client Error: Forbidden")
+    Traceback (most recent call last):
+    ...
+    tunixkit.runtime.DownloadError: google/gemma-3 from Kaggle: access refused (...). ...accept...
 
     >>> with downloading("openai/gsm8k",  # doctest: +NORMALIZE_WHITESPACE
     ...                  "set GSM8K_SOURCE='file'"):
@@ -66,17 +82,29 @@ def downloading(what: str, instead: str) -> Iterator[None]:
     """
     try:
         yield
-    except FileNotFoundError as exc:  # the hub answered: no such repository, config or split
+    except OSError as exc:
+        if not (consent and _refused(exc)):
+            raise _download_error(what, instead, exc) from exc
         raise DownloadError(
+            f"{what}: access refused ({type(exc).__name__}: {str(exc)[:200]}). The model's licence "
+            f"must be accepted once, with the account this notebook uses: open {consent}, accept "
+            "its terms (on Kaggle: 'Request access' / the consent form), then run again. The "
+            f"Internet is on (the request was answered); or {instead}."
+        ) from exc
+
+
+def _download_error(what: str, instead: str, exc: OSError) -> DownloadError:
+    """The :class:`DownloadError` of a download that failed and was not refused."""
+    if isinstance(exc, FileNotFoundError):  # the hub answered: no such repository, config, split
+        return DownloadError(
             f"{what}: not found ({type(exc).__name__}: {str(exc)[:300]}). Check the id (and its "
             f"config and split); if the Internet is off, turn it on; or {instead}."
-        ) from exc
-    except OSError as exc:
-        raise DownloadError(
-            f"could not download {what} ({type(exc).__name__}: {str(exc)[:300]}). Turn the "
-            f"Internet on (Kaggle: Settings > Internet on; it needs a verified phone number), or "
-            f"{instead}."
-        ) from exc
+        )
+    return DownloadError(
+        f"could not download {what} ({type(exc).__name__}: {str(exc)[:300]}). Turn the "
+        f"Internet on (Kaggle: Settings > Internet on; it needs a verified phone number), or "
+        f"{instead}."
+    )
 
 
 class MissingSecretError(RuntimeError):

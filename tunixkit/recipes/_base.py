@@ -211,4 +211,10 @@ def gsm8k(
         return data.load_gsm8k(split, source="file", path=str(paths[split]), limit=limit)
     if path is not None:
         return data.load_gsm8k(split, source="file", path=path, limit=limit)
-    return data.load_gsm8k(split, source=source, limit=limit)
+    try:
+        return data.load_gsm8k(split, source=source, limit=limit)
+    except runtime.DownloadError as exc:  # say it in the notebook's words
+        raise runtime.DownloadError(
+            f"{exc} In the notebook: attach a copy of GSM8K (the openai/gsm8k folder, or its "
+            "split's .parquet/.jsonl file) and set GSM8K_PATH to it."
+        ) from exc
