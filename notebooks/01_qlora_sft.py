@@ -259,7 +259,7 @@ with clock.timed("export"):
         lora_alpha=recipe.lora_alpha,
         mesh=mesh,
     )
-    judged_path = checkpoints.write_judged(exports["orbax"], out_dir, step=trained.steps)
+    judged_path = checkpoints.write_judged(exports["orbax"], clock.judged_dir(), step=trained.steps)
 print(f"the judged model: {judged_path}")
 unrestricted_kaggle_model = session.publish(
     exports["orbax"], KAGGLE_MODEL, notes=f"SFT, {trained.steps} steps", rehearsal=REHEARSAL

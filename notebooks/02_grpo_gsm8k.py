@@ -308,8 +308,9 @@ with clock.timed("export"):
         lora_alpha=recipe.lora_alpha,
         mesh=mesh,
     )
-    judged_path = checkpoints.write_judged(exports["orbax"], out_dir, step=trained.steps)
+    judged_path = checkpoints.write_judged(exports["orbax"], clock.judged_dir(), step=trained.steps)
 print(f"the judged model: {judged_path}")
+judged_root = clock.judged_dir()  # its ckpts/actor: /kaggle/working on Kaggle, else OUTPUT_DIR
 unrestricted_kaggle_model = session.publish(
     exports["orbax"], KAGGLE_MODEL, notes=f"GRPO, {trained.steps} steps", rehearsal=REHEARSAL
 )
@@ -317,8 +318,9 @@ print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %% [markdown]
 # ## The judges' check: the judged model, with tunix alone
-# The judged model is `OUTPUT_DIR/ckpts/actor/<step>/model_params` (the highest step; the path where
-# the competition's template writes its last checkpoint): the whole merged model, not LoRA adapters,
+# The judged model is `ckpts/actor/<step>/model_params` (the highest step; the path where the
+# competition's template writes its last checkpoint: under `/kaggle/working` on Kaggle, else under
+# `OUTPUT_DIR`): the whole merged model, not LoRA adapters,
 # with its `tunix_config.json` and tokenizer beside it. This cell uses no tunixkit, as the judges
 # would: tunix's own Gemma class and config, Orbax, and tunix's sampler with the judges' decoding
 # (temperature 1e-4, top-k 1, top-p 1, 768 steps, seed 42) answer two prompts of every judged domain.
@@ -384,10 +386,11 @@ def load_judged(folder):
     return model, config
 
 
-def judges_check(out_dir, system_prompt=None):
-    """Answer ``JUDGED_PROMPTS`` with the judged model in ``out_dir/ckpts/actor`` and the judges'
-    decoding; returns (its answers, its folder), or ([], None) when there is none yet."""
-    actor = pathlib.Path(out_dir) / "ckpts" / "actor"
+def judges_check(root, system_prompt=None):
+    """Answer ``JUDGED_PROMPTS`` with the judged model in ``root/ckpts/actor`` (on Kaggle
+    ``/kaggle/working``) and the judges' decoding, written to ``root/judges_check.jsonl``; returns
+    (its answers, its folder), or ([], None) when there is none yet."""
+    actor = pathlib.Path(root) / "ckpts" / "actor"
     steps = sorted((p for p in actor.glob("*") if p.name.isdigit()), key=lambda p: int(p.name))
     if not steps:
         print(f"no judged model in {actor} yet: nothing finished training")
@@ -435,13 +438,13 @@ def judges_check(out_dir, system_prompt=None):
         )
         print(f"--- {domain}: {len(tokens)} tokens, format {'ok' if ok else 'NOT followed'}")
         print(text[:600])
-    with open(pathlib.Path(out_dir) / "judges_check.jsonl", "w") as f:
+    with open(pathlib.Path(root) / "judges_check.jsonl", "w") as f:
         f.writelines(json.dumps(a) + "\n" for a in answers)
-    print(f"the judged model: {folder / 'model_params'}")
+    print(f"the judged model: {(folder / 'model_params').resolve()}")
     return answers, folder  # the model is freed: the device memory is the run's
 
 
-judged_answers, judged_folder = judges_check(out_dir, recipe.eval.system_prompt)
+judged_answers, judged_folder = judges_check(judged_root, recipe.eval.system_prompt)
 
 # %% [markdown]
 # ## After training

@@ -254,7 +254,7 @@ fig = runlog.plot_metrics(
 # %%
 with clock.timed("export"):
     exports = models.export(student.model, student, out_dir / "export", mesh=mesh)
-    judged_path = checkpoints.write_judged(exports["orbax"], out_dir, step=trained.steps)
+    judged_path = checkpoints.write_judged(exports["orbax"], clock.judged_dir(), step=trained.steps)
 print(f"the judged model: {judged_path}")
 unrestricted_kaggle_model = session.publish(
     exports["orbax"],

@@ -345,7 +345,6 @@ if sft_export:
 # session goes on; a rehearsal then times the stage on each prompt's best answer instead.
 
 # %%
-improve_report = {}
 improve_tasks = train[: clock.sized(min(len(train), recipe.improve_prompts), label="improve")]
 
 
@@ -361,7 +360,7 @@ def keep_good_answers():
         threshold=recipe.improve_threshold,
         clock=stages.clock("improve", part=0.5),  # half the stage's time at most; then it trains
     )
-    improve_report.update(report)
+    stages.note("improve", sampled=report)  # in stages.json: a rerun reads the kept answers
     return [{"prompt": p, "completion": c} for p, c in kept]
 
 
@@ -493,12 +492,14 @@ display(Markdown(domains.side_by_side(out_dir, [evals["start"].name, list(evals)
 # The best model of the session: the last adopted stage's export (the start model's, exported to
 # `start/export`, if no stage was adopted): `hf/` (merged, loads in tunix and `transformers`) and
 # `orbax/` (params + tunix config + tokenizer, what a Kaggle Model holds for the multi-session
-# track). The same merged model is **the judged model**, `OUTPUT_DIR/ckpts/actor/<step>/model_params`
-# (step: the stages' training steps so far; only the newest is kept). Below, each stage and why it was
+# track). The same merged model is **the judged model**, `ckpts/actor/<step>/model_params`
+# (under `/kaggle/working` on Kaggle, else `OUTPUT_DIR`; step: the stages' training steps so far;
+# only the newest is kept). Below, each stage and why it was
 # adopted or not. With `KAGGLE_MODEL` set, the export is uploaded.
 
 # %%
 final = stages.final()  # None: the start model stayed the best
+judged_root = clock.judged_dir()  # its ckpts/actor: /kaggle/working on Kaggle, else OUTPUT_DIR
 final_export = out_dir / (final or "start") / "export"
 unrestricted_kaggle_model = session.publish(
     final_export / "orbax" if final_export.is_dir() else None,
@@ -513,8 +514,9 @@ print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %% [markdown]
 # ## The judges' check: the judged model, with tunix alone
-# The judged model is `OUTPUT_DIR/ckpts/actor/<step>/model_params` (the highest step; the path where
-# the competition's template writes its last checkpoint): the whole merged model, not LoRA adapters,
+# The judged model is `ckpts/actor/<step>/model_params` (the highest step; the path where the
+# competition's template writes its last checkpoint: under `/kaggle/working` on Kaggle, else under
+# `OUTPUT_DIR`): the whole merged model, not LoRA adapters,
 # with its `tunix_config.json` and tokenizer beside it. This cell uses no tunixkit, as the judges
 # would: tunix's own Gemma class and config, Orbax, and tunix's sampler with the judges' decoding
 # (temperature 1e-4, top-k 1, top-p 1, 768 steps, seed 42) answer two prompts of every judged domain.
@@ -580,10 +582,11 @@ def load_judged(folder):
     return model, config
 
 
-def judges_check(out_dir, system_prompt=None):
-    """Answer ``JUDGED_PROMPTS`` with the judged model in ``out_dir/ckpts/actor`` and the judges'
-    decoding; returns (its answers, its folder), or ([], None) when there is none yet."""
-    actor = pathlib.Path(out_dir) / "ckpts" / "actor"
+def judges_check(root, system_prompt=None):
+    """Answer ``JUDGED_PROMPTS`` with the judged model in ``root/ckpts/actor`` (on Kaggle
+    ``/kaggle/working``) and the judges' decoding, written to ``root/judges_check.jsonl``; returns
+    (its answers, its folder), or ([], None) when there is none yet."""
+    actor = pathlib.Path(root) / "ckpts" / "actor"
     steps = sorted((p for p in actor.glob("*") if p.name.isdigit()), key=lambda p: int(p.name))
     if not steps:
         print(f"no judged model in {actor} yet: nothing finished training")
@@ -631,13 +634,13 @@ def judges_check(out_dir, system_prompt=None):
         )
         print(f"--- {domain}: {len(tokens)} tokens, format {'ok' if ok else 'NOT followed'}")
         print(text[:600])
-    with open(pathlib.Path(out_dir) / "judges_check.jsonl", "w") as f:
+    with open(pathlib.Path(root) / "judges_check.jsonl", "w") as f:
         f.writelines(json.dumps(a) + "\n" for a in answers)
-    print(f"the judged model: {folder / 'model_params'}")
+    print(f"the judged model: {(folder / 'model_params').resolve()}")
     return answers, folder  # the model is freed: the device memory is the run's
 
 
-judged_answers, judged_folder = judges_check(out_dir, recipe.eval.system_prompt)
+judged_answers, judged_folder = judges_check(judged_root, recipe.eval.system_prompt)
 
 # %%
 summary = {
@@ -647,7 +650,7 @@ summary = {
     "final_stage": final,  # the adopted stage whose model is judged (None: the start model)
     "adoption": {n: s.get("adoption") for n, s in stages.state.items()},  # each stage's why
     "seconds": clock.elapsed(),
-    "self_improvement": improve_report or None,
+    "self_improvement": stages.state.get("improve", {}).get("sampled"),
     "judge_seconds_per_call": sum(judge.seconds) / max(1, len(judge.seconds)),
     "judged_completions": judge.calls,
     "judge_calibration": calibration,

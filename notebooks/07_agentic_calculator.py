@@ -280,7 +280,8 @@ fig = agentic.plot_eval(
 # ## Export
 # The GRPO stage's export (`grpo/export/hf` merged, `grpo/export/orbax` for a Kaggle Model; notebook
 # 02 shows the judges' load check). The judged model, the last finished stage's merged model, is
-# `OUTPUT_DIR/ckpts/actor/<step>/model_params`. With `KAGGLE_MODEL` set, the export is uploaded.
+# `ckpts/actor/<step>/model_params` (under `/kaggle/working` on Kaggle, else `OUTPUT_DIR`). With
+# `KAGGLE_MODEL` set, the export is uploaded.
 
 # %%
 final = stages.final()

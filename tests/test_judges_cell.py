@@ -31,7 +31,7 @@ def run_judges_cell(out_dir: pathlib.Path, system_prompt: str | None = None) -> 
     """Execute the judges' cell on ``out_dir`` with tunixkit unimportable; returns its variables."""
     source = judges_cell("02_grpo_gsm8k.py")
     recipe = types.SimpleNamespace(eval=types.SimpleNamespace(system_prompt=system_prompt))
-    scope = {"out_dir": out_dir, "recipe": recipe}
+    scope = {"out_dir": out_dir, "judged_root": out_dir, "recipe": recipe}
     saved = {k: v for k, v in sys.modules.items() if k == "tunixkit" or k.startswith("tunixkit.")}
     sys.modules.update({k: None for k in saved})  # `import tunixkit...` raises ImportError
     try:

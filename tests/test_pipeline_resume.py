@@ -106,7 +106,11 @@ def test_a_pipeline_killed_in_its_grpo_stage_continues_there_in_the_next_session
     )  # their data read back
     assert set(_rollout_steps(second)[rolled_out:]) == set(range(KILL_AT + 1, GRPO_STEPS + 1))
     summary = json.loads((second / "summary.json").read_text())
-    assert summary["final_stage"] == "grpo" and summary["stages"]["grpo"]["steps"] == GRPO_STEPS
+    assert summary["stages"]["grpo"]["steps"] == GRPO_STEPS
+    # each stage's adoption was decided against the model it started from, and said
+    assert all("why" in summary["adoption"][n] for n in ("sft", "improve", "preference", "grpo"))
+    # the self-improvement pass ran in the first session; its report is kept across the resume
+    assert summary["self_improvement"]["kept"] > 0, summary["self_improvement"]
     assert summary["scores"].keys() == {"start", "sft", "improve", "preference", "grpo"}
     # the checks cell ran to its end: every must-hold check passed (learning checks only warn here)
     assert re.search(r"^pipeline( OK$|: must-hold checks passed)", said, re.M), said[-3000:]

@@ -391,3 +391,24 @@ def test_a_run_continues_only_with_the_release_that_wrote_it(tmp_path):
     assert "moved to" in said and list((old / "previous").iterdir())
     unrecorded = _fake_run(tmp_path / "unrecorded", recipe=RECIPE)  # written before versions were
     assert "continuing" in session.prepare(tmp_path / "out2", now, resume_from=str(unrecorded))
+
+
+def test_on_kaggle_the_judged_model_goes_where_the_template_looks(tmp_path, monkeypatch):
+    """On Kaggle the competition's template reads /kaggle/working/ckpts/actor/<step>: the judged
+    model goes there whatever OUTPUT_DIR (inside /kaggle/working) is; elsewhere, and for a
+    rehearsal (its folder is removed with what it wrote), it stays under OUTPUT_DIR."""
+    from tunixkit import recipes
+
+    working = tmp_path / "kaggle" / "working"
+    monkeypatch.setattr(session, "KAGGLE_WORKING", working)
+    monkeypatch.setattr(runtime, "detect_environment", lambda: "kaggle")
+    monkeypatch.setattr(session, "_session_start", lambda started: started)
+    clock = session.Session.start(working / "runs" / "06_multidomain_pipeline")
+    assert clock.judged_dir() == working
+    assert session.Session.start(tmp_path / "elsewhere").judged_dir() == tmp_path / "elsewhere"
+    _, _, out, rehearsal = recipes.start(
+        recipes.Quickstart, "smoke", working / "runs" / "00", rehearsal=True, verbose=False
+    )
+    assert rehearsal.judged_dir() == out and out.name == session.REHEARSAL_DIR
+    monkeypatch.setattr(runtime, "detect_environment", lambda: "local")
+    assert session.Session.start(working / "runs" / "x").judged_dir() == working / "runs" / "x"

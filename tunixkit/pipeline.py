@@ -134,7 +134,13 @@ class Stages:
         removed, and the session goes on (a stage with nothing to train on must not end a 9-hour
         run)."""
         export = self.start_path(name, base)
-        self.state[name] = {"done": True, "skipped": why, "export": export, "steps": 0}
+        self.state[name] = {
+            **self.state.get(name, {}),
+            "done": True,
+            "skipped": why,
+            "export": export,
+            "steps": 0,
+        }
         self._write()
         print(f"{name}: skipped, {why}; the next stage starts from {export or 'the start model'}")
 
@@ -152,7 +158,18 @@ class Stages:
         """Mark ``name`` done, with its export. Until :meth:`decide` compares it with the model it
         started from, it counts as adopted (the next stage starts from it), and the earlier export
         stays on disk (the better of the two is kept then)."""
-        self.state[name] = {"done": True, "export": str(export), **figures}
+        self.state[name] = {
+            **self.state.get(name, {}),
+            "done": True,
+            "export": str(export),
+            **figures,
+        }
+        self._write()
+
+    def note(self, name: str, **figures: Any) -> None:
+        """Keep ``figures`` of stage ``name`` (e.g. its data pass's report) in ``stages.json``,
+        done or not, so that a rerun or a later session reports them too."""
+        self.state.setdefault(name, {}).update(figures)
         self._write()
 
     def decide(self, name: str, change: tuple[float, float, int] | None) -> bool:
@@ -492,7 +509,7 @@ def finish_stage(
             f"{name}: the session clock stopped training after {result.steps} steps; the stage is "
             "finished with them (exported, evaluated, judged)"
         )
-    judged = checkpoints.write_judged(exports["orbax"], stages.out_dir, stages.steps())
+    judged = checkpoints.write_judged(exports["orbax"], stages.session.judged_dir(), stages.steps())
     print(f"{name}: the judged model is now {judged}")
     return str(exports["hf"])
 
@@ -527,7 +544,7 @@ def adopt(
                 orbax = models.export(start.model, start, stages.dir("start") / "export")["orbax"]
     else:
         orbax = pathlib.Path(stages.state[before]["export"]).parent / "orbax"
-    judged = checkpoints.write_judged(orbax, stages.out_dir, stages.steps())
+    judged = checkpoints.write_judged(orbax, stages.session.judged_dir(), stages.steps())
     print(f"{name}: the judged model is {before}'s again: {judged}")
     return False
 

@@ -43,6 +43,7 @@ RECIPE_FILE, TIMINGS_FILE = "recipe.json", "timings.json"
 STOP_FILE = "STOP"  # OUTPUT_DIR/STOP: training stops (see Session.stop_requested)
 VERSION_KEY = "tunixkit"  # recipe.json: the code that wrote the run (runtime.code_id)
 REHEARSAL_DIR, REHEARSAL_FILE = "rehearsal", "rehearsal.json"  # a rehearsal's run and its report
+KAGGLE_WORKING = pathlib.Path("/kaggle/working")  # what a Kaggle notebook's output keeps
 REHEARSAL_EVENTS = "rehearsal_events.jsonl"  # each part as it is measured (a rehearsal cut short)
 _NOT_CARRIED = {
     "export",
@@ -71,6 +72,8 @@ class Session:
     started: float  # time.time() at the notebook's first cell
     timings: dict[str, float] = dataclasses.field(default_factory=dict)
     rehearsal: Rehearsal | None = None  # REHEARSAL = True: what this run measures for the real one
+    # where the judged model goes (<root>/ckpts/actor/<step>/model_params); None: out_dir
+    judged_root: pathlib.Path | None = None
 
     @classmethod
     def start(cls, out_dir: str | pathlib.Path, hours: float | None = None) -> Session:
@@ -84,7 +87,16 @@ class Session:
         out = pathlib.Path(out_dir)
         stored = out / TIMINGS_FILE
         timings = json.loads(stored.read_text()) if stored.is_file() else {}
-        return cls(out, hours, started, timings)
+        # on Kaggle the competition's template looks in /kaggle/working/ckpts/actor, whatever
+        # OUTPUT_DIR (inside /kaggle/working) is
+        inside = env == "kaggle" and out.resolve().is_relative_to(KAGGLE_WORKING.resolve())
+        return cls(out, hours, started, timings, judged_root=KAGGLE_WORKING if inside else None)
+
+    def judged_dir(self) -> pathlib.Path:
+        """The folder whose ``ckpts/actor/<step>/model_params`` is the judged model
+        (:func:`tunixkit.checkpoints.write_judged`): ``/kaggle/working`` on Kaggle (where the
+        competition's template writes its checkpoints), else ``OUTPUT_DIR``."""
+        return self.judged_root or self.out_dir
 
     def elapsed(self) -> float:
         return time.time() - self.started

@@ -181,9 +181,10 @@ def start(
     }
     said = session.prepare(out_dir, record, resume_from=resume_from, start_fresh=start_fresh)
     clock = session.Session.start(out_dir, session_hours)
-    if rehearsal:
+    if rehearsal:  # its judged model stays in its own folder, removed with it
         batch = getattr(getattr(recipe, "eval", None), "batch_size", 8)
         clock.rehearsal = session.Rehearsal(report_dir=report_dir, items=2 * batch)
+        clock.judged_root = None
     if verbose:
         print(f"output: {out_dir} ({said})\n{clock.describe()}")
     return Start(rt, recipe, out_dir, clock)
