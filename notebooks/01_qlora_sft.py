@@ -78,6 +78,7 @@ SESSION_HOURS = None  # the session's hard limit; None: 9 on Kaggle, 12 on Colab
 RESUME_FROM = None  # a previous session's OUTPUT_DIR (read-only is fine) to continue from
 START_FRESH = False  # True: move an OUTPUT_DIR made with other settings aside and start again
 REHEARSAL = False  # True: time a few steps at the real shapes, project the session, no long run
+REHEARSAL_FROM = None  # a rehearsal's OUTPUT_DIR or rehearsal.json: sizes the LR schedule
 MODEL_ID = None  # None: the profile's model; e.g. "gemma-2-2b-it", "gemma-3-270m-it"
 SOURCE = "auto"  # full profile: "auto" (Kaggle on Kaggle, else Hugging Face), "hf", "kaggle"
 NUM_STEPS = None  # optimizer steps; None: the profile's
@@ -122,6 +123,7 @@ rt, recipe, out_dir, clock = recipes.start(
     resume_from=RESUME_FROM,
     start_fresh=START_FRESH,
     rehearsal=REHEARSAL,
+    rehearsal_from=REHEARSAL_FROM,
     inputs={
         "data_source": DATA_SOURCE,
         "dataset": DATASET,

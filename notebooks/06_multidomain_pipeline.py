@@ -94,6 +94,7 @@ SESSION_HOURS = None  # the session's hard limit; None: 9 on Kaggle, 12 on Colab
 RESUME_FROM = None  # a previous session's OUTPUT_DIR (read-only is fine) to continue from
 START_FRESH = False  # True: move an OUTPUT_DIR made with other settings aside and start again
 REHEARSAL = False  # True: time a few steps at the real shapes, project the session, no long run
+REHEARSAL_FROM = None  # a rehearsal's OUTPUT_DIR or rehearsal.json: sizes the LR schedule
 MODEL_ID = None  # None: the profile's ("gemma-3-1b-it" in full; "gemma-2-2b-it" also allowed)
 MODEL_PATH = None  # a local HF-layout folder to start from (e.g. 01_qlora_sft's export/hf)
 GSM8K_PATH = (
@@ -158,6 +159,7 @@ rt, recipe, out_dir, clock = recipes.start(
     resume_from=RESUME_FROM,
     start_fresh=START_FRESH,
     rehearsal=REHEARSAL,
+    rehearsal_from=REHEARSAL_FROM,
     inputs={
         "model_path": MODEL_PATH,
         "traces": TRACES,

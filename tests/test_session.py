@@ -412,3 +412,25 @@ def test_on_kaggle_the_judged_model_goes_where_the_template_looks(tmp_path, monk
     assert rehearsal.judged_dir() == out and out.name == session.REHEARSAL_DIR
     monkeypatch.setattr(runtime, "detect_environment", lambda: "local")
     assert session.Session.start(working / "runs" / "x").judged_dir() == working / "runs" / "x"
+
+
+def test_a_rehearsal_from_another_session_sizes_the_schedule(tmp_path, capsys):
+    """Save & Run All starts with an empty OUTPUT_DIR: REHEARSAL_FROM points at a rehearsal's
+    output (a Kaggle input), whose steps that fit size the learning-rate schedule; without one, a
+    clocked run says that its schedule may not decay."""
+    from tunixkit import recipes
+
+    earlier = tmp_path / "input" / "rehearsal_run"
+    earlier.mkdir(parents=True)
+    report = {"stages": {"SFT": {"steps_that_fit": 700}}}
+    (earlier / session.REHEARSAL_FILE).write_text(json.dumps(report))
+    _, _, _, clock = recipes.start(
+        recipes.SFT, "smoke", tmp_path / "out", rehearsal_from=str(earlier), verbose=False
+    )
+    assert clock.schedule_steps(930, label="SFT") == 700
+    with pytest.raises(FileNotFoundError, match="REHEARSAL_FROM=.*expected a rehearsal's"):
+        recipes.start(recipes.SFT, "smoke", tmp_path / "o2", rehearsal_from=str(tmp_path))
+    capsys.readouterr()
+    clocked = session.Session(tmp_path / "o3", hours=9.0, started=time.time())
+    assert clocked.schedule_steps(930, label="SFT") == 930
+    assert "spans all 930 planned steps (no rehearsal.json)" in capsys.readouterr().out

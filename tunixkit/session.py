@@ -74,6 +74,9 @@ class Session:
     rehearsal: Rehearsal | None = None  # REHEARSAL = True: what this run measures for the real one
     # where the judged model goes (<root>/ckpts/actor/<step>/model_params); None: out_dir
     judged_root: pathlib.Path | None = None
+    # a rehearsal's report that sizes the learning-rate schedules (REHEARSAL_FROM); None: the one
+    # in out_dir, if any
+    plan: pathlib.Path | None = None
 
     @classmethod
     def start(cls, out_dir: str | pathlib.Path, hours: float | None = None) -> Session:
@@ -200,8 +203,17 @@ class Session:
         ``planned``, or fewer when a rehearsal (``OUTPUT_DIR/rehearsal.json``) projected that only
         that many fit the session, where the clock will stop training: a schedule sized to the
         plan would never decay. Says so when it differs."""
-        path = self.out_dir / REHEARSAL_FILE
-        if self.rehearsal is not None or not path.is_file():
+        path = self.plan or self.out_dir / REHEARSAL_FILE
+        if self.rehearsal is not None:
+            return planned
+        if not path.is_file():
+            if self.hours is not None:
+                print(
+                    f"{label}: the learning-rate schedule spans all {planned} planned steps (no "
+                    f"{REHEARSAL_FILE}): if the session clock stops training first, the rate has "
+                    "not decayed. A rehearsal (REHEARSAL = True) projects the steps that fit; "
+                    "pass its output as REHEARSAL_FROM"
+                )
             return planned
         fit = json.loads(path.read_text()).get("stages", {}).get(label, {}).get("steps_that_fit")
         if not fit or fit >= planned:

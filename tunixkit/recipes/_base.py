@@ -135,6 +135,7 @@ def start(
     start_fresh: bool = False,
     inputs: dict[str, Any] | None = None,
     rehearsal: bool = False,
+    rehearsal_from: str | pathlib.Path | None = None,
     verbose: bool = True,
     **overrides: Any,
 ) -> Start:
@@ -148,6 +149,10 @@ def start(
     stages stop after a few steps and its evaluations take a few items (:class:`session.Rehearsal`),
     and the notebook's ``clock.rehearsal_report()`` projects the real run into
     ``output_dir/rehearsal.json``. ``output_dir`` itself, and any run in it, are left as they are.
+    ``rehearsal_from`` (``REHEARSAL_FROM``): such a rehearsal's output folder or its
+    ``rehearsal.json`` (e.g. a Kaggle input: a Save & Run All version starts with an empty
+    ``OUTPUT_DIR``), whose steps that fit size the real run's learning-rate schedules
+    (:meth:`tunixkit.session.Session.schedule_steps`).
 
     >>> from tunixkit.recipes import Quickstart
     >>> started = start(Quickstart, "smoke", "/tmp/tunixkit_doctest", verbose=False,
@@ -181,6 +186,15 @@ def start(
     }
     said = session.prepare(out_dir, record, resume_from=resume_from, start_fresh=start_fresh)
     clock = session.Session.start(out_dir, session_hours)
+    if rehearsal_from is not None:
+        plan = pathlib.Path(rehearsal_from)
+        plan = plan / session.REHEARSAL_FILE if plan.is_dir() else plan
+        if not plan.is_file():
+            raise FileNotFoundError(
+                f"REHEARSAL_FROM={rehearsal_from}: no {session.REHEARSAL_FILE} there; expected a "
+                "rehearsal's OUTPUT_DIR (REHEARSAL = True writes it) or the file itself"
+            )
+        clock.plan = plan
     if rehearsal:  # its judged model stays in its own folder, removed with it
         batch = getattr(getattr(recipe, "eval", None), "batch_size", 8)
         clock.rehearsal = session.Rehearsal(report_dir=report_dir, items=2 * batch)
