@@ -55,7 +55,16 @@ pin() { grep -i "^$1==" "$ROOT/requirements.txt" || echo "$1"; }
 if [[ -n "$KERNEL_PY" ]]; then
   PY="$KERNEL_PY"
   say "installing tunixkit into $PY (not editable, --no-deps: jax/libtpu stay as they are)"
-  "$PY" -m pip install -q --no-deps --force-reinstall "$ROOT"
+  # An attached copy (the Internet off) is read-only and there is no package index: build from a
+  # copy (a build writes into its folder), with the kernel's own setuptools when it can (no
+  # isolated build environment to download).
+  src="$(mktemp -d)/tunixkit"; mkdir -p "$src"
+  cp -r "$ROOT"/pyproject.toml "$ROOT"/README.md "$ROOT"/tunixkit "$src"/
+  isolation=()  # the kernel's setuptools builds tunixkit when it can: >= 70.1, or >= 61 with wheel
+  if "$PY" -c "import importlib.util as u, setuptools as s, sys; v = tuple(int(x) for x in s.__version__.split('.')[:2]); sys.exit(not (v >= (70, 1) or v >= (61, 0) and u.find_spec('wheel')))" 2>/dev/null; then
+    isolation=(--no-build-isolation)
+  fi
+  "$PY" -m pip install -q --no-deps --force-reinstall "${isolation[@]}" "$src"
   # Light dependencies these images may lack; --no-deps so nothing upgrades jax.
   # (Found without importing them: one Python start, not four imports; grain's alone takes seconds.)
   for pkg in $("$PY" -c "import importlib.util as u; print(*[p for p in ('humanize', 'grain', 'safetensors', 'sentencepiece') if u.find_spec(p) is None])"); do

@@ -8,6 +8,8 @@ import importlib.util
 import os
 import pathlib
 import re
+import shutil
+import stat
 import subprocess
 
 import pytest
@@ -75,7 +77,7 @@ def repository(tmp_path_factory):
     return repo
 
 
-def _run_cell(tmp_path, repo, imports="", **env):
+def _run_cell(tmp_path, repo, imports="", source=None, **env):
     python = testing.kernel_python(tmp_path / "kernel")
     script = tmp_path / "install.py"
     script.write_text(_install_cell(ROOT / "notebooks" / "02_grpo_gsm8k.py", imports))
@@ -87,7 +89,7 @@ def _run_cell(tmp_path, repo, imports="", **env):
         text=True,
         env=clean
         | {
-            "TUNIXKIT_SOURCE": f"file://{repo}",
+            "TUNIXKIT_SOURCE": source or f"file://{repo}",
             "TMPDIR": str(tmp_path),
             "KAGGLE_KERNEL_RUN_TYPE": "Batch",
         }
@@ -130,3 +132,30 @@ def test_a_release_that_cannot_be_found_says_what_to_do(tmp_path, repository):
     assert res.returncode != 0
     assert "tunixkit release 'v404.0.0' is not in file://" in res.stderr, res.stderr[-2000:]
     assert "TUNIXKIT_SOURCE to its folder" in res.stderr
+
+
+def test_with_the_internet_off_a_read_only_attached_copy_installs_without_an_index(tmp_path):
+    """The Internet off: the repository attached as a Kaggle dataset (read-only, under
+    /kaggle/input) and no package index. The install builds from a writable copy with the
+    kernel's own setuptools (no isolated build environment to download)."""
+    attached = tmp_path / "input" / "tunixkit"
+    shutil.copytree(
+        ROOT,
+        attached,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "runs", "__pycache__", ".ci-reports", "*.egg-info", "build"
+        ),
+    )
+    for p in [attached, *attached.rglob("*")]:
+        p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    try:
+        res = _run_cell(
+            tmp_path, attached, source=str(attached), PIP_NO_INDEX="1", PIP_FIND_LINKS=""
+        )
+    finally:
+        for p in [attached, *attached.rglob("*")]:
+            p.chmod(p.stat().st_mode | stat.S_IWUSR)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    assert f"installed {runtime.code_id()}\n" in res.stdout, res.stdout[-2000:]
+    # nothing written into the attached copy (tests run as root: the read-only bits do not stop it)
+    assert not list(attached.rglob("*.egg-info")) and not (attached / "build").exists()
