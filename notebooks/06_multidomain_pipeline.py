@@ -126,6 +126,7 @@ GRPO_LEARNING_RATE = None  # GRPO's peak learning rate; None: the profile's
 GRPO_BETA = None  # GRPO's KL strength; None: the profile's
 SHARES = None  # each stage's share of the training time, {"sft": 0.3, ...}; None: the profile's
 REWARD_WEIGHTS = None  # GRPO's reward weights by name, {"judge": 4.0, ...}; None: the profile's
+GUARD = None  # a stage that lowers the judged score (paired interval below 0) is not adopted; None: True
 SYSTEM_PROMPT = None  # the system prompt of every stage and evaluation; None: the profile's
 KAGGLE_MODEL = None  # to upload the final export: "<user>/<model>/jax/<variation>"; None: no upload
 
@@ -181,6 +182,7 @@ rt, recipe, out_dir, clock = recipes.start(
     pair_prompts=PAIR_PROMPTS,
     shares=SHARES,
     reward_weights=REWARD_WEIGHTS,
+    guard=GUARD,
     **{  # the nested settings these knobs set
         "eval.max_generation_steps": GENERATION_STEPS,
         "grpo.max_generation_steps": GENERATION_STEPS,
@@ -305,7 +307,7 @@ def evaluate_stage(name):
     """Evaluate a finished stage's model, then adopt it as the best so far or not
     (pipeline.adopt: not when its paired judged change against its start is wholly below 0)."""
     evals[name] = evaluate(name, stages.state[name]["export"])
-    pipeline.adopt(stages, name, recipe, mesh=mesh, base_path=MODEL_PATH)
+    pipeline.adopt(stages, name, recipe, mesh=mesh, base_path=MODEL_PATH, guard=recipe.guard)
     display(Markdown(domains.table(list(evals.values()))))
 
 

@@ -763,3 +763,12 @@ def test_a_last_stage_the_session_clock_stops_is_finished_and_judged(tmp_path, c
     assert not stages.ready("next")
     assert "next: not started, the session clock has run out" in capsys.readouterr().out
     assert pipeline.Stages(tmp_path, {"sft": 1.0, "next": 0.0}, clock).to_do() == ["next"]
+
+
+def test_without_the_guard_a_worse_stage_is_adopted_and_its_change_kept(tmp_path, capsys):
+    clock = session.Session(tmp_path, hours=None, started=time.time())
+    stages = pipeline.Stages(tmp_path, {"sft": 1.0}, clock)
+    stages.finish("sft", tmp_path / "sft" / "export" / "hf", steps=3)
+    assert stages.decide("sft", (-0.2, 0.05, 40), guard=False) and stages.final() == "sft"
+    assert "adopted: judged score -0.200" in capsys.readouterr().out
+    assert stages.state["sft"]["adoption"]["why"].endswith("wholly below 0 (the guard is off)")

@@ -172,12 +172,15 @@ class Stages:
         self.state.setdefault(name, {}).update(figures)
         self._write()
 
-    def decide(self, name: str, change: tuple[float, float, int] | None) -> bool:
+    def decide(
+        self, name: str, change: tuple[float, float, int] | None, *, guard: bool = True
+    ) -> bool:
         """Adopt the finished stage ``name`` as the session's best model, or not: not when
         ``change``, its paired change in held-out judged score against the model it started from
         (:meth:`best_before`; mean, half-width of the 95% interval, prompts), lies wholly below 0.
         Then the next stage starts from the better model, which stays the judged one. None: no
-        comparison was made (adopted, and said so). The decision and its reason go to
+        comparison was made (adopted, and said so). Without ``guard`` every stage is adopted (the
+        change is still recorded). The decision and its reason go to
         ``stages.json``; the export that lost is removed (each is a whole model, ~4 GB for a 1B in
         two formats, against Kaggle's 20 GB)."""
         before = self.best_before(name)
@@ -186,11 +189,14 @@ class Stages:
             adopted, why = True, f"adopted: no paired judged evaluation against {against}"
         else:
             gain, ci, n = change
-            adopted = gain + ci >= 0
+            worse = gain + ci < 0
+            adopted = not (guard and worse)
             why = (
                 f"{'adopted' if adopted else 'NOT adopted'}: judged score {gain:+.3f} "
                 f"(95% CI ±{ci:.3f}, {n} prompts) against {against}"
-                + ("" if adopted else f", wholly below 0; {against} stays the best model")
+                + ("" if not worse else ", wholly below 0")
+                + ("" if adopted else f"; {against} stays the best model")
+                + (" (the guard is off)" if worse and adopted else "")
             )
         figures = (
             {} if change is None else dict(zip(("change", "ci", "prompts"), change, strict=True))
@@ -521,6 +527,7 @@ def adopt(
     *,
     mesh: Mesh | None = None,
     base_path: str | pathlib.Path | None = None,
+    guard: bool = True,
 ) -> bool:
     """Whether the finished stage ``name`` is adopted as the session's best model
     (:meth:`Stages.decide`), from the paired change of its held-out greedy judged score against the
@@ -528,13 +535,13 @@ def adopt(
     evaluations it is adopted, and said so). A stage that is not adopted gives the judged copy
     back to the better model: an earlier stage's export, or the start model (``base_path``, else
     ``recipe.model_id``), exported once for it into ``OUTPUT_DIR/start/export``. Decided once:
-    a rerun reads the decision back."""
+    a rerun reads the decision back. ``guard``: :meth:`Stages.decide`'s."""
     if "adopted" in stages.state[name]:
         return bool(stages.state[name]["adopted"])
     before = stages.best_before(name) or "start"
     evaluated = all((stages.out_dir / f"domains_{n}.jsonl").is_file() for n in (before, name))
     change = domains.paired_change(stages.out_dir, before, name)["all"] if evaluated else None
-    if stages.decide(name, change):
+    if stages.decide(name, change, guard=guard):
         return True
     if before == "start":
         orbax = stages.dir("start") / "export" / "orbax"

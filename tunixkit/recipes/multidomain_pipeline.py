@@ -50,6 +50,10 @@ class Pipeline(_Presets):
     reward_weights: dict[str, float]  # weight of each GRPO reward, by name
     shares: dict[str, float]  # each stage's share of the training time
     eval: evaluation.EvalConfig
+    # a finished stage whose paired held-out judged change against its start is wholly below 0 is
+    # not adopted: the next stage starts from, and the session submits, the better model
+    # (pipeline.adopt); False: every finished stage is adopted
+    guard: bool = True
 
     @classmethod
     def smoke(cls) -> Pipeline:
