@@ -469,7 +469,7 @@ if (out_dir / "grpo" / "metrics.jsonl").is_file():
 # ## Every stage, every domain
 # The judged score (95% interval) of greedy answers, the mean judged score of `eval_samples` sampled
 # answers, and the format rate, per domain after each stage; math accuracy below. Then each stage's
-# own effect: the change from the stage before, paired prompt by prompt (greedy / sampled), whose
+# own effect: the change from the model it started from (the last adopted stage), paired prompt by prompt (greedy / sampled), whose
 # interval is far narrower than that of the scores themselves. Then the answers' lengths (median
 # and 90th percentile, in tokens) and the share cut by the generation limit, per domain.
 
@@ -482,7 +482,7 @@ fig = domains.plot(
     out_dir / "domains.png",
     title=f"Judged score by domain, {recipe.model_id}",
 )
-changes = domains.stage_changes(out_dir, list(evals))
+changes = domains.stage_changes(out_dir, list(evals), against=stages.starts())
 display(Markdown(domains.changes_table(changes)))
 
 # %% [markdown]
@@ -704,7 +704,8 @@ if stages.done("grpo") and not stages.skipped("grpo"):
         scores["grpo"]["all"]["format"] >= 0.9,
         f"format after GRPO {scores['grpo']['all']['format']:.2f}",
     )
-    for step, key in (("start->sft", "judged"), (f"{list(evals)[-2]}->grpo", "sampled")):
+    grpo_start = stages.starts()["grpo"]  # the model GRPO started from
+    for step, key in (("start->sft", "judged"), (f"{grpo_start}->grpo", "sampled")):
         gain, ci, n = changes[step][key]["all"]
         checks.should(
             gain - ci > 0, f"{step}: {key} score changed {gain:+.3f} (±{ci:.3f}, {n} prompts)"

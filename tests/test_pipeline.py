@@ -248,7 +248,7 @@ def test_a_rehearsal_times_the_passes_stages_even_when_nothing_passes(capsys):
     tasks = testing.synthetic_tasks(6, seed=1)
     records = [t.record() for t in tasks]
 
-    def generate(loaded, prompts, config, progress=False, logprobs=False):
+    def generate(loaded, prompts, config, progress=False, logprobs=False, sampler=None):
         return [evaluation.Generation("<x1><x2>", 32, True) for _ in prompts]  # cut at the limit
 
     loaded = SimpleNamespace(chat=families.GEMMA_CHAT)
@@ -259,6 +259,7 @@ def test_a_rehearsal_times_the_passes_stages_even_when_nothing_passes(capsys):
         clock.must_stop = lambda next_seconds: False
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(evaluation, "generate", generate)
+        mp.setattr(evaluation, "make_sampler", lambda loaded, size: None)  # generate is fake
         kept, report = pipeline.self_improve(loaded, records, judge, config, clock=running)
         pairs = pipeline.judged_pairs(loaded, records, judge, config, clock=running)
         assert kept == [] and pairs == [] and report["kept"] == 0
@@ -395,7 +396,7 @@ def test_evaluations_judge_greedy_and_sampled_answers_and_stages_compare_paired(
     reference = {t.prompt: t.response for t in tasks}
     stage = {"name": "before"}
 
-    def generate(loaded, prompts, config, progress=False, logprobs=False):
+    def generate(loaded, prompts, config, progress=False, logprobs=False, sampler=None):
         out = []
         for i, p in enumerate(prompts):
             question = next(q for q in reference if q in p)
@@ -591,7 +592,7 @@ def test_a_pass_stops_when_its_clock_says_and_keeps_what_it_made(tmp_path, monke
     reference = {t.prompt: t.response for t in tasks}
     made = []
 
-    def generate(loaded, prompts, config, progress=False, logprobs=False):
+    def generate(loaded, prompts, config, progress=False, logprobs=False, sampler=None):
         made.extend(prompts)
         weak = "<reasoning>x</reasoning><answer>no</answer>"
         return [
@@ -609,6 +610,7 @@ def test_a_pass_stops_when_its_clock_says_and_keeps_what_it_made(tmp_path, monke
             return self.asked >= 2
 
     monkeypatch.setattr(evaluation, "generate", generate)
+    monkeypatch.setattr(evaluation, "make_sampler", lambda loaded, size: None)  # generate is fake
     loaded = SimpleNamespace(chat=families.GEMMA_CHAT)
     judge = judging.Judge(testing.rubric_grader(tasks), name="judge")
     config = evaluation.EvalConfig(temperature=0.7, top_p=1.0, batch_size=8)  # chunks of 8 prompts

@@ -528,13 +528,22 @@ def paired_change(
 
 
 def stage_changes(
-    output_dir: str | pathlib.Path, names: Sequence[str]
+    output_dir: str | pathlib.Path,
+    names: Sequence[str],
+    *,
+    against: Mapping[str, str] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Each stage's own effect: :func:`paired_change` from each evaluation in ``names`` to the next,
-    for greedy (``judged``) and, where evaluated, ``sampled`` scores; keyed
+    """Each stage's own effect: :func:`paired_change` from each evaluation in ``names`` to the next
+    (or, with ``against``, from ``against[name]`` to each ``name`` it holds: the model a stage
+    started from), for greedy (``judged``) and, where evaluated, ``sampled`` scores; keyed
     ``"<before>-><after>"``."""
     out: dict[str, dict[str, Any]] = {}
-    for before, after in itertools.pairwise(names):
+    pairs = (
+        itertools.pairwise(names)
+        if against is None
+        else [(against[n], n) for n in names if n in against]
+    )
+    for before, after in pairs:
         firsts = [
             json.loads(
                 (pathlib.Path(output_dir) / f"domains_{n}.jsonl").read_text().split("\n", 1)[0]

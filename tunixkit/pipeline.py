@@ -119,6 +119,15 @@ class Stages:
         names = list(self.shares)
         return next((n for n in reversed(names[: names.index(name)]) if self.adopted(n)), None)
 
+    def starts(self) -> dict[str, str]:
+        """Each trained stage's start: the stage it started from and was compared with
+        (:meth:`best_before`), or ``"start"`` (the start model)."""
+        return {
+            n: self.best_before(n) or "start"
+            for n in self.shares
+            if self.done(n) and not self.skipped(n)
+        }
+
     def final(self) -> str | None:
         """The stage whose model is the session's best so far, the judged one (the last adopted
         stage; None: the start model)."""
