@@ -127,6 +127,9 @@ GRPO_BETA = None  # GRPO's KL strength; None: the profile's
 SHARES = None  # each stage's share of the training time, {"sft": 0.3, ...}; None: the profile's
 REWARD_WEIGHTS = None  # GRPO's reward weights by name, {"judge": 4.0, ...}; None: the profile's
 GUARD = None  # a stage that lowers the judged score (paired interval below 0) is not adopted; None: True
+JUDGE_CHECK = (
+    None  # a domain the judge fails calibration on: "ignore", "stop", "warn"; None: profile's
+)
 SYSTEM_PROMPT = None  # the system prompt of every stage and evaluation; None: the profile's
 KAGGLE_MODEL = None  # to upload the final export: "<user>/<model>/jax/<variation>"; None: no upload
 
@@ -183,6 +186,7 @@ rt, recipe, out_dir, clock = recipes.start(
     shares=SHARES,
     reward_weights=REWARD_WEIGHTS,
     guard=GUARD,
+    judge_check=JUDGE_CHECK,
     **{  # the nested settings these knobs set
         "eval.max_generation_steps": GENERATION_STEPS,
         "grpo.max_generation_steps": GENERATION_STEPS,
@@ -263,6 +267,7 @@ else:
 with clock.timed("calibration", items=len(heldout), planned=n_heldout):
     calibration = domains.calibrate(judge, heldout)
 display(Markdown(domains.calibration_table(calibration)))
+domains.act_on_calibration(calibration, judge, records, recipe.judge_check)
 
 # %% [markdown]
 # ## Before training

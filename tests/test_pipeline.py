@@ -774,3 +774,31 @@ def test_without_the_guard_a_worse_stage_is_adopted_and_its_change_kept(tmp_path
     assert stages.decide("sft", (-0.2, 0.05, 40), guard=False) and stages.final() == "sft"
     assert "adopted: judged score -0.200" in capsys.readouterr().out
     assert stages.state["sft"]["adoption"]["why"].endswith("wholly below 0 (the guard is off)")
+
+
+def test_a_domain_the_judge_fails_is_ignored_or_stops_the_run_as_judge_check_says(capsys):
+    """The smoke grader misses absent tags in code: calibration names code as failed. 'stop'
+    ends the run before any training; 'ignore' scores code 0 without grading it (so no pair, kept
+    answer or judge reward comes from code), the other domains graded as before."""
+    tasks = testing.synthetic_tasks(600, seed=0)
+    heldout, _ = domains.split_heldout([t.record() for t in tasks], 4)
+    graded = []
+
+    def grade(questions, completions):
+        graded.extend(questions)
+        return testing.rubric_grader(tasks)(questions, completions)
+
+    judge = judging.Judge(grade)
+    calibration = domains.calibrate(judge, heldout)
+    assert calibration["failed"] == ["code"], calibration
+    with pytest.raises(domains.CalibrationError, match="failed its calibration in code"):
+        domains.act_on_calibration(calibration, judge, heldout, "stop")
+    with pytest.raises(ValueError, match="JUDGE_CHECK='drop'"):
+        domains.act_on_calibration(calibration, judge, heldout, "drop")
+    assert domains.act_on_calibration(calibration, judge, heldout, "ignore") == ["code"]
+    code = [r for r in heldout if r["domain"] == "code"]
+    other = [r for r in heldout if r["domain"] != "code"]
+    graded.clear()
+    scores = judge.scores([r["prompt"] for r in code + other], ["x"] * len(code + other))
+    assert scores[: len(code)] == [0.0] * len(code)
+    assert graded and not set(graded) & {r["prompt"] for r in code}  # code was not graded

@@ -48,6 +48,8 @@ __all__ = [
     "stage_changes",
     "changes_table",
     "split_heldout",
+    "CalibrationError",
+    "act_on_calibration",
     "calibrate",
     "calibration_table",
     "length_table",
@@ -355,7 +357,7 @@ def calibrate(judge: Judge, records: Sequence[Mapping[str, str]]) -> dict:
         "other_prompt": scores[n : 2 * n],
         "untagged": scores[2 * n :],
     }
-    rows, warnings = {}, []
+    rows, warnings, failed = {}, [], []
     for domain in [*sorted({r["domain"] for r in records}), "all"]:
         idx = [i for i, r in enumerate(records) if domain in ("all", r["domain"])]
         row = {"n": len(idx)} | {k: sum(v[i] for i in idx) / len(idx) for k, v in kinds.items()}
@@ -366,7 +368,61 @@ def calibrate(judge: Judge, records: Sequence[Mapping[str, str]]) -> dict:
                     f"{domain}: the judge scores {bad.replace('_', ' ')} answers "
                     f"{row[bad]:.2f} against {row['reference']:.2f} for the references"
                 )
-    return {"rows": rows, "warnings": warnings}
+                failed += [] if domain in failed else [domain]
+    return {"rows": rows, "warnings": warnings, "failed": failed}
+
+
+JUDGE_CHECKS = ("ignore", "stop", "warn")  # what a failed calibration does (JUDGE_CHECK)
+
+
+class CalibrationError(RuntimeError):
+    """The judge failed its calibration in some domain, and ``JUDGE_CHECK = "stop"``."""
+
+
+def act_on_calibration(
+    calibration: Mapping[str, Any],
+    judge: Judge,
+    records: Sequence[Mapping[str, str]],
+    policy: str,
+) -> list[str]:
+    """What a domain the judge failed (:func:`calibrate`'s ``failed``) does to the run, by
+    ``policy`` (``JUDGE_CHECK``): ``"ignore"``: the judge scores its questions 0 without grading
+    them (:meth:`tunixkit.judging.Judge.ignore`: GRPO trains it on the other rewards, no pair or
+    kept answer comes from it, its judged scores stop moving); ``"stop"``: :class:`CalibrationError`
+    before any training; ``"warn"``: said, and the judge is used as it is. ``records``: the tasks
+    whose questions the judge will see (their ``prompt`` and ``domain``). Returns the failed
+    domains.
+
+    >>> from tunixkit.judging import Judge
+    >>> judge = Judge(lambda qs, cs: ["Score: 9"] * len(qs))
+    >>> records = [{"prompt": "Write a poem.", "domain": "creative"},
+    ...            {"prompt": "1+1?", "domain": "math"}]
+    >>> act_on_calibration({"failed": ["creative"]}, judge, records, "ignore")  # doctest: +ELLIPSIS
+    judge: ignored in creative (it failed its calibration there; ...): those answers score 0 ...
+    ['creative']
+    >>> judge.scores(["Write a poem.", "1+1?"], ["a", "b"])
+    [0.0, 0.9]
+    """
+    if policy not in JUDGE_CHECKS:
+        raise ValueError(f"JUDGE_CHECK={policy!r}: expected one of {JUDGE_CHECKS}")
+    failed = list(calibration["failed"])
+    if not failed:
+        return []
+    if policy == "stop":
+        raise CalibrationError(
+            f"the judge failed its calibration in {', '.join(failed)} (see the table above): use "
+            "a stronger judge (JUDGE_ID), or set JUDGE_CHECK = 'ignore' (those domains train on "
+            "the other rewards) or 'warn' (the judge is used as it is)"
+        )
+    if policy == "ignore":
+        judge.ignore(failed, {r["prompt"]: r["domain"] for r in records})
+        print(
+            f"judge: ignored in {', '.join(failed)} (it failed its calibration there; "
+            "JUDGE_CHECK='ignore'): those answers score 0 and are not graded"
+        )
+    else:
+        print(f"judge: used as it is in {', '.join(failed)}, which it failed (JUDGE_CHECK='warn')")
+    return failed
 
 
 def calibration_table(calibration: Mapping[str, Any]) -> str:

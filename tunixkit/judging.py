@@ -20,7 +20,7 @@ import functools
 import math
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tunixkit import evaluation
@@ -390,6 +390,14 @@ class Judge:
         self.cache: dict[tuple[str, str], float] = {}
         self.seconds: list[float] = []
         self.calls = 0
+        self.ignored: frozenset[str] = frozenset()  # domains scored 0 without grading (ignore)
+        self.domain_of: dict[str, str] = {}
+
+    def ignore(self, domains: Iterable[str], domain_of: Mapping[str, str]) -> None:
+        """Score the questions of ``domains`` 0 without grading them (``domain_of``: question ->
+        domain): the domains where the judge failed its calibration
+        (:func:`tunixkit.domains.act_on_calibration`)."""
+        self.ignored, self.domain_of = frozenset(domains), dict(domain_of)
 
     @property
     def prompts_cut(self) -> int:
@@ -400,6 +408,9 @@ class Judge:
     def scores(self, questions: Sequence[str], completions: Sequence[str]) -> list[float]:
         t0 = time.perf_counter()
         keys = [(str(q), str(c)) for q, c in zip(questions, completions, strict=True)]
+        for k in keys:
+            if self.domain_of.get(k[0]) in self.ignored:
+                self.cache[k] = 0.0
         todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
         for i in range(0, len(todo), self.batch_size):
             chunk = todo[i : i + self.batch_size]

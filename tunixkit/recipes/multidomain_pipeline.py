@@ -54,6 +54,10 @@ class Pipeline(_Presets):
     # not adopted: the next stage starts from, and the session submits, the better model
     # (pipeline.adopt); False: every finished stage is adopted
     guard: bool = True
+    # a domain the judge fails its calibration on: "ignore" (scored 0 there, not graded: the other
+    # rewards train it), "stop" (before any training) or "warn" (used as it is):
+    # domains.act_on_calibration
+    judge_check: str = "ignore"
 
     @classmethod
     def smoke(cls) -> Pipeline:
@@ -118,6 +122,9 @@ class Pipeline(_Presets):
             eval=dataclasses.replace(
                 evaluation.EvalConfig.smoke(), system_prompt=prompting.DOMAINS_SYSTEM_PROMPT
             ),
+            # the stand-in rubric grader fails code's calibration by design (it misses absent tags
+            # there, tests/test_pipeline.py); the learning bars were measured with it in use
+            judge_check="warn",
         )
 
     @classmethod
