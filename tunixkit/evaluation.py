@@ -41,6 +41,7 @@ __all__ = [
     "make_sampler",
     "paired",
     "plot_comparison",
+    "prompt_fitter",
     "side_by_side",
     "worst_errors",
 ]
