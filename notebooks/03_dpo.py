@@ -172,7 +172,8 @@ policy = dataclasses.replace(reference, model=actor)
 # %% [markdown]
 # ## Preference pairs
 # Built once and saved to `OUTPUT_DIR/pairs_*.jsonl`; a rerun (resume) reads them back, so it trains
-# on exactly the same pairs.
+# on exactly the same pairs. The on-policy pass (the full preset samples 4 answers to each of 2,000
+# questions) is timed; a rehearsal samples two batches of it and projects the rest.
 
 # %%
 load = dict(data_dir=out_dir / "data", source=DATA_SOURCE, path=GSM8K_PATH)
@@ -181,17 +182,21 @@ test_records = test_records[: clock.sized(len(test_records))]  # a rehearsal tak
 pair_records = (
     recipes.gsm8k(rt, "train", limit=recipe.pair_questions, **load) if PAIRS == "on-policy" else []
 )
-pairs = preferences.training_pairs(
-    out_dir,
-    PAIRS,
-    heldout=recipe.heldout_questions,
-    policy=reference,
-    train_records=pair_records,
-    heldout_records=test_records,
-    config=dataclasses.replace(recipe.eval, temperature=recipe.pair_temperature),
-    samples=recipe.pair_samples,
-    fields=FIELDS,
-)
+n_pair_records = len(pair_records)  # a rehearsal samples two batches of them, timed and projected
+per_batch = max(1, recipe.eval.batch_size // recipe.pair_samples)
+pair_records = pair_records[: clock.sized(n_pair_records, label="pairs", batch=per_batch)]
+with clock.timed("pairs", items=len(pair_records), planned=n_pair_records):
+    pairs = preferences.training_pairs(
+        out_dir,
+        PAIRS,
+        heldout=recipe.heldout_questions,
+        policy=reference,
+        train_records=pair_records,
+        heldout_records=test_records,
+        config=dataclasses.replace(recipe.eval, temperature=recipe.pair_temperature),
+        samples=recipe.pair_samples,
+        fields=FIELDS,
+    )
 pairs["train"][0]
 
 # %% [markdown]
