@@ -99,6 +99,7 @@ GSM8K_PATH = (
     None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
 )
 KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
+JUDGED = None  # True: the tool model is also the judged model (ckpts/actor); None: False
 
 # %%
 import json
@@ -136,6 +137,7 @@ rt, recipe, out_dir, clock = recipes.start(
     num_generations=NUM_GENERATIONS,
     eval_questions=EVAL_QUESTIONS,
     sft_steps=SFT_STEPS,
+    judged=JUDGED,
     **{  # the nested settings this knob sets
         "eval.max_generation_steps": GENERATION_STEPS,
         "grpo.max_generation_steps": GENERATION_STEPS,
@@ -199,7 +201,9 @@ print(trace_pairs[call + 1][0] + trace_pairs[call + 1][1])  # the call, its resu
 
 # %%
 print(stages.summary())
-warm = pipeline.sft_stage(stages, "sft", trace_pairs, recipe, steps=recipe.sft_steps, mesh=mesh)
+warm = pipeline.sft_stage(
+    stages, "sft", trace_pairs, recipe, steps=recipe.sft_steps, mesh=mesh, judged=recipe.judged
+)
 if warm:  # no judged evaluation here: every finished stage is adopted (pipeline.adopt says so)
     pipeline.adopt(stages, "sft", recipe, mesh=mesh)
 
@@ -281,9 +285,10 @@ fig = agentic.plot_eval(
 # %% [markdown]
 # ## Export
 # The GRPO stage's export (`grpo/export/hf` merged, `grpo/export/orbax` for a Kaggle Model; notebook
-# 02 shows the judges' load check). The judged model, the last finished stage's merged model, is
-# `ckpts/actor/<step>/model_params` (under `/kaggle/working` on Kaggle, else `OUTPUT_DIR`). With
-# `KAGGLE_MODEL` set, the export is uploaded.
+# 02 shows the judges' load check). The competition's judges run no tool, so this tool model is not
+# written as the judged model (`ckpts/actor/<step>/model_params`) unless `JUDGED = True` (then the
+# last finished stage's, under `/kaggle/working` on Kaggle, else `OUTPUT_DIR`). With `KAGGLE_MODEL`
+# set, the export is uploaded.
 
 # %%
 final = stages.final()

@@ -551,4 +551,6 @@ def stage(
         session=stages.clock(name),
         label=name,
     )
-    return pipeline.finish_stage(stages, name, lora, base, recipe, mesh, result)
+    return pipeline.finish_stage(
+        stages, name, lora, base, recipe, mesh, result, judged=recipe.judged
+    )

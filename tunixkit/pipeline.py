@@ -499,12 +499,15 @@ def finish_stage(
     recipe: Pipeline | Agentic,
     mesh: Mesh | None,
     result: training.RunResult,
+    *,
+    judged: bool = True,
 ) -> str | None:
-    """Export the stage's model (its ``export/hf`` is returned), mark it done and make it the judged
-    model until :func:`adopt` decides. A stage the session clock stopped is finished with the steps
-    it trained: the clock stopped it in time for this export and the evaluation after it (a session
-    killed before the export continues the stage from its checkpoint next time). Not finished: a
-    stage ``OUTPUT_DIR/STOP`` stopped (the next run continues it), or one that trained no step."""
+    """Export the stage's model (its ``export/hf`` is returned), mark it done and (with
+    ``judged``) make it the judged model until :func:`adopt` decides. A stage the session clock
+    stopped is finished with the steps it trained: the clock stopped it in time for this export and
+    the evaluation after it (a session killed before the export continues the stage from its
+    checkpoint next time). Not finished: a stage ``OUTPUT_DIR/STOP`` stopped (the next run
+    continues it), or one that trained no step."""
     if result.stopped == "stop requested" or result.steps == 0:
         why = "OUTPUT_DIR/STOP" if result.steps else "no training step fit the session"
         print(f"{name}: not finished ({why}); a rerun or a session with RESUME_FROM continues it")
@@ -524,8 +527,11 @@ def finish_stage(
             f"{name}: the session clock stopped training after {result.steps} steps; the stage is "
             "finished with them (exported, evaluated, judged)"
         )
-    judged = checkpoints.write_judged(exports["orbax"], stages.session.judged_dir(), stages.steps())
-    print(f"{name}: the judged model is now {judged}")
+    if judged:
+        path = checkpoints.write_judged(
+            exports["orbax"], stages.session.judged_dir(), stages.steps()
+        )
+        print(f"{name}: the judged model is now {path}")
     return str(exports["hf"])
 
 
@@ -610,9 +616,11 @@ def sft_stage(
     learning_rate: float | None = None,
     base_path: str | pathlib.Path | None = None,
     mesh: Mesh | None = None,
+    judged: bool = True,
 ) -> str | None:
     """A LoRA SFT stage on (prompt, completion) ``pairs`` (``learning_rate``: the recipe's
-    ``sft_learning_rate`` unless given); returns its export (None: not finished)."""
+    ``sft_learning_rate`` unless given); returns its export (None: not finished). ``judged``: as
+    in :func:`finish_stage`."""
     if stages.done(name):
         return stages.state[name]["export"]
     if not stages.ready(name):
@@ -644,7 +652,7 @@ def sft_stage(
         session=stages.clock(name),
         label=name,
     )
-    return finish_stage(stages, name, lora, base, recipe, mesh, result)
+    return finish_stage(stages, name, lora, base, recipe, mesh, result, judged=judged)
 
 
 def preference_stage(

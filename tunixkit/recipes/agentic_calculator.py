@@ -32,6 +32,9 @@ class Agentic(_Presets):
     eval: evaluation.EvalConfig  # greedy, per turn
     eval_questions: int
     shares: dict[str, float]  # each stage's share of the training time
+    # whether the tool model is also written as the judged model (ckpts/actor/<step>): the
+    # competition's judges run no tool, so not unless asked
+    judged: bool = False
 
     @classmethod
     def smoke(cls) -> Agentic:
