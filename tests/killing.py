@@ -51,8 +51,19 @@ def cpu_env(devices: int) -> dict:
 def hang_at(env: dict, step: int, where: str = "") -> dict:
     """``env`` for a child that hangs after saving checkpoint ``step`` (in a folder holding
     ``where``)."""
+    return _hooked(env, "TUNIXKIT_TEST_HANG_AT", step, where)
+
+
+def clock_ends_at(env: dict, step: int, where: str = "") -> dict:
+    """``env`` for a child whose session clock runs out once it has saved checkpoint ``step`` (in
+    a folder holding ``where``): the session's end as an event, not a time."""
+    return _hooked(env, "TUNIXKIT_TEST_CLOCK_ENDS_AT", step, where)
+
+
+def _hooked(env: dict, variable: str, step: int, where: str) -> dict:
+    """``env`` with ``tests/hang/sitecustomize.py`` loaded and ``variable`` set to ``step``."""
     paths = [str(HANG), *filter(None, [env.get("PYTHONPATH")])]
-    out = dict(env, PYTHONPATH=os.pathsep.join(paths), TUNIXKIT_TEST_HANG_AT=str(step))
+    out = dict(env, PYTHONPATH=os.pathsep.join(paths), **{variable: str(step)})
     if where:
         out["TUNIXKIT_TEST_HANG_IN"] = where
     return out

@@ -1,8 +1,10 @@
 """Notebook 06 across two Kaggle-like sessions: the first is SIGKILLed in its GRPO stage, right after
 the stage's first checkpoint (``tests/killing.py``); its output, made read-only, is the second
 session's ``RESUME_FROM``. The second must not train the finished stages again, must read their
-evaluations back, must continue GRPO from its checkpoint (the remaining steps only) and must end
-with the notebook's must-hold checks passed.
+evaluations back, must continue GRPO from its checkpoint, and must end with the notebook's
+must-hold checks passed. Its session clock runs out part-way through GRPO (after GRPO's next
+checkpoint: an event, ``killing.clock_ends_at``), the last stage, whose deadline is the session's
+end: GRPO must still be finished with the steps it trained, evaluated, adopted and judged.
 
 It runs the smoke preset cut small by the notebook's own knobs (``SMALL``): what it proves is the
 resume, not learning (the whole preset's learning is asserted by the notebook's nbval run), so the
@@ -25,7 +27,9 @@ import killing
 from tunixkit import testing
 
 NOTEBOOK = pathlib.Path(__file__).resolve().parents[1] / "notebooks" / "06_multidomain_pipeline.py"
-GRPO_STEPS, KILL_AT = 4, 2  # GRPO checkpoints every 2 steps here (the smoke recipe: every 20)
+# GRPO checkpoints every 2 steps here (the smoke recipe: every 20): the first session is killed
+# after checkpoint 2, the second session's clock runs out after checkpoint 4, of 6 planned steps
+GRPO_STEPS, KILL_AT, CLOCK_ENDS_AT = 6, 2, 4
 # Fewer steps, prompts and answer tokens than the smoke preset: every stage still trains (asserted),
 # evaluates and hands over.
 SMALL = {
@@ -95,21 +99,37 @@ def test_a_pipeline_killed_in_its_grpo_stage_continues_there_in_the_next_session
         p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
     second = tmp_path / "working" / "run"
-    proc, log = _start(tmp_path, "session2", _env(), OUTPUT_DIR=str(second), RESUME_FROM=str(first))
+    proc, log = _start(
+        tmp_path,
+        "session2",
+        killing.clock_ends_at(_env(), CLOCK_ENDS_AT, "/grpo/checkpoints"),
+        OUTPUT_DIR=str(second),
+        RESUME_FROM=str(first),
+        SESSION_HOURS=9,
+    )
     assert killing.wait(proc, log) == 0, log.read_text()[-3000:]
     said = log.read_text()
     assert f"continuing from {first} (each stage continues from its own checkpoint)" in said
-    assert (
-        f"grpo: {GRPO_STEPS} of {GRPO_STEPS} steps ({GRPO_STEPS - KILL_AT} in this run" in said
-    ), said[-3000:]
+    assert f"the session clock ends at {CLOCK_ENDS_AT}" in said, said[-3000:]
+    summary = json.loads((second / "summary.json").read_text())
+    grpo = summary["stages"]["grpo"]
+    trained = grpo["steps"]  # the clock stops it at the next step it asks about
+    assert grpo["done"] and grpo["stopped"] == "session clock", grpo
+    assert CLOCK_ENDS_AT <= trained < GRPO_STEPS, grpo
+    assert f"grpo: {trained} of {GRPO_STEPS} steps ({trained - KILL_AT} in this run" in said, said[
+        -3000:
+    ]
+    assert f"grpo: the session clock stopped training after {trained} steps" in said
     for stage in ("sft", "improve", "preference"):  # finished: not trained again
         assert not re.search(rf"^{stage}: \d+ of \d+ steps", said, re.M), stage
     assert (
         "self-improvement: kept" not in said and "judged pairs:" not in said
     )  # their data read back
-    assert set(_rollout_steps(second)[rolled_out:]) == set(range(KILL_AT + 1, GRPO_STEPS + 1))
-    summary = json.loads((second / "summary.json").read_text())
-    assert summary["stages"]["grpo"]["steps"] == GRPO_STEPS
+    assert set(_rollout_steps(second)[rolled_out:]) == set(range(KILL_AT + 1, trained + 1))
+    # GRPO's hours are kept: evaluated (below), adopted, and the judged model at its step
+    assert summary["final_stage"] == "grpo", summary["adoption"]
+    total = sum(summary["stages"][n]["steps"] for n in ("sft", "improve", "preference", "grpo"))
+    assert summary["judged_model"].endswith(f"/ckpts/actor/{total}/model_params"), summary
     # each stage's adoption was decided against the model it started from, and said
     assert all("why" in summary["adoption"][n] for n in ("sft", "improve", "preference", "grpo"))
     # the self-improvement pass ran in the first session; its report is kept across the resume

@@ -8,7 +8,11 @@ A test puts this folder on the child's ``PYTHONPATH`` and sets
 - ``TUNIXKIT_TEST_HANG_IN=TEXT`` (optional): only for a checkpoint folder whose path holds TEXT
   (notebook 06 has a checkpoint folder per stage).
 
-Without ``TUNIXKIT_TEST_HANG_AT`` this module does nothing. The hook is installed when
+Or, instead of hanging, ``TUNIXKIT_TEST_CLOCK_ENDS_AT=N``: once checkpoint N is saved (in a folder
+holding ``TUNIXKIT_TEST_HANG_IN``), the session clock has run out (``Session.remaining`` is 0 from
+then on): the session's end as an event, for a stage whose deadline is the session's end.
+
+Without either variable this module does nothing. The hook is installed when
 ``tunix.sft.checkpoint_manager`` is imported (every tunix trainer saves through it), so the
 process's imports are not changed before then.
 """
@@ -23,10 +27,9 @@ _MODULE = "tunix.sft.checkpoint_manager"
 
 
 def _patch(module) -> None:
-    at, where = (
-        int(os.environ["TUNIXKIT_TEST_HANG_AT"]),
-        os.environ.get("TUNIXKIT_TEST_HANG_IN", ""),
-    )
+    hang = os.environ.get("TUNIXKIT_TEST_HANG_AT")
+    at = int(hang or os.environ["TUNIXKIT_TEST_CLOCK_ENDS_AT"])
+    where = os.environ.get("TUNIXKIT_TEST_HANG_IN", "")
     save = module.CheckpointManager.save
 
     def save_then_hang(self, step, *args, **kwargs):
@@ -34,6 +37,12 @@ def _patch(module) -> None:
         manager = getattr(self, "_checkpoint_manager", None)
         if saved and step == at and manager is not None and where in str(manager.directory):
             manager.wait_until_finished()
+            if not hang:  # the session's end, from now on
+                from tunixkit import session
+
+                session.Session.remaining = lambda self: 0.0
+                print(f"the session clock ends at {step}", file=sys.stderr, flush=True)
+                return saved
             print(f"hanging at {step} ({manager.directory})", file=sys.stderr, flush=True)
             threading.Event().wait()
         return saved
@@ -57,5 +66,5 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
-if os.environ.get("TUNIXKIT_TEST_HANG_AT"):
+if os.environ.get("TUNIXKIT_TEST_HANG_AT") or os.environ.get("TUNIXKIT_TEST_CLOCK_ENDS_AT"):
     sys.meta_path.insert(0, _Finder())
