@@ -322,20 +322,28 @@ def evaluate_stage(name):
 # because the tiny model only ever saw arithmetic and adapters cannot move its untrained embeddings.
 # The recipe's `good_share` of the traces keep their answer; in smoke the rest get a well-formed
 # but empty one (`testing.WEAK`), as real instruction data is uneven: SFT learns both kinds, and
-# the stages after it have something to choose.
+# the stages after it have something to choose. In full, `plain_share` of the rows train without the
+# system prompt, so that the answer format holds under the judges' own prompt too (the judges'
+# check below asks both ways).
 
 # %%
 family = models.get_spec(recipe.model_id).family
 sft_rows = testing.uneven(train, recipe.good_share) if rt.smoke else train
+plain = [prompting.without_system(i, recipe.plain_share) for i in range(len(sft_rows))]
 sft_pairs = [  # every target ends its turn, so that the model learns to stop
     (
-        prompting.format_prompt(r["prompt"], recipe.eval.system_prompt, family=family),
+        prompting.format_prompt(
+            r["prompt"], None if p else recipe.eval.system_prompt, family=family
+        ),
         prompting.end_turn(r["response"], family=family),
     )
-    for r in sft_rows
+    for r, p in zip(sft_rows, plain, strict=True)
 ]
 lacking = sum(r["response"] != target for r, (_, target) in zip(sft_rows, sft_pairs, strict=True))
-print(f"SFT targets: {len(sft_pairs)}; the end of turn added to {lacking} that lacked it")
+print(
+    f"SFT targets: {len(sft_pairs)}; the end of turn added to {lacking} that lacked it; "
+    f"{sum(plain)} without the system prompt (plain_share {recipe.plain_share:g})"
+)
 sft_export = pipeline.sft_stage(
     stages, "sft", sft_pairs, recipe, steps=recipe.sft_steps, base_path=MODEL_PATH, mesh=mesh
 )
@@ -529,8 +537,10 @@ print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 # with its `tunix_config.json` and tokenizer beside it. This cell uses no tunixkit, as the judges
 # would: tunix's own Gemma class and config, Orbax, and tunix's sampler with the judges' decoding
 # (temperature 1e-4, top-k 1, top-p 1, 768 steps, seed 42) answer two prompts of every judged domain.
-# It prints each answer's length and whether it is in the `<reasoning>`/`<answer>` format, and
-# writes them to `OUTPUT_DIR/judges_check.jsonl`. Copy it into a submission as it is.
+# It asks with the notebook's system prompt and again without one (the judges' own prompt may not
+# carry it), prints each answer's length and whether it is in the `<reasoning>`/`<answer>` format,
+# then the format rate both ways, and writes them to `judges_check.jsonl` beside `ckpts/`. Copy it
+# into a submission as it is.
 
 # %%
 import importlib
@@ -593,8 +603,9 @@ def load_judged(folder):
 
 def judges_check(root, system_prompt=None):
     """Answer ``JUDGED_PROMPTS`` with the judged model in ``root/ckpts/actor`` (on Kaggle
-    ``/kaggle/working``) and the judges' decoding, written to ``root/judges_check.jsonl``; returns
-    (its answers, its folder), or ([], None) when there is none yet."""
+    ``/kaggle/working``) and the judges' decoding, with ``system_prompt`` and (if there is one)
+    without it, written to ``root/judges_check.jsonl``; returns (its answers, its folder), or
+    ([], None) when there is none yet."""
     actor = pathlib.Path(root) / "ckpts" / "actor"
     steps = sorted((p for p in actor.glob("*") if p.name.isdigit()), key=lambda p: int(p.name))
     if not steps:
@@ -612,37 +623,49 @@ def judges_check(root, system_prompt=None):
 
         tok = AutoTokenizer.from_pretrained(folder)
         stop = [tok.eos_token_id, tok.convert_tokens_to_ids("<end_of_turn>")]
-    turns = [f"{system_prompt}\n\n{p}" if system_prompt else p for _, p in JUDGED_PROMPTS]
     cache = sampler_lib.CacheConfig(
         cache_size=2048,  # the longest prompt and 768 generated tokens
         num_layers=config.num_layers,
         num_kv_heads=config.num_kv_heads,
         head_dim=config.head_dim,
     )
-    out = sampler_lib.Sampler(model, tok, cache)(
-        [f"<start_of_turn>user\n{t}<end_of_turn>\n<start_of_turn>model\n" for t in turns],
-        max_generation_steps=768,
-        temperature=1e-4,
-        top_k=1,
-        top_p=1.0,
-        seed=42,
-        eos_tokens=stop,
-    )
+    sampler = sampler_lib.Sampler(model, tok, cache)
     form = re.compile(r"<reasoning>.+</reasoning>\s*<answer>.+</answer>", re.DOTALL)
     answers = []
-    for (domain, prompt), text, tokens in zip(JUDGED_PROMPTS, out.text, out.tokens, strict=True):
-        ok = bool(form.search(text))
-        answers.append(
-            {
-                "domain": domain,
-                "prompt": prompt,
-                "answer": text,
-                "tokens": len(tokens),
-                "format": ok,
-            }
+    for system in [system_prompt, None] if system_prompt else [None]:
+        turns = [f"{system}\n\n{p}" if system else p for _, p in JUDGED_PROMPTS]
+        out = sampler(
+            [f"<start_of_turn>user\n{t}<end_of_turn>\n<start_of_turn>model\n" for t in turns],
+            max_generation_steps=768,
+            temperature=1e-4,
+            top_k=1,
+            top_p=1.0,
+            seed=42,
+            eos_tokens=stop,
         )
-        print(f"--- {domain}: {len(tokens)} tokens, format {'ok' if ok else 'NOT followed'}")
-        print(text[:600])
+        for (domain, prompt), text, tokens in zip(
+            JUDGED_PROMPTS, out.text, out.tokens, strict=True
+        ):
+            ok = bool(form.search(text))
+            answers.append(
+                {
+                    "domain": domain,
+                    "prompt": prompt,
+                    "system_prompt": bool(system),
+                    "answer": text,
+                    "tokens": len(tokens),
+                    "format": ok,
+                }
+            )
+            way = "" if system else ", no system prompt"
+            print(
+                f"--- {domain}{way}: {len(tokens)} tokens, format {'ok' if ok else 'NOT followed'}"
+            )
+            print(text[:600])
+    for system in sorted({a["system_prompt"] for a in answers}, reverse=True):
+        rows = [a for a in answers if a["system_prompt"] == system]
+        way = "with the system prompt" if system else "without a system prompt"
+        print(f"format {way}: {sum(a['format'] for a in rows)} of {len(rows)} answers")
     with open(pathlib.Path(root) / "judges_check.jsonl", "w") as f:
         f.writelines(json.dumps(a) + "\n" for a in answers)
     print(f"the judged model: {(folder / 'model_params').resolve()}")
@@ -728,7 +751,7 @@ if stages.done("grpo") and not stages.skipped("grpo"):
         )
 checks.must(
     final is None
-    or len(judged_answers) == len(JUDGED_PROMPTS)
+    or {(a["domain"], a["prompt"]) for a in judged_answers} == set(JUDGED_PROMPTS)
     and all(a["answer"].strip() for a in judged_answers),
     "the judged model, loaded by tunix alone, left a judged domain's prompt without an answer",
 )

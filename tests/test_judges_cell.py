@@ -62,7 +62,11 @@ def test_the_judges_cell_loads_the_judged_model_with_tunix_alone(tmp_path, model
     np.testing.assert_allclose(testing.logits(judged), testing.logits(base.model), atol=1e-5)
     rows = [json.loads(line) for line in (tmp_path / "judges_check.jsonl").read_text().splitlines()]
     assert rows == scope["judged_answers"]
-    assert [r["domain"] for r in rows] == [domain for domain, _ in scope["JUDGED_PROMPTS"]]
+    # asked with the system prompt, then without one (the judges' own prompt may not carry it)
+    domains = [domain for domain, _ in scope["JUDGED_PROMPTS"]]
+    assert [(r["domain"], r["system_prompt"]) for r in rows] == [(d, True) for d in domains] + [
+        (d, False) for d in domains
+    ]
     assert {"creative writing", "summarization", "science", "math", "code"} <= {
         r["domain"] for r in rows
     }

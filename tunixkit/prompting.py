@@ -12,6 +12,7 @@ from __future__ import annotations
 from tunixkit import families
 
 __all__ = [
+    "without_system",
     "CALCULATOR_SYSTEM_PROMPT",
     "DOMAINS_SYSTEM_PROMPT",
     "MATH_SYSTEM_PROMPT",
@@ -82,3 +83,14 @@ def end_turn(completion: str, *, family: str = "gemma3") -> str:
     """
     end = families.get(family).end_of_turn
     return completion if completion.rstrip().endswith(end) else completion.rstrip() + end
+
+
+def without_system(i: int, share: float) -> bool:
+    """Whether row ``i`` trains without the system prompt, for ``share`` of the rows spread evenly:
+    the judges' own prompt may not carry ours, and a model that only ever saw it may drop the
+    answer format without it.
+
+    >>> [without_system(i, 0.25) for i in range(8)], without_system(3, 0.0)
+    ([False, False, False, True, False, False, False, True], False)
+    """
+    return int((i + 1) * share) > int(i * share)

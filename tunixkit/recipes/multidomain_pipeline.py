@@ -58,6 +58,9 @@ class Pipeline(_Presets):
     # rewards train it), "stop" (before any training) or "warn" (used as it is):
     # domains.act_on_calibration
     judge_check: str = "ignore"
+    # stage 1's rows trained without the system prompt (prompting.without_system), so the format
+    # holds under the judges' own prompt too
+    plain_share: float = 0.25
 
     @classmethod
     def smoke(cls) -> Pipeline:
@@ -125,6 +128,8 @@ class Pipeline(_Presets):
             # the stand-in rubric grader fails code's calibration by design (it misses absent tags
             # there, tests/test_pipeline.py); the learning bars were measured with it in use
             judge_check="warn",
+            # every row under the system prompt: the learning bars were measured so
+            plain_share=0.0,
         )
 
     @classmethod
