@@ -84,3 +84,25 @@ def test_a_rerun_of_the_same_step_replaces_it_and_an_export_is_required(tmp_path
     assert sorted(p.name for p in again.parent.parent.iterdir()) == ["3"]
     with pytest.raises(FileNotFoundError, match="no params"):
         checkpoints.write_judged(tmp_path / "export", tmp_path, step=4)
+
+
+def test_a_continuing_session_keeps_the_judged_model_until_it_writes_its_own(tmp_path):
+    """On Kaggle the judged model lies in /kaggle/working/ckpts, beside OUTPUT_DIR; the next
+    session reads the earlier one's output under /kaggle/input/<notebook>/ and starts with an
+    empty /kaggle/working. Until it finishes a stage of its own, the earlier judged model is
+    copied to where the template looks; a session that has one keeps it."""
+    earlier = tmp_path / "input" / "notebook"
+    judged = earlier / "ckpts" / "actor" / "7" / "model_params"
+    judged.mkdir(parents=True)
+    (judged / "params").write_bytes(b"weights")
+    (earlier / "ckpts" / "actor" / "3").mkdir()  # an older step: not the one taken
+    working = tmp_path / "working"
+    copied = checkpoints.carry_judged(earlier / "runs" / "06", working / "runs" / "06", working)
+    assert copied == working / "ckpts" / "actor" / "7" / "model_params"
+    assert (copied / "params").read_bytes() == b"weights"
+    (copied / "params").write_bytes(b"newer")  # this session's own, from now on
+    checkpoints.carry_judged(earlier / "runs" / "06", working / "runs" / "06", working)
+    assert (copied / "params").read_bytes() == b"newer"
+    # elsewhere the judged model is inside OUTPUT_DIR, which RESUME_FROM carries already
+    elsewhere = tmp_path / "elsewhere"
+    assert checkpoints.carry_judged(tmp_path / "nothing", elsewhere, elsewhere) is None

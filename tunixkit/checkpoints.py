@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from tunix.models.gemma.model import ModelConfig as Gemma2Config
     from tunix.models.gemma3.model import ModelConfig as Gemma3Config
 
-__all__ = ["CheckpointError", "write_judged"]
+__all__ = ["CheckpointError", "carry_judged", "write_judged"]
 
 CONFIG_FILE, WEIGHTS_FILE, INDEX_FILE = (
     "config.json",
@@ -246,3 +246,41 @@ def write_judged(
         if other != target:
             shutil.rmtree(other, ignore_errors=True)
     return target / "model_params"
+
+
+def carry_judged(
+    resume_from: str | pathlib.Path, out_dir: str | pathlib.Path, root: str | pathlib.Path
+) -> pathlib.Path | None:
+    """A continuing session's judged model until it writes its own: the newest
+    ``ckpts/actor/<step>`` of the session ``resume_from`` continues, copied under ``root`` (this
+    session's judged folder) when ``root`` has none. Under ``resume_from`` itself, or (on Kaggle,
+    where the judged model lies in ``/kaggle/working``, beside ``OUTPUT_DIR``) in the earlier
+    session's matching folder: ``resume_from`` less ``out_dir``'s path inside ``root``. Without
+    it a session that finishes no stage would leave the template's path empty. Returns the copy.
+    """
+    src, out, root = pathlib.Path(resume_from), pathlib.Path(out_dir), pathlib.Path(root)
+    if _steps(root / JUDGED_DIR):
+        return None
+    roots = [src]
+    inside = (
+        out.resolve().relative_to(root.resolve())
+        if out.resolve().is_relative_to(root.resolve())
+        else None
+    )
+    if inside is not None and inside.parts and src.parts[-len(inside.parts) :] == inside.parts:
+        roots.append(src.parents[len(inside.parts) - 1])
+    for earlier in roots:
+        steps = _steps(earlier / JUDGED_DIR)
+        if steps:
+            target = root / JUDGED_DIR / steps[-1].name
+            shutil.copytree(steps[-1], target)
+            print(f"the judged model until this session writes its own: {steps[-1]} (copied)")
+            return target / "model_params"
+    return None
+
+
+def _steps(actor: pathlib.Path) -> list[pathlib.Path]:
+    """The step folders under ``actor`` (``ckpts/actor``), oldest first."""
+    if not actor.is_dir():
+        return []
+    return sorted((p for p in actor.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))

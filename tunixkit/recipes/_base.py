@@ -13,7 +13,7 @@ import pathlib
 import shutil
 from typing import Any, NamedTuple
 
-from tunixkit import data, runtime, session
+from tunixkit import checkpoints, data, runtime, session
 from tunixkit.runtime import Runtime, resolve
 
 # qwix regex: adapters on the MLP only (the smoke GRPO recipes; the families' default adds
@@ -195,6 +195,8 @@ def start(
                 "rehearsal's OUTPUT_DIR (REHEARSAL = True writes it) or the file itself"
             )
         clock.plan = plan
+    if resume_from is not None and not rehearsal:
+        checkpoints.carry_judged(resume_from, out_dir, clock.judged_dir())
     if rehearsal:  # its judged model stays in its own folder, removed with it
         batch = getattr(getattr(recipe, "eval", None), "batch_size", 8)
         clock.rehearsal = session.Rehearsal(report_dir=report_dir, items=2 * batch)
