@@ -103,7 +103,8 @@ GSM8K_PATH = (
 JUDGE_ID = None  # the judge model; None: the profile's (the rubric grader in smoke)
 TRACES = None  # full: SFT traces (a .jsonl/.json/.csv/.parquet file or HF id); None: the public mix
 DOMAIN_FIELD = "domain"  # the traces' domain column; a row without one is classified by keywords
-MIX_PATHS = None  # local copies of the mix's data sets, {"allenai/sciq": ".../train.parquet"}
+MIX_PATHS = None  # local copies of the mix's data sets, {"allenai/qasc": ".../train.parquet"}
+MIX_NONCOMMERCIAL = False  # True: the mix may also use non-commercial data sets (SciQ, CC BY-NC)
 TRACE_FIELDS = (
     "prompt",
     "response",
@@ -169,6 +170,7 @@ rt, recipe, out_dir, clock = recipes.start(
         "traces": TRACES,
         "trace_fields": list(TRACE_FIELDS),
         "domain_field": DOMAIN_FIELD,
+        "mix_noncommercial": MIX_NONCOMMERCIAL,
     },
     model_id=MODEL_ID,
     judge_id=JUDGE_ID,
@@ -206,10 +208,13 @@ recipe
 # each domain are held out for the evaluations, and no stage trains on them. In smoke they are
 # generated offline; in full they are your traces (chat messages or prompt/response columns; any
 # other shape stops here, naming the columns found) plus GSM8K for math, where answers can be checked.
-# Without `TRACES`, the default public mix (`tunixkit.mix`): dolly-15k's creative writing,
-# brainstorming and summarization (written by people, CC BY-SA 3.0), SciQ for science (exam questions
-# with a supporting paragraph as the reasoning, CC BY-NC 3.0), MBPP for code (CC BY 4.0), GSM8K for
-# math (MIT): an even share per domain, rows that cannot be converted counted by reason.
+# Without `TRACES`, the default public mix (`tunixkit.mix`), of data sets whose licence allows
+# commercial use (`MIX_NONCOMMERCIAL = True` adds SciQ, CC BY-NC 3.0): dolly-15k's creative writing,
+# brainstorming and summarization (written by people, CC BY-SA 3.0), QASC for science (two facts
+# that compose into the answer, the reasoning, and the composed fact as the answer, CC BY 4.0), MBPP
+# for code (CC BY 4.0), GSM8K for math (MIT): at most an even share per domain, rows that cannot be
+# converted counted by reason, the traces per domain printed. (dolly's and MBPP's rows carry no
+# reasoning of their own: theirs is still a short plan per domain, the same on every row of it.)
 
 # %%
 if rt.smoke:
@@ -218,7 +223,12 @@ if rt.smoke:
 else:
     if TRACES is None:  # the default public mix, an even share per domain
         family = models.get_spec(recipe.model_id).family
-        traces = mix.load_mix(recipe.train_tasks // 6, paths=MIX_PATHS, family=family)
+        traces = mix.load_mix(
+            recipe.train_tasks // 6,
+            paths=MIX_PATHS,
+            family=family,
+            noncommercial=MIX_NONCOMMERCIAL,
+        )
     else:
         traces = domains.load_traces(
             TRACES, fields=TRACE_FIELDS, domain_field=DOMAIN_FIELD, limit=recipe.train_tasks

@@ -58,6 +58,28 @@ SCIQ = [  # allenai/sciq: question, distractor1-3, correct_answer, support
         "support": "",
     },
 ]
+QASC = [  # allenai/qasc: id, question, choices {text, label}, answerKey, fact1, fact2, combinedfact
+    {
+        "id": "q1",
+        "question": "What do plants need to make food?",
+        "choices": {"text": ["salt", "light"], "label": ["A", "B"]},
+        "answerKey": "B",
+        "fact1": "plants make food by photosynthesis",
+        "fact2": "Photosynthesis uses light.",
+        "combinedfact": "plants need light to make food",
+        "formatted_question": "What do plants need to make food? (A) salt (B) light",
+    },
+    {
+        "id": "q2",
+        "question": "What is H2O?",
+        "choices": {"text": ["air", "water"], "label": ["A", "B"]},
+        "answerKey": "B",
+        "fact1": "H2O is a molecule",
+        "fact2": "Molecules are made of atoms.",
+        "combinedfact": "H2O is made of atoms",  # does not state the answer: left out
+        "formatted_question": "What is H2O? (A) air (B) water",
+    },
+]
 MBPP = [  # google-research-datasets/mbpp (full): task_id, text, code, test_list, ...
     {
         "task_id": 2,
@@ -75,6 +97,7 @@ def paths(tmp_path):
     out = {}
     for name, rows in (
         ("databricks/databricks-dolly-15k", DOLLY),
+        ("allenai/qasc", QASC),
         ("allenai/sciq", SCIQ),
         ("google-research-datasets/mbpp", MBPP),
     ):
@@ -97,15 +120,33 @@ def test_the_default_mix_covers_every_judged_domain_and_counts_what_it_skips(pat
     code = next(t for t in traces if t["domain"] == "code")
     assert "assert add(1, 2) == 3" in code["prompt"] and "return a + b" in code["response"]
     science = next(t for t in traces if t["domain"] == "science")
-    assert "<reasoning>Plants use light to make food.</reasoning>" in science["response"]
-    # nothing dropped unsaid: each data set's skipped rows, by reason
+    assert science["response"].startswith(  # the two facts reason, the composed fact answers
+        "<reasoning>Plants make food by photosynthesis. Photosynthesis uses light.</reasoning>"
+    )
+    assert "<answer>Plants need light to make food.</answer>" in science["response"]
+    # nothing dropped unsaid: each data set's skipped rows, by reason; the licence rule said
     assert "1 skipped: category 'open_qa' is not a judged domain" in said
     assert "1 skipped: summarization without its passage" in said
+    assert "1 skipped: the composed fact does not state the answer" in said
+    assert "allenai/sciq: left out (CC BY-NC 3.0, non-commercial" in said
+    assert (
+        "the mix by domain: {'creative': 2, 'ideation': 1, 'summarization': 1, 'science': 1" in said
+    )
+
+
+def test_a_non_commercial_data_set_joins_the_mix_only_when_asked(paths, capsys):
+    traces = mix.load_mix(2, paths=paths, noncommercial=True)
+    said = capsys.readouterr().out
+    science = [t for t in traces if t["domain"] == "science"]
+    assert len(science) == 2 and "left out" not in said  # QASC's, then SciQ's
+    assert "<reasoning>Plants use light to make food.</reasoning>" in science[1]["response"]
     assert "1 skipped: no supporting paragraph to reason from" in said
+    assert all(s.licence for s in mix.SOURCES)
+    assert [s.dataset for s in mix.SOURCES if not s.commercial] == ["allenai/sciq"]
 
 
 def test_a_data_set_with_no_convertible_row_is_named(paths, tmp_path):
-    bad = tmp_path / "sciq.parquet"
+    bad = tmp_path / "qasc.parquet"
     pd.DataFrame([{"q": "x", "a": "y"}]).to_parquet(bad)
-    with pytest.raises(data.DataError, match=r"sciq.parquet: none of its 1 rows.*allenai/sciq"):
-        mix.load_mix(2, paths=paths | {"allenai/sciq": str(bad)})
+    with pytest.raises(data.DataError, match=r"qasc.parquet: none of its 1 rows.*allenai/qasc"):
+        mix.load_mix(2, paths=paths | {"allenai/qasc": str(bad)})

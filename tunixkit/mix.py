@@ -6,10 +6,16 @@ Per domain, the data set, its licence and why:
 - creative, ideation, summarization: ``databricks/databricks-dolly-15k`` (categories
   ``creative_writing``, ``brainstorming``, ``summarization``), CC BY-SA 3.0: written by people,
   not a model; one file of 15k rows; summarization rows carry their passage.
-- science: ``allenai/sciq``, CC BY-NC 3.0: 11.7k science exam questions, most with a supporting
-  paragraph to reason from.
+- science: ``allenai/qasc``, CC BY 4.0: 8.1k grade-school science questions, each with the two
+  facts that compose into its answer (the reasoning) and the composed fact (the answer, a sentence
+  that states it, not a bare choice).
 - code: ``google-research-datasets/mbpp`` (``full``), CC BY 4.0: short Python tasks with a
   reference solution.
+
+The licence rule: the default mix uses only data sets whose licence allows commercial use (each
+:class:`Source` names its licence). ``allenai/sciq`` (CC BY-NC 3.0: exam questions with a
+supporting paragraph, but a one-to-three-word answer) is used only with ``noncommercial=True``
+(``MIX_NONCOMMERCIAL`` in notebook 06), and said either way.
 
 Math comes from GSM8K (MIT: worked solutions and a checkable answer, for GRPO's answer reward),
 read by :func:`tunixkit.recipes.gsm8k` as in every notebook (``GSM8K_PATH`` for a local copy).
@@ -99,6 +105,46 @@ def sciq(row: Mapping[str, Any], family: str = "gemma3") -> dict[str, str]:
     }
 
 
+def _sentence(text: str) -> str:
+    """``text`` as a sentence: capitalised, ending in a full stop.
+
+    >>> _sentence("clouds are made of water vapor"), _sentence("Wind turns turbines.")
+    ('Clouds are made of water vapor.', 'Wind turns turbines.')
+    """
+    text = text.strip()
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "!", "?")) else ".")
+
+
+def qasc(row: Mapping[str, Any], family: str = "gemma3") -> dict[str, str]:
+    """An ``allenai/qasc`` row (``question``, ``choices``, ``answerKey``, ``fact1``, ``fact2``,
+    ``combinedfact``): the two facts are the reasoning, the composed fact the answer, kept only
+    where it states the right choice.
+
+    >>> row = {"question": "What can heating air make?", "answerKey": "B",
+    ...        "choices": {"text": ["rock", "electricity"], "label": ["A", "B"]},
+    ...        "fact1": "heating air makes wind", "fact2": "Wind turns turbines.",
+    ...        "combinedfact": "heating air can make electricity"}
+    >>> print(qasc(row)["response"])
+    <reasoning>Heating air makes wind. Wind turns turbines.</reasoning>
+    <answer>Heating air can make electricity.</answer><end_of_turn>
+    """
+    question = _text(row, "question")
+    facts = " ".join(_sentence(_text(row, f)) for f in ("fact1", "fact2"))
+    combined = _sentence(_text(row, "combinedfact"))
+    choices = row.get("choices") or {}
+    by_label = dict(zip(choices.get("label") or [], choices.get("text") or [], strict=False))
+    choice = by_label.get(str(row.get("answerKey") or ""))
+    if not choice:
+        raise Skip("no answer choice for its answerKey")
+    if str(choice).lower() not in combined.lower():
+        raise Skip("the composed fact does not state the answer")
+    return {
+        "domain": "science",
+        "prompt": question,
+        "response": _completion(facts, combined, family),
+    }
+
+
 def mbpp(row: Mapping[str, Any], family: str = "gemma3") -> dict[str, str]:
     """A ``google-research-datasets/mbpp`` row (``text``, ``code``, ``test_list``): the task, the
     tests the function must pass, and the reference solution as the answer."""
@@ -123,14 +169,17 @@ class Source:
 
     dataset: str  # a Hugging Face id
     convert: Callable[..., dict[str, str]]
+    licence: str
+    commercial: bool = True  # whether the licence allows commercial use (the default mix's rule)
     split: str = "train"
     config: str | None = None
 
 
 SOURCES = (
-    Source("databricks/databricks-dolly-15k", dolly),
-    Source("allenai/sciq", sciq),
-    Source("google-research-datasets/mbpp", mbpp, split="train+test", config="full"),
+    Source("databricks/databricks-dolly-15k", dolly, "CC BY-SA 3.0"),
+    Source("allenai/qasc", qasc, "CC BY 4.0"),
+    Source("google-research-datasets/mbpp", mbpp, "CC BY 4.0", split="train+test", config="full"),
+    Source("allenai/sciq", sciq, "CC BY-NC 3.0", commercial=False),
 )
 
 
@@ -140,7 +189,7 @@ def convert(
     """(traces, skipped rows by reason) of ``rows`` of ``source``.
 
     >>> traces, skipped = convert([{"question": "q", "correct_answer": "a", "support": ""}],
-    ...                           SOURCES[1])
+    ...                           SOURCES[3])
     >>> traces, dict(skipped)
     ([], {'no supporting paragraph to reason from': 1})
     """
@@ -159,13 +208,22 @@ def load_mix(
     paths: Mapping[str, str] | None = None,
     family: str = "gemma3",
     load: Callable[..., list[dict[str, Any]]] = data.load_rows,
+    noncommercial: bool = False,
 ) -> list[dict[str, str]]:
     """At most ``per_domain`` traces of each domain of :data:`SOURCES` (all but math), in the data
     sets' order, interleaved by domain. ``paths``: a local file for a data set id (attached on
-    Kaggle, or a test's fixture). Skipped rows are printed per data set and reason; a data set that
-    gives no trace at all raises :class:`tunixkit.data.DataError` naming it."""
+    Kaggle, or a test's fixture). A data set whose licence forbids commercial use is left out
+    unless ``noncommercial`` (said either way). Skipped rows are printed per data set and reason,
+    then the traces per domain; a data set that gives no trace at all raises
+    :class:`tunixkit.data.DataError` naming it."""
     by_domain: dict[str, list[dict[str, str]]] = collections.defaultdict(list)
     for source in SOURCES:
+        if not source.commercial and not noncommercial:
+            print(
+                f"{source.dataset}: left out ({source.licence}, non-commercial; "
+                "noncommercial=True, MIX_NONCOMMERCIAL in notebook 06, uses it)"
+            )
+            continue
         where = (paths or {}).get(source.dataset, source.dataset)
         rows = load(where, source.split, name=source.config)
         traces, skipped = convert(rows, source, family=family)
@@ -180,7 +238,11 @@ def load_mix(
                 by_domain[t["domain"]].append(t)
                 kept[t["domain"]] += 1
         said = ", ".join(f"{n} skipped: {why}" for why, n in skipped.most_common())
-        print(f"{where}: {len(rows)} rows, {dict(kept)} taken" + (f" ({said})" if said else ""))
+        print(
+            f"{where} ({source.licence}): {len(rows)} rows, {dict(kept)} taken"
+            + (f" ({said})" if said else "")
+        )
+    print(f"the mix by domain: { {d: len(rows) for d, rows in by_domain.items()} }")
     lists = list(by_domain.values())
     return [t for group in zip(*lists, strict=False) for t in group] + [
         t for rows in lists for t in rows[min(map(len, lists)) :]
