@@ -128,9 +128,7 @@ GRPO_BETA = None  # GRPO's KL strength; None: the profile's
 SHARES = None  # each stage's share of the training time, {"sft": 0.3, ...}; None: the profile's
 REWARD_WEIGHTS = None  # GRPO's reward weights by name, {"judge": 4.0, ...}; None: the profile's
 GUARD = None  # a stage that lowers the judged score (paired interval below 0) is not adopted; None: True
-JUDGE_CHECK = (
-    None  # a domain the judge fails calibration on: "ignore", "stop", "warn"; None: profile's
-)
+JUDGE_CHECK = None  # a domain the judge fails calibration on: "ignore", "stop", "warn"
 SYSTEM_PROMPT = None  # the system prompt of every stage and evaluation; None: the profile's
 KAGGLE_MODEL = None  # to upload the final export: "<user>/<model>/jax/<variation>"; None: no upload
 
@@ -492,8 +490,8 @@ if (out_dir / "grpo" / "metrics.jsonl").is_file():
 # ## Every stage, every domain
 # The judged score (95% interval) of greedy answers, the mean judged score of `eval_samples` sampled
 # answers, and the format rate, per domain after each stage; math accuracy below. Then each stage's
-# own effect: the change from the model it started from (the last adopted stage), paired prompt by prompt (greedy / sampled), whose
-# interval is far narrower than that of the scores themselves. Then the answers' lengths (median
+# own effect: the change from the model it started from (the last adopted stage), paired prompt by
+# prompt (greedy / sampled), whose interval is far narrower than that of the scores themselves. Then the answers' lengths (median
 # and 90th percentile, in tokens) and the share cut by the generation limit, per domain.
 
 # %%
@@ -521,8 +519,8 @@ display(Markdown(domains.side_by_side(out_dir, [evals["start"].name, list(evals)
 # `orbax/` (params + tunix config + tokenizer, what a Kaggle Model holds for the multi-session
 # track). The same merged model is **the judged model**, `ckpts/actor/<step>/model_params`
 # (under `/kaggle/working` on Kaggle, else `OUTPUT_DIR`; step: the stages' training steps so far;
-# only the newest is kept). Below, each stage and why it was
-# adopted or not. With `KAGGLE_MODEL` set, the export is uploaded.
+# only the newest is kept). Below, each stage and why it was adopted or not. With `KAGGLE_MODEL`
+# set, the export is uploaded.
 
 # %%
 final = stages.final()  # None: the start model stayed the best
