@@ -154,12 +154,14 @@ def start(
     ``OUTPUT_DIR``), whose steps that fit size the real run's learning-rate schedules
     (:meth:`tunixkit.session.Session.schedule_steps`).
 
+    >>> import tempfile
     >>> from tunixkit.recipes import Quickstart
-    >>> started = start(Quickstart, "smoke", "/tmp/tunixkit_doctest", verbose=False,
+    >>> out = tempfile.mkdtemp()  # a run of other code in the same folder would be refused
+    >>> started = start(Quickstart, "smoke", out, verbose=False,
     ...                 num_questions=None)
     >>> started.recipe.num_questions
     4
-    >>> start(Quickstart, "smoke", "/tmp/tunixkit_doctest", verbose=False,
+    >>> start(Quickstart, "smoke", out, verbose=False,
     ...       num_question=2)  # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
