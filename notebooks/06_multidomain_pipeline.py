@@ -275,7 +275,7 @@ else:
 with clock.timed("calibration", items=len(heldout), planned=n_heldout):
     calibration = domains.calibrate(judge, heldout)
 display(Markdown(domains.calibration_table(calibration)))
-domains.act_on_calibration(calibration, judge, records, recipe.judge_check)
+domains.act_on_calibration(calibration, judge, records, recipe.judge_check, rehearsal=REHEARSAL)
 
 # %% [markdown]
 # ## Before training

@@ -184,6 +184,10 @@ def test_rehearsal_times_every_stage_then_stops_before_the_long_run(tmp_path, na
         cut = summary["prompts_cut"]
         assert 0 < cut["generate"] < cut["generate_seen"] and 0 < cut["grpo"], cut
         assert summary["judge_prompts_cut"] > 0, summary
+        # the tiny judge fails its calibration; a rehearsal keeps it grading, to time it
+        assert "a rehearsal keeps it grading there to time it" in said
+        calibrated = 3 * summary["judge_calibration"]["rows"]["all"]["n"]  # 3 answers a prompt
+        assert summary["judged_completions"] > calibrated, summary  # it graded after calibration
         assert "removed sft's export" in said and "removed preference's export" in said
         # TRAIN_TASKS=96: the first 96 of the file's 120 rows are read (a split is sliced, not read whole)
         assert (

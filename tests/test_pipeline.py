@@ -795,6 +795,9 @@ def test_a_domain_the_judge_fails_is_ignored_or_stops_the_run_as_judge_check_say
         domains.act_on_calibration(calibration, judge, heldout, "stop")
     with pytest.raises(ValueError, match="JUDGE_CHECK='drop'"):
         domains.act_on_calibration(calibration, judge, heldout, "drop")
+    # a rehearsal times the judge: it keeps grading, and says what the real run would do
+    assert domains.act_on_calibration(calibration, judge, heldout, "stop", rehearsal=True)
+    assert "the real run would stop" in capsys.readouterr().out and not judge.ignored
     assert domains.act_on_calibration(calibration, judge, heldout, "ignore") == ["code"]
     code = [r for r in heldout if r["domain"] == "code"]
     other = [r for r in heldout if r["domain"] != "code"]

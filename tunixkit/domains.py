@@ -384,13 +384,17 @@ def act_on_calibration(
     judge: Judge,
     records: Sequence[Mapping[str, str]],
     policy: str,
+    *,
+    rehearsal: bool = False,
 ) -> list[str]:
     """What a domain the judge failed (:func:`calibrate`'s ``failed``) does to the run, by
     ``policy`` (``JUDGE_CHECK``): ``"ignore"``: the judge scores its questions 0 without grading
     them (:meth:`tunixkit.judging.Judge.ignore`: GRPO trains it on the other rewards, no pair or
     kept answer comes from it, its judged scores stop moving); ``"stop"``: :class:`CalibrationError`
     before any training; ``"warn"``: said, and the judge is used as it is. ``records``: the tasks
-    whose questions the judge will see (their ``prompt`` and ``domain``). Returns the failed
+    whose questions the judge will see (their ``prompt`` and ``domain``). In a ``rehearsal`` the
+    judge keeps grading whatever the policy (its time is what the rehearsal measures; random
+    weights fail every domain), and what the real run would do is said. Returns the failed
     domains.
 
     >>> from tunixkit.judging import Judge
@@ -408,6 +412,12 @@ def act_on_calibration(
     failed = list(calibration["failed"])
     if not failed:
         return []
+    if rehearsal and policy != "warn":
+        print(
+            f"judge: failed its calibration in {', '.join(failed)}; a rehearsal keeps it grading "
+            f"there to time it (the real run would {policy}: JUDGE_CHECK={policy!r})"
+        )
+        return failed
     if policy == "stop":
         raise CalibrationError(
             f"the judge failed its calibration in {', '.join(failed)} (see the table above): use "
