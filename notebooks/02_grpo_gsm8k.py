@@ -52,7 +52,7 @@ os.environ.setdefault("TUNIXKIT_SESSION_START", str(time.time()))  # the session
 # The tunixkit commit this notebook was tested with (written by scripts/release.py): a re-run months
 # later installs the same code. TUNIXKIT_SOURCE: the repository (a URL, or a folder used as it is,
 # e.g. the repository attached as a Kaggle dataset when the Internet is off).
-TUNIXKIT_RELEASE = os.environ.get("TUNIXKIT_RELEASE", "301dc280a15f8e1d9cb01495f5f2c42e5de5bbcb")
+TUNIXKIT_RELEASE = os.environ.get("TUNIXKIT_RELEASE", "550a4b0efd1fec0895a7a9d2aeae66aa13594a49")
 if importlib.util.find_spec("tunixkit") is None:
     src = os.environ.get("TUNIXKIT_SOURCE", "https://github.com/tunixkit/tunixkit")
     if not os.path.isdir(src):
