@@ -120,14 +120,13 @@ def code_id() -> str:
     >>> import re; bool(re.fullmatch(r"\\d+\\.\\d+\\.\\d+\\+[0-9a-f]{12}", code_id()))
     True
     """
-    import tunixkit
-
-    root = pathlib.Path(tunixkit.__file__).parent
+    package = sys.modules[__package__]  # tunixkit itself, initialised before any of its modules
+    root = pathlib.Path(package.__file__).parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
             digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
-    return f"{tunixkit.__version__}+{digest.hexdigest()[:12]}"
+    return f"{package.__version__}+{digest.hexdigest()[:12]}"
 
 
 def detect_environment() -> str:
