@@ -23,6 +23,7 @@ LAYERS = (
     ("basics", ("answers", "stats", "calculator", "runtime", "runlog", "tokenizer", "families")),
     ("the answer format", ("prompting",)),
     ("data and files", ("session", "data", "rewards", "checkpoints")),
+    ("converted checkpoints", ("packaged",)),
     ("training and models", ("training", "models", "evaluation", "mix")),
     ("algorithms", ("judging", "rl", "preferences", "distill", "domains")),
     ("stages", ("pipeline",)),

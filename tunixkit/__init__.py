@@ -20,6 +20,8 @@ data and files
   data         GSM8K records from any source, SFT pairs, GRPO batches
   rewards      GRPO reward functions (a registry the property tests walk)
   checkpoints  HF-layout writer and validation, Orbax save/restore, LoRA merge, the judged artifact
+converted checkpoints
+  packaged     real models from the package index (GGUF), converted once into the HF layout
 training and models
   training     SFT batches (packing), optimizer, trainer options, run(): the one training loop
   models       load_model (HF / Kaggle / local / smoke) onto a mesh; LoRA and QLoRA; export
@@ -62,6 +64,7 @@ __all__ = [
     "judging",
     "mix",
     "models",
+    "packaged",
     "pipeline",
     "preferences",
     "prompting",

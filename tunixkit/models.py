@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tunixkit import checkpoints, families, runtime
+from tunixkit import checkpoints, families, packaged, runtime
 from tunixkit.tokenizer import Tokenizer
 from tunixkit.tokenizer import load as load_tokenizer
 
@@ -71,6 +71,7 @@ class ModelSpec:
     preset: str | None = None  # tunix ModelConfig classmethod with this model's shape
     hf_repo: str | None = None
     kaggle_handle: str | None = None  # a Kaggle Models "transformers" variant (HF layout)
+    packaged: bool = False  # ships from the package index as GGUF (tunixkit.packaged.PACKAGES)
     smoke: bool = False  # built locally by tunixkit.testing
 
 
@@ -86,6 +87,13 @@ MODELS: dict[str, ModelSpec] = {
         preset="gemma3_270m_it",
         hf_repo="google/gemma-3-270m-it",
         kaggle_handle="google/gemma-3/transformers/gemma-3-270m-it",
+    ),
+    "gemma-3-270m": ModelSpec(  # the base model: from the package index on any machine
+        family="gemma3",
+        preset="gemma3_270m",
+        hf_repo="google/gemma-3-270m",
+        kaggle_handle="google/gemma-3/transformers/gemma-3-270m",
+        packaged=True,
     ),
     "gemma-2-2b-it": ModelSpec(
         family="gemma2",
@@ -139,8 +147,14 @@ class LoadedModel:
 
 def _download(spec: ModelSpec, model_id: str, source: str) -> pathlib.Path:
     env = runtime.detect_environment()
+    if source == "auto" and spec.packaged:
+        source = "package"  # the same weights on every machine, Kaggle included
     if source == "auto":
         source = "kaggle" if env == "kaggle" else "hf"
+    if source == "package":
+        if not spec.packaged:
+            raise ValueError(f"{model_id} is not shipped as a package; use source='hf' or 'kaggle'")
+        return packaged.materialize(model_id)
     if source == "hf":
         token = runtime.get_secret(
             "HF_TOKEN", purpose=f"downloading {spec.hf_repo} from Hugging Face"
@@ -171,7 +185,8 @@ def _download(spec: ModelSpec, model_id: str, source: str) -> pathlib.Path:
         ):
             return pathlib.Path(kagglehub.model_download(spec.kaggle_handle))
     raise ValueError(
-        f"unknown source {source!r} for {model_id}; expected 'auto', 'hf', 'kaggle' or 'local'"
+        f"unknown source {source!r} for {model_id}; expected 'auto', 'hf', 'kaggle', 'package' "
+        "or 'local'"
     )
 
 
@@ -197,8 +212,9 @@ def load_model(
 ) -> LoadedModel:
     """Load ``model_id`` (see :data:`MODELS`) onto ``mesh`` with its tokenizer.
 
-    ``source``: ``"auto"`` (Kaggle on Kaggle, else Hugging Face), ``"hf"``, ``"kaggle"``, or
-    ``"local"`` with ``path`` (a folder in the HF layout, e.g. an export; ``model_id`` then names
+    ``source``: ``"auto"`` (a packaged model from its package; else Kaggle on Kaggle, else Hugging
+    Face), ``"hf"``, ``"kaggle"``, ``"package"`` (:mod:`tunixkit.packaged`), or ``"local"`` with
+    ``path`` (a folder in the HF layout, e.g. an export; ``model_id`` then names
     its family). Smoke models ignore ``source``. The folder's ``config.json`` gives the shape;
     ``dtype`` (e.g. ``jnp.bfloat16``) overrides the parameter dtype it declares.
     """

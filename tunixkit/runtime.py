@@ -129,6 +129,12 @@ def code_id() -> str:
     return f"{package.__version__}+{digest.hexdigest()[:12]}"
 
 
+def cache_dir() -> pathlib.Path:
+    """``$TUNIXKIT_CACHE`` or ``~/.cache/tunixkit``: where smoke and converted models go."""
+    default = pathlib.Path.home() / ".cache" / "tunixkit"
+    return pathlib.Path(os.environ.get("TUNIXKIT_CACHE", default))
+
+
 def detect_environment() -> str:
     """Return ``"kaggle"``, ``"colab"`` or ``"local"``.
 

@@ -32,6 +32,7 @@ from tunixkit.prompting import (
     format_completion,
     format_prompt,
 )
+from tunixkit.runtime import cache_dir
 from tunixkit.testing._synthetic import (
     SMOKE_MAX_OPERAND,
     SPLIT_SEEDS,
@@ -310,14 +311,6 @@ _KEY_MODULES = (
     "data.py",
     "tokenizer.py",
 )
-
-
-def cache_dir() -> pathlib.Path:
-    """``$TUNIXKIT_CACHE`` or ``~/.cache/tunixkit``: where the smoke models are written."""
-    import os
-
-    default = pathlib.Path.home() / ".cache" / "tunixkit"
-    return pathlib.Path(os.environ.get("TUNIXKIT_CACHE", default))
 
 
 def cache_key(model_id: str) -> str:
