@@ -79,7 +79,9 @@ RESUME_FROM = None  # a previous session's OUTPUT_DIR (read-only is fine) to con
 START_FRESH = False  # True: move an OUTPUT_DIR made with other settings aside and start again
 REHEARSAL = False  # True: time a few steps at the real shapes, project the session, no long run
 REHEARSAL_FROM = None  # a rehearsal's OUTPUT_DIR or rehearsal.json: sizes the LR schedule
-MODEL_ID = None  # None: the profile's model; e.g. "gemma-2-2b-it", "gemma-3-270m-it"
+MODEL_ID = (
+    None  # None: the profile's model; e.g. "gemma-2-2b-it", "gemma-3-270m" (any machine, no hub)
+)
 SOURCE = "auto"  # full profile: "auto" (Kaggle on Kaggle, else Hugging Face), "hf", "kaggle"
 NUM_STEPS = None  # optimizer steps; None: the profile's
 LEARNING_RATE = None  # peak learning rate; None: the profile's
@@ -93,6 +95,7 @@ GSM8K_PATH = (
 DATASET = None  # None: GSM8K in the reasoning format; or a HF dataset id / local file ...
 PROMPT_FIELD, RESPONSE_FIELD = "prompt", "response"  # ... and its two text columns
 KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
+RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, "eval.batch_size": 8}
 
 # %%
 import dataclasses
@@ -135,6 +138,7 @@ rt, recipe, out_dir, clock = recipes.start(
     lora_rank=LORA_RANK,
     qlora=QLORA,
     eval_questions=EVAL_QUESTIONS,
+    **RECIPE_OVERRIDES,
 )
 recipe
 

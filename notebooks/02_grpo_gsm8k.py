@@ -96,6 +96,7 @@ GSM8K_PATH = (
 )
 USE_RUBRIC = False  # add the example rubric reward defined below
 KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
+RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, "eval.batch_size": 8}
 ROLLOUT_ENGINE = (
     None  # None: tunix's own sampler ("vanilla"); "vllm" / "sglang_jax": see the Train section
 )
@@ -139,6 +140,7 @@ rt, recipe, out_dir, clock = recipes.start(
     num_generations=NUM_GENERATIONS,
     eval_questions=EVAL_QUESTIONS,
     rollout_engine=ROLLOUT_ENGINE,
+    **RECIPE_OVERRIDES,
 )
 rl.check_rollout_engine(
     recipe.grpo.rollout_engine, models.get_spec(recipe.model_id).family

