@@ -100,6 +100,7 @@ GSM8K_PATH = (
     None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
 )
 KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
+RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, "eval.batch_size": 8}
 
 # %%
 import dataclasses
@@ -142,6 +143,7 @@ rt, recipe, out_dir, clock = recipes.start(
     lora_rank=LORA_RANK,
     eval_questions=EVAL_QUESTIONS,
     algorithm=ALGORITHM,
+    **RECIPE_OVERRIDES,
 )
 recipe
 

@@ -12,6 +12,7 @@ McNemar's p, wall times) with the notebooks' plots beside it in ``bench/results/
     python scripts/real_270m.py 01            # QLoRA SFT of the base model into the format
     python scripts/real_270m.py 02 02-lr      # GRPO from 01's export, preset LR and README's LR
     python scripts/real_270m.py --list
+    python scripts/real_270m.py --write      # the README's table "What the real model showed"
 
 Runs go to ``runs/real_270m/<name>/`` (exports of 1 GB each, not committed).
 """
@@ -35,6 +36,21 @@ PLOTS = ROOT / "bench" / "results" / "real_270m"
 MODEL_ID = "gemma-3-270m"
 EVAL = {"eval.max_generation_steps": 160, "eval.batch_size": 16, "eval.max_prompt_length": 128}
 
+_GRPO = {
+    "MODEL_ID": MODEL_ID,
+    "MODEL_PATH": str(RUNS / "01" / "export" / "hf"),
+    "NUM_STEPS": 30,
+    "NUM_GENERATIONS": 4,
+    "EVAL_QUESTIONS": 48,
+    "RECIPE_OVERRIDES": {
+        "grpo.batch_size": 4,
+        "grpo.max_prompt_length": 128,
+        "grpo.max_generation_steps": 96,
+        "grpo.checkpoint_every": 10,
+        "heldout_questions": 16,
+        **EVAL,
+    },
+}
 # name: (notebook, parameters, what it shows)
 RUNS_SPEC: dict[str, tuple[str, dict, str]] = {
     "01": (
@@ -52,8 +68,35 @@ RUNS_SPEC: dict[str, tuple[str, dict, str]] = {
                 **EVAL,
             },
         },
-        "QLoRA SFT of the base model into the <reasoning>/<answer> format, the full preset's "
+        "QLoRA SFT of the base model into the `<reasoning>`/`<answer>` format, the full preset's "
         "rank 64 and learning rate 1e-4",
+    ),
+    "02": ("02_grpo_gsm8k", _GRPO, "GRPO from 01's export, LoRA rank 64, the preset's rate 3e-6"),
+    "02-lr": (
+        "02_grpo_gsm8k",
+        {**_GRPO, "LEARNING_RATE": 3e-5},
+        "the same GRPO at 3e-5, the rate the README advises for LoRA (1e-5 to 3e-5)",
+    ),
+    "03": (
+        "03_dpo",
+        {
+            "MODEL_ID": MODEL_ID,
+            "MODEL_PATH": str(RUNS / "01" / "export" / "hf"),
+            "NUM_STEPS": 30,
+            "EVAL_QUESTIONS": 48,
+            "RECIPE_OVERRIDES": {
+                "batch_size": 4,
+                "max_prompt_length": 128,
+                "max_response_length": 96,
+                "pair_questions": 96,
+                "pair_samples": 4,
+                "heldout_questions": 16,
+                "eval_every": 10,
+                "checkpoint_every": 10,
+                **EVAL,
+            },
+        },
+        "DPO on on-policy GSM8K pairs from 01's export, LoRA rank 64, the preset's 3e-5",
     ),
 }
 
@@ -151,17 +194,72 @@ def run(name: str) -> dict:
         "eval": _eval_block(out, "before", "after"),
         "plots": sorted(p.name for p in PLOTS.glob(f"{name}_*.png")),
     }
-    for key in ("eval_loss_first", "eval_loss_last", "eval_loss_steps"):
+    for key in (
+        "eval_loss_first",
+        "eval_loss_last",
+        "eval_loss_steps",
+        "reward_first",
+        "reward_last",
+        "kl_last",
+        "heldout_reward_before",
+        "heldout_reward_after",
+        "pairs",
+        "heldout_reward_accuracy_before",
+        "heldout_reward_accuracy_after",
+        "margin_first",
+        "margin_last",
+    ):
         if key in summary:
             result[key] = summary[key]
     return result
+
+
+BEGIN, END = "<!-- real-270m:begin -->", "<!-- real-270m:end -->"
+
+
+def _pct(r: dict) -> str:
+    lo, hi = r["ci95"]
+    return f"{r['value']:.2f} ({lo:.2f}-{hi:.2f})"
+
+
+def table(results: dict | None = None) -> str:
+    """The README's table, rendered from ``bench/results/real_270m_cpu.json``."""
+    results = results or json.loads(RESULTS.read_text())
+    out = [
+        "| run | what | steps, wall time | format before -> after (95% CI) | "
+        "accuracy before -> after (95% CI) | paired change in accuracy (McNemar p) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, r in results["runs"].items():
+        e = r["eval"]
+        pa = e["paired_accuracy"]
+        out.append(
+            f"| {name} | {r['what']} | {r['steps']} steps, {r['wall_seconds'] / 60:.0f} min | "
+            f"{_pct(e['before']['format'])} -> {_pct(e['after']['format'])} | "
+            f"{_pct(e['before']['accuracy'])} -> {_pct(e['after']['accuracy'])} | "
+            f"{pa['difference']:+.2f} (+{pa['only_after']} / -{pa['only_before']}; "
+            f"p {pa['mcnemar_p']:.2g}) |"
+        )
+    return "\n".join(out)
+
+
+def write_readme() -> None:
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    head, rest = text.split(BEGIN)
+    _, tail = rest.split(END)
+    readme.write_text(f"{head}{BEGIN}\n{table()}\n{END}{tail}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("names", nargs="*", help=f"runs: {', '.join(RUNS_SPEC)}")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--write", action="store_true", help="render the README's table")
     args = ap.parse_args()
+    if args.write:
+        write_readme()
+        return
     if args.list or not args.names:
         for name, (nb, _, what) in RUNS_SPEC.items():
             print(f"{name}: {nb}: {what}")
