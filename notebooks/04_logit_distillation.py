@@ -82,6 +82,7 @@ SOURCE = "auto"  # full profile: "auto" (Kaggle on Kaggle, else Hugging Face), "
 TEACHER_ID = None  # the teacher model; None: the profile's ("gemma-3-1b-it" in full)
 MODEL_ID = None  # the student model; None: the profile's ("gemma-3-270m-it" in full)
 TEACHER_PATH = None  # a local HF-layout folder for the teacher (e.g. 02_grpo_gsm8k's export/hf)
+STUDENT_PATH = None  # a local HF-layout folder for the student (its family: MODEL_ID's)
 NUM_STEPS = None  # optimizer steps; None: the profile's
 LEARNING_RATE = None  # peak learning rate; None: the profile's
 EVAL_QUESTIONS = None  # test questions for the teacher/student evaluation; None: all
@@ -90,6 +91,7 @@ GSM8K_PATH = (
     None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
 )
 KAGGLE_MODEL = None  # to upload the student's export: "<user>/<model>/jax/<variation>"
+RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, "eval.batch_size": 8}
 
 # %%
 import json
@@ -120,12 +122,17 @@ rt, recipe, out_dir, clock = recipes.start(
     start_fresh=START_FRESH,
     rehearsal=REHEARSAL,
     rehearsal_from=REHEARSAL_FROM,
-    inputs={"teacher_path": TEACHER_PATH, "data_source": DATA_SOURCE},
+    inputs={
+        "teacher_path": TEACHER_PATH,
+        "student_path": STUDENT_PATH,
+        "data_source": DATA_SOURCE,
+    },
     teacher_id=TEACHER_ID,
     student_id=MODEL_ID,
     steps=NUM_STEPS,
     learning_rate=LEARNING_RATE,
     eval_questions=EVAL_QUESTIONS,
+    **RECIPE_OVERRIDES,
 )
 recipe
 
@@ -140,7 +147,7 @@ memplan.check(
 teacher = models.load_model(recipe.teacher_id, source=SOURCE, path=TEACHER_PATH, mesh=mesh)
 if note := recipes.competition_note(recipe.student_id, "student"):
     print(note)  # full: gemma-3-270m-it is smaller than the competition allows
-student = models.load_model(recipe.student_id, source=SOURCE, mesh=mesh)
+student = models.load_model(recipe.student_id, source=SOURCE, path=STUDENT_PATH, mesh=mesh)
 clock.record("load", student.load_seconds)  # sizes the export the session clock keeps time for
 distill.check_vocab(teacher, student)
 sizes = {

@@ -11,6 +11,7 @@ McNemar's p, wall times) with the notebooks' plots beside it in ``bench/results/
 
     python scripts/real_270m.py 01            # QLoRA SFT of the base model into the format
     python scripts/real_270m.py 02 02-lr      # GRPO from 01's export, preset LR and README's LR
+    python scripts/real_270m.py 03 04         # DPO from 01's export; 01's export as a teacher
     python scripts/real_270m.py --list
     python scripts/real_270m.py --write      # the README's table "What the real model showed"
 
@@ -98,7 +99,56 @@ RUNS_SPEC: dict[str, tuple[str, dict, str]] = {
         },
         "DPO on on-policy GSM8K pairs from 01's export, LoRA rank 64, the preset's 3e-5",
     ),
+    "04": (
+        "04_logit_distillation",
+        {
+            "TEACHER_ID": MODEL_ID,
+            "TEACHER_PATH": str(RUNS / "01" / "export" / "hf"),
+            "MODEL_ID": MODEL_ID,
+            "STUDENT_PATH": str(RUNS / "inputs" / "student-12-layers"),
+            "NUM_STEPS": 40,
+            "EVAL_QUESTIONS": 48,
+            "RECIPE_OVERRIDES": {
+                "batch_size": 4,
+                "max_len": 192,
+                "eval_every": 20,
+                "eval_examples": 8,
+                "checkpoint_every": 20,
+                **EVAL,
+            },
+        },
+        "01's export as teacher of a smaller student sharing its vocabulary: the base model's "
+        "first 12 of 18 layers, every weight trained, the preset's 5e-5",
+    ),
 }
+EVAL_NAMES = {"04": ("student_before", "student_after")}  # default: before, after
+
+
+def _student(folder: pathlib.Path, layers: int = 12) -> None:
+    """The base model's first ``layers`` layers (whole cycles of Gemma 3's 5 sliding + 1 global
+    pattern) with its embedding, final norm and tokenizer: a smaller model sharing the vocabulary."""
+    import safetensors.numpy as stn
+
+    from tunixkit import packaged
+
+    base = packaged.materialize(MODEL_ID)
+    tmp = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    config = json.loads((base / "config.json").read_text())
+    config["num_hidden_layers"] = layers
+    config["layer_types"] = config["layer_types"][:layers]
+    (tmp / "config.json").write_text(json.dumps(config, indent=1))
+    weights = stn.load_file(str(base / "model.safetensors"))
+    kept = {
+        k: v
+        for k, v in weights.items()
+        if not k.startswith("model.layers.") or int(k.split(".")[2]) < layers
+    }
+    stn.save_file(kept, str(tmp / "model.safetensors"), {"format": "pt"})
+    for name in ("tokenizer.model", "GEMMA_TERMS.html"):
+        shutil.copy(base / name, tmp / name)
+    tmp.rename(folder)
 
 
 def _inputs() -> dict[str, str]:
@@ -108,6 +158,8 @@ def _inputs() -> dict[str, str]:
     gsm8k = folder / "gsm8k"
     if not gsm8k.is_dir():
         testing.write_gsm8k_hub(gsm8k, n_train=2048, n_test=256)
+    if not (folder / "student-12-layers").is_dir():
+        _student(folder / "student-12-layers")
     return {"GSM8K_PATH": str(gsm8k)}
 
 
@@ -191,7 +243,7 @@ def run(name: str) -> dict:
         "wall_seconds": round(wall, 1),
         "train_seconds": summary.get("train_seconds"),
         "steps": summary.get("steps"),
-        "eval": _eval_block(out, "before", "after"),
+        "eval": _eval_block(out, *EVAL_NAMES.get(name, ("before", "after"))),
         "plots": sorted(p.name for p in PLOTS.glob(f"{name}_*.png")),
     }
     for key in (
