@@ -131,6 +131,7 @@ GUARD = None  # a stage that lowers the judged score (paired interval below 0) i
 JUDGE_CHECK = None  # a domain the judge fails calibration on: "ignore", "stop", "warn"
 SYSTEM_PROMPT = None  # the system prompt of every stage and evaluation; None: the profile's
 KAGGLE_MODEL = None  # to upload the final export: "<user>/<model>/jax/<variation>"; None: no upload
+RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, "eval.batch_size": 8}
 
 # %%
 import dataclasses
@@ -197,6 +198,7 @@ rt, recipe, out_dir, clock = recipes.start(
         "grpo.beta": GRPO_BETA,
         "eval.system_prompt": SYSTEM_PROMPT,
     },
+    **RECIPE_OVERRIDES,
 )
 recipe
 

@@ -99,6 +99,7 @@ GSM8K_PATH = (
     None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
 )
 KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
+RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, "eval.batch_size": 8}
 JUDGED = None  # True: the tool model is also the judged model (ckpts/actor); None: False
 
 # %%
@@ -142,6 +143,7 @@ rt, recipe, out_dir, clock = recipes.start(
         "eval.max_generation_steps": GENERATION_STEPS,
         "grpo.max_generation_steps": GENERATION_STEPS,
     },
+    **RECIPE_OVERRIDES,
 )
 recipe
 
