@@ -81,3 +81,28 @@ def test_every_full_profile_case_ran_once():
         for name in cases
     ]
     assert sorted(ran) == sorted(expected), (sorted(ran), sorted(expected))
+
+
+def test_nbval_ran_every_cell_of_every_notebook():
+    """Gate 5 ran every code cell of every ``notebooks/NN_*.ipynb``, none skipped: a renamed,
+    deselected or uncollected notebook (its checks silently gone) fails here."""
+    import json
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    folder = pathlib.Path(os.environ.get("TUNIXKIT_CI_REPORTS", ".ci-reports"))
+    report = folder / "notebooks.xml"
+    if not report.is_file():
+        pytest.fail(f"no {report}: run scripts/test.sh (both streams)")
+    ran: dict[str, int] = {}
+    skipped = []
+    for case in ET.parse(report).getroot().iter("testcase"):
+        name = case.get("classname", "").removeprefix("notebooks.")
+        ran[name] = ran.get(name, 0) + 1
+        if case.find("skipped") is not None:
+            skipped.append(f"{name}::{case.get('name')}")
+    expected = {}
+    for nb in sorted((root / "notebooks").glob("[0-9]*.ipynb")):
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        expected[nb.name] = sum(c["cell_type"] == "code" for c in cells)
+    assert ran == expected, f"cells run per notebook {ran}, code cells {expected}"
+    assert skipped == [], skipped
