@@ -141,6 +141,8 @@ def test_each_sampler_call_draws_its_own_noise(tmp_path):
         vocab_size=lm.config.num_embed,
         return_logprobs=True,
     )
+    # its rollouts are split over the mesh (a tunix that moved the sampler makes rl.cluster raise)
+    assert type(cluster.rollout._sampler) is _compat.BatchShardedSampler
     prompt = prompting.format_prompt(
         "Tom has 3 apples and buys 4 more. How many apples does Tom have?"
     )

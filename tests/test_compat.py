@@ -227,3 +227,16 @@ def test_a_batch_is_split_by_rows_only_when_they_divide_and_scores_the_same(monk
     monkeypatch.setattr(_compat, "split_rows", lambda tree, mesh: tree)
     whole = preferences.sequence_logps(loaded.model, batch)
     np.testing.assert_allclose(split, whole, rtol=1e-5)
+
+
+def test_split_rollout_batches_refuses_a_vanilla_rollout_without_its_sampler():
+    """If tunix moves the vanilla rollout's sampler, the patch says so instead of silently leaving
+    every device to sample every row; other engines are left alone."""
+    import types
+
+    from tunix.rl.rollout.vanilla_rollout import VanillaRollout
+
+    moved = VanillaRollout.__new__(VanillaRollout)  # no ._sampler, as after a rename
+    with pytest.raises(RuntimeError, match="_sampler"):
+        _compat.split_rollout_batches(types.SimpleNamespace(rollout=moved))
+    _compat.split_rollout_batches(types.SimpleNamespace(rollout=object()))  # e.g. vLLM's

@@ -253,6 +253,16 @@ class BatchShardedSampler(Sampler):
 def split_rollout_batches(cluster: RLCluster) -> None:
     """Make ``cluster``'s rollout sampler (tunix's vanilla rollout) a
     :class:`BatchShardedSampler`."""
+    from tunix.rl.rollout.vanilla_rollout import VanillaRollout
+
+    if not isinstance(cluster.rollout, VanillaRollout):
+        return  # another engine (vLLM, SGLang-JAX) samples its own way
     sampler = getattr(cluster.rollout, "_sampler", None)
     if type(sampler) is Sampler:
         sampler.__class__ = BatchShardedSampler
+    elif not isinstance(sampler, BatchShardedSampler):  # tunix moved it: say so, never skip
+        raise RuntimeError(
+            f"tunix's VanillaRollout holds no Sampler in ._sampler (found {type(sampler).__name__})"
+            ": tunixkit cannot split its rollouts over the mesh; update "
+            "_compat.split_rollout_batches for this tunix version"
+        )
