@@ -40,11 +40,11 @@ EVAL = {"eval.max_generation_steps": 160, "eval.batch_size": 16, "eval.max_promp
 _GRPO = {
     "MODEL_ID": MODEL_ID,
     "MODEL_PATH": str(RUNS / "01" / "export" / "hf"),
-    "NUM_STEPS": 30,
+    "NUM_STEPS": 20,
     "NUM_GENERATIONS": 4,
     "EVAL_QUESTIONS": 48,
     "RECIPE_OVERRIDES": {
-        "grpo.batch_size": 4,
+        "grpo.batch_size": 2,
         "grpo.max_prompt_length": 128,
         "grpo.max_generation_steps": 96,
         "grpo.checkpoint_every": 10,
