@@ -85,7 +85,7 @@ def _override(recipe: Any, name: str, value: Any) -> Any:
     ``grpo.num_generations``)."""
     fields = {f.name for f in dataclasses.fields(recipe)}
     if name in fields:
-        return dataclasses.replace(recipe, **{name: value})
+        return dataclasses.replace(recipe, **{name: _typed(recipe, name, value)})
     outer, _, inner = name.partition(".")
     if (
         inner and outer in fields and dataclasses.is_dataclass(getattr(recipe, outer))
@@ -112,8 +112,33 @@ def _override(recipe: Any, name: str, value: Any) -> Any:
         raise TypeError(
             f"{type(recipe).__name__} has no field {name!r}; its fields: {', '.join(known)}"
         )
-    inner = dataclasses.replace(getattr(recipe, nested[0]), **{name: value})
+    settings = getattr(recipe, nested[0])
+    inner = dataclasses.replace(settings, **{name: _typed(settings, name, value)})
     return dataclasses.replace(recipe, **{nested[0]: inner})
+
+
+def _typed(recipe: Any, name: str, value: Any) -> Any:
+    """``value`` for the number field ``name`` of ``recipe``: a number as it is, a numeric string
+    as that number (papermill's YAML reads ``3e-05`` as a string), anything else an error.
+
+    >>> from tunixkit.recipes import SFT
+    >>> _typed(SFT.smoke(), "learning_rate", "3e-05"), _typed(SFT.smoke(), "steps", 7)
+    (3e-05, 7)
+    >>> _typed(SFT.smoke(), "steps", "many")
+    Traceback (most recent call last):
+    ...
+    TypeError: SFT.steps takes a number (now 150), not 'many'
+    """
+    current = getattr(recipe, name)
+    number = isinstance(current, (int, float)) and not isinstance(current, bool)
+    if not number or not isinstance(value, str):
+        return value
+    try:
+        return type(current)(float(value)) if isinstance(current, float) else int(value)
+    except ValueError:
+        raise TypeError(
+            f"{type(recipe).__name__}.{name} takes a number (now {current!r}), not {value!r}"
+        ) from None
 
 
 class Start(NamedTuple):
