@@ -274,13 +274,34 @@ def _pct(r: dict) -> str:
     return f"{r['value']:.2f} ({lo:.2f}-{hi:.2f})"
 
 
+def _own(r: dict) -> str:
+    """The recipe's own measure: SFT's held-out loss, GRPO's sampled held-out reward and KL, DPO's
+    held-out preference accuracy and margin, distillation's held-out losses."""
+    parts = []
+    if "eval_loss_first" in r:
+        parts.append(f"held-out loss {r['eval_loss_first']:.2f} -> {r['eval_loss_last']:.2f}")
+    if "heldout_reward_before" in r:
+        parts.append(
+            f"sampled held-out reward {r['heldout_reward_before']:.2f} -> "
+            f"{r['heldout_reward_after']:.2f}, KL {r['kl_last']:.4f}"
+        )
+    if "heldout_reward_accuracy_before" in r:
+        parts.append(
+            f"held-out preference accuracy {r['heldout_reward_accuracy_before']:.2f} -> "
+            f"{r['heldout_reward_accuracy_after']:.2f}, margin {r['margin_first']:.2f} -> "
+            f"{r['margin_last']:.2f}"
+        )
+    return "; ".join(parts)
+
+
 def table(results: dict | None = None) -> str:
     """The README's table, rendered from ``bench/results/real_270m_cpu.json``."""
     results = results or json.loads(RESULTS.read_text())
     out = [
         "| run | what | steps, wall time | format before -> after (95% CI) | "
-        "accuracy before -> after (95% CI) | paired change in accuracy (McNemar p) |",
-        "|---|---|---|---|---|---|",
+        "accuracy before -> after (95% CI) | paired change in accuracy (McNemar p) | "
+        "the recipe's own measure |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, r in results["runs"].items():
         e = r["eval"]
@@ -290,7 +311,7 @@ def table(results: dict | None = None) -> str:
             f"{_pct(e['before']['format'])} -> {_pct(e['after']['format'])} | "
             f"{_pct(e['before']['accuracy'])} -> {_pct(e['after']['accuracy'])} | "
             f"{pa['difference']:+.2f} (+{pa['only_after']} / -{pa['only_before']}; "
-            f"p {pa['mcnemar_p']:.2g}) |"
+            f"p {pa['mcnemar_p']:.2g}) | {_own(r)} |"
         )
     return "\n".join(out)
 
