@@ -101,6 +101,7 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ("file_dir", "config", "mesh", "dtype"),
     ),
     ("tunix.generate.sampler", "Sampler", ("transformer", "tokenizer", "cache_config")),
+    ("tunix.rl.rollout.vanilla_rollout", "VanillaRollout", ()),  # holds ._sampler (split)
     (
         "tunix.generate.sampler",
         "CacheConfig",
