@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from tunixkit import checkpoints, families, models, runlog, testing
+from tunixkit import checkpoints, families, models, packaged, runlog, testing
 
 
 @pytest.fixture(scope="module")
@@ -193,12 +193,16 @@ def test_released_config_json_gives_tunix_preset(model_id):
     """The config.json of each released model (as published on the Hugging Face hub, kept in
     tests/data) parses to tunix's preset for it, so downloads load with the right shape. One known
     difference: tunix's Gemma2-2B preset pads the vocabulary to 256,128 rows while the checkpoint
-    has 256,000 (tunix's loader quietly uses the checkpoint's; tunixkit's config says so upfront)."""
+    has 256,000 (tunix's loader quietly uses the checkpoint's; tunixkit's config says so upfront).
+    A packaged model (``gemma-3-270m``) is checked on the config.json written from its GGUF."""
     spec = models.get_spec(model_id)
     fam = families.get(spec.family)
-    hf = json.loads(
-        (pathlib.Path(__file__).parent / "data" / f"{model_id}.config.json").read_text()
-    )
+    if spec.packaged:  # from the package index: the config.json its conversion writes and loads
+        hf = families.read_hf_config(packaged.materialize(model_id))
+    else:
+        hf = json.loads(
+            (pathlib.Path(__file__).parent / "data" / f"{model_id}.config.json").read_text()
+        )
     preset = checkpoints.tunix_config_dict(getattr(fam.config_cls(), spec.preset)())
     parsed = checkpoints.tunix_config_dict(fam.config_from_hf(hf, preset.get("param_dtype")))
     if spec.family == "gemma2":
