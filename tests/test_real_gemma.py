@@ -235,7 +235,7 @@ def test_a_few_lora_sft_steps_lower_the_loss_on_the_real_model(loaded, tmp_path)
 
     pairs = [
         (
-            prompting.format_prompt(q, family="gemma3"),
+            prompting.format_prompt(q, system_prompt=None, family="gemma3"),
             f"<reasoning>{r}</reasoning><answer>{a}</answer><end_of_turn>",
         )
         for q, r, a in [
@@ -243,19 +243,21 @@ def test_a_few_lora_sft_steps_lower_the_loss_on_the_real_model(loaded, tmp_path)
             ("What is 7 - 4?", "7 minus 4 is 3.", "3"),
         ]
     ]
+    for prompt, target in pairs:  # every target token inside the rows: the loss sees them all
+        assert not training.tokenize_pair(loaded.tokenizer, prompt, target, 64)[2]
     model = models.apply_lora(loaded.model, rank=8, alpha=16.0, verbose=False)
     tuned = dataclasses.replace(loaded, model=model)
     batches = training.sft_dataset(
-        pairs, tuned.tokenizer, max_len=64, batch_size=2, num_batches=4, verbose=False
+        pairs, tuned.tokenizer, max_len=64, batch_size=2, num_batches=6, verbose=False
     )
     config = training.trainer_config(
-        tmp_path, max_steps=4, eval_every=100, checkpoint_every=100, description="SFT"
+        tmp_path, max_steps=6, eval_every=100, checkpoint_every=100, description="SFT"
     )
     trainer = training.sft_trainer(
-        model, training.optimizer(3e-3, 4, warmup_ratio=0.0), config, pad_id=0
+        model, training.optimizer(3e-3, 6, warmup_ratio=0.0), config, pad_id=0
     )
     training.run(trainer, batches, metrics_file=tmp_path / "metrics.jsonl", label="SFT")
     steps, losses = runlog.read_metrics(tmp_path / "metrics.jsonl")["train"]["loss"]
-    assert len(losses) == 4, steps
+    assert len(losses) == 6, steps
     assert losses[0] > 1.0  # the base model does not know the format
     assert losses[-1] < 0.5 * losses[0], losses
