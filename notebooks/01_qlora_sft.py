@@ -138,7 +138,7 @@ rt, recipe, out_dir, clock = recipes.start(
     lora_rank=LORA_RANK,
     qlora=QLORA,
     eval_questions=EVAL_QUESTIONS,
-    **RECIPE_OVERRIDES,
+    recipe_overrides=RECIPE_OVERRIDES,
 )
 recipe
 
@@ -343,8 +343,10 @@ rehearsal = clock.rehearsal_report()
 
 # %% [markdown]
 # ## Checks
-# The smoke run must show SFT teaching the format: compliance from at most 0.2 to at least 0.9, and
-# the held-out loss at least halved.
+# The smoke run must show SFT teaching the format: compliance at least 0.9 after training and the
+# held-out loss at least halved (learning bars: each fails with training switched off), from a model
+# whose compliance was at most 0.2 (a guard). The bars are `recipes.SFT.BARS`; the figures and what
+# each bar gave go to `OUTPUT_DIR/checks.json`.
 
 # %%
 # What must hold is asserted; what learning should show is asserted in a whole smoke run of the
@@ -357,10 +359,14 @@ checks.must(
     trained,
 )
 losses = summary["eval_loss_first"], summary["eval_loss_last"]
-checks.should(losses[1] < losses[0], f"eval loss {losses[0]:.3f} -> {losses[1]:.3f}")
-if trained.stopped == "done":  # a whole run (a session stopped early is judged at its end)
-    checks.should(before.format_rate <= 0.2, f"format before training {before.format_rate:.2f}")
-    checks.should(after.format_rate >= 0.9, f"format after training {after.format_rate:.2f}")
-    checks.should(losses[1] <= 0.5 * losses[0], f"eval loss {losses[0]:.3f} -> {losses[1]:.3f}")
+figures = {
+    "format_before": before.format_rate,
+    "format_after": after.format_rate,
+    "eval_loss_ratio": losses[1] / losses[0],
+}
+if trained.stopped == "done":  # a whole run: the recipe's bars (recorded in checks.json)
+    checks.bars(recipe.BARS, figures, out_dir / "checks.json")
+else:  # a session stopped early is judged at its end
+    checks.should(losses[1] < losses[0], f"eval loss {losses[0]:.3f} -> {losses[1]:.3f}")
 checks.done("SFT")
 print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")  # the id the track reads, last

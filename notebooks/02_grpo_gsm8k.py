@@ -140,7 +140,7 @@ rt, recipe, out_dir, clock = recipes.start(
     num_generations=NUM_GENERATIONS,
     eval_questions=EVAL_QUESTIONS,
     rollout_engine=ROLLOUT_ENGINE,
-    **RECIPE_OVERRIDES,
+    recipe_overrides=RECIPE_OVERRIDES,
 )
 rl.check_rollout_engine(
     recipe.grpo.rollout_engine, models.get_spec(recipe.model_id).family
@@ -542,7 +542,10 @@ rehearsal = clock.rehearsal_report()
 # %% [markdown]
 # ## Checks
 # The smoke run must show GRPO learning: the held-out reward and the held-out accuracy of sampled
-# answers (the quantities GRPO optimises) rise, and greedy accuracy does not fall beyond noise.
+# answers (the quantities GRPO optimises) rise and the policy moves off its reference (learning
+# bars: each fails with training switched off); greedy accuracy does not fall beyond noise and the
+# format holds (guards). The bars are `recipes.GRPO.BARS`; the figures and what each bar gave go to
+# `OUTPUT_DIR/checks.json`.
 
 # %%
 # What must hold is asserted; what learning should show is asserted in a whole smoke run of the
@@ -560,24 +563,22 @@ checks.must(
     and all(a["answer"].strip() for a in judged_answers),
     "the judged model, loaded by tunix alone, left a judged domain's prompt without an answer",
 )
-if trained.steps >= 20:  # enough logged steps to compare windows
-    rewards_seen = summary["reward_first"], summary["reward_last"]
-    checks.should(
-        rewards_seen[1] > rewards_seen[0], f"reward {rewards_seen[0]:.3f} -> {rewards_seen[1]:.3f}"
-    )
-    if recipe.grpo.beta > 0:  # the KL term is computed (and shown in curves.png): the policy moved
-        checks.should(summary["kl_last"] > 0, f"KL to the reference {summary['kl_last']}")
-# The bars are those of the smoke recipe run whole: a session stopped early is judged at its end, and a
-# run with other settings (fewer steps, say) is not held to bars measured for this one.
-if trained.stopped == "done" and recipe == recipes.GRPO.smoke():
-    gain = heldout_after.reward - heldout_before.reward
-    checks.should(gain >= 0.2, f"held-out reward rose by {gain:.3f} (bar 0.2)")
-    acc_gain = heldout_after.accuracy - heldout_before.accuracy
-    checks.should(acc_gain >= 0.02, f"held-out sampled accuracy rose by {acc_gain:.3f} (bar 0.02)")
-    checks.should(
-        after.accuracy >= before.accuracy - 0.05,
-        f"greedy accuracy {before.accuracy:.3f} -> {after.accuracy:.3f}",
-    )
-    checks.should(after.format_rate >= 0.9, f"format after training {after.format_rate:.2f}")
+figures = {
+    "heldout_reward_gain": heldout_after.reward - heldout_before.reward,
+    "heldout_accuracy_gain": heldout_after.accuracy - heldout_before.accuracy,
+    "greedy_accuracy_change": after.accuracy - before.first(n).accuracy,  # the same questions
+    "format_after": after.format_rate,
+    # plotted, not a bar: untrained, the last window beats the first about half the time
+    "train_reward_change": summary["reward_last"] - summary["reward_first"],
+}
+bars = recipe.BARS
+if recipe.grpo.beta > 0:  # the KL term is computed (and shown in curves.png)
+    figures["kl_last"] = summary["kl_last"]
+else:
+    bars = tuple(b for b in bars if b.figure != "kl_last")
+# The bars are those of the smoke recipe run whole: a session stopped early is judged at its end,
+# and a run with other settings (fewer steps, say) is warned about, not held to them.
+if trained.stopped == "done":
+    checks.bars(bars, figures, out_dir / "checks.json")
 checks.done("GRPO")
 print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")  # the id the track reads, last

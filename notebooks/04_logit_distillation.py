@@ -132,7 +132,7 @@ rt, recipe, out_dir, clock = recipes.start(
     steps=NUM_STEPS,
     learning_rate=LEARNING_RATE,
     eval_questions=EVAL_QUESTIONS,
-    **RECIPE_OVERRIDES,
+    recipe_overrides=RECIPE_OVERRIDES,
 )
 recipe
 
@@ -352,7 +352,9 @@ rehearsal = clock.rehearsal_report()
 # %% [markdown]
 # ## Checks
 # The smoke run must show the student moving onto the teacher: its KL divergence to the teacher on
-# held-out answers at least halved, and its eval loss at least half-way closer to the teacher's.
+# held-out answers at least halved, and its eval loss at least half-way closer to the teacher's
+# (learning bars: each fails with training switched off). The bars are `recipes.Distill.BARS`; the
+# figures and what each bar gave go to `OUTPUT_DIR/checks.json`.
 
 # %%
 # What must hold is asserted; what learning should show is asserted in a whole smoke run of the
@@ -364,14 +366,12 @@ checks.must(
     or (clock.hours and trained.stopped == "session clock"),
     trained,
 )
+kl = summary["student_kl_before"], summary["student_kl_after"]
+gaps = [
+    summary[f"student_eval_loss_{w}"] - summary["teacher_eval_loss"] for w in ("before", "after")
+]
+figures = {"student_kl_ratio": kl[1] / kl[0], "eval_loss_gap_ratio": gaps[1] / gaps[0]}
 if trained.stopped == "done":  # a whole run (a session stopped early is judged at its end)
-    kl = summary["student_kl_before"], summary["student_kl_after"]
-    checks.should(kl[1] <= 0.5 * kl[0], f"student's KL to the teacher {kl[0]:.3f} -> {kl[1]:.3f}")
-    gap_before = summary["student_eval_loss_before"] - summary["teacher_eval_loss"]
-    gap_after = summary["student_eval_loss_after"] - summary["teacher_eval_loss"]
-    checks.should(
-        gap_after <= 0.5 * gap_before,
-        f"eval loss gap to the teacher {gap_before:.3f} -> {gap_after:.3f}",
-    )
+    checks.bars(recipe.BARS, figures, out_dir / "checks.json")
 checks.done("distillation")
 print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")  # the id the track reads, last

@@ -198,7 +198,7 @@ rt, recipe, out_dir, clock = recipes.start(
         "grpo.beta": GRPO_BETA,
         "eval.system_prompt": SYSTEM_PROMPT,
     },
-    **RECIPE_OVERRIDES,
+    recipe_overrides=RECIPE_OVERRIDES,
 )
 recipe
 
@@ -726,9 +726,13 @@ rehearsal = clock.rehearsal_report()
 
 # %% [markdown]
 # ## Checks
-# A whole run must show the pipeline working: the format is followed; SFT raises the judged score of
-# greedy answers and GRPO that of sampled ones, each as its own paired change with a 95% interval
-# above 0; the pipeline ends above SFT; and math accuracy does not fall beyond noise.
+# A whole run must show every stage working on its own, each against the model it started from (a
+# paired change on the held-out prompts): SFT and self-improvement raise the judged score of greedy
+# answers with a 95% interval above 0, preference tuning raises it (its smoke gain is too small for
+# an interval at 120 prompts), GRPO raises the judged score of sampled answers with an interval above
+# 0 (learning bars: each fails with training switched off). Guards: the format holds, GRPO is
+# adopted, math accuracy does not fall beyond noise. The bars are `recipes.Pipeline.BARS`; the
+# figures and what each bar gave go to `OUTPUT_DIR/checks.json`.
 
 # %%
 # What must hold is asserted; what learning should show is asserted in a whole smoke run of the
@@ -736,29 +740,28 @@ rehearsal = clock.rehearsal_report()
 # (a noisy gain must not end a 9-hour run in an error).
 checks = evaluation.Checks.for_run(rt, recipe, rehearsal=REHEARSAL)
 scores = summary["scores"]
-if stages.done("grpo") and not stages.skipped("grpo"):
-    checks.should(final == "grpo", f"GRPO was not adopted: {stages.summary()}")
-    checks.should(
-        scores["grpo"]["all"]["format"] >= 0.9,
-        f"format after GRPO {scores['grpo']['all']['format']:.2f}",
-    )
-    grpo_start = stages.starts()["grpo"]  # the model GRPO started from
-    for step, key in (("start->sft", "judged"), (f"{grpo_start}->grpo", "sampled")):
-        gain, ci, n = changes[step][key]["all"]
-        checks.should(
-            gain - ci > 0, f"{step}: {key} score changed {gain:+.3f} (±{ci:.3f}, {n} prompts)"
+starts = stages.starts()  # the model each trained stage started from and is compared with
+figures = {}
+for stage, key, what in (
+    ("sft", "judged", "low"),
+    ("improve", "judged", "low"),
+    ("preference", "judged", "change"),
+    ("grpo", "sampled", "low"),
+):
+    if stage in starts:  # done and trained (a skipped stage measures nothing: its bar is not met)
+        gain, ci, n = changes[f"{starts[stage]}->{stage}"][key]["all"]
+        figures[f"{stage}_{key}_change" + ("_low" if what == "low" else "")] = (
+            gain - ci if what == "low" else gain
         )
-    judged = scores["sft"]["all"]["judged"], scores["grpo"]["all"]["judged"]
-    checks.should(
-        judged[1] > judged[0], f"judged score SFT {judged[0]:.3f} -> GRPO {judged[1]:.3f}"
-    )
-    if all("math" in scores[s] for s in ("sft", "grpo")):  # your traces may have no math
-        acc = [scores[s]["math"]["accuracy"] for s in ("sft", "grpo")]
+if "grpo" in scores:
+    figures["format_after_grpo"] = scores["grpo"]["all"]["format"]
+    figures["grpo_adopted"] = float(final == "grpo")
+    if "math" in scores["grpo"] and "math" in scores[starts["grpo"]]:  # traces may have no math
+        acc = [scores[s]["math"]["accuracy"] for s in (starts["grpo"], "grpo")]
         noise = 2 * (0.25 / scores["grpo"]["math"]["n"]) ** 0.5  # two standard errors near 0.5
-        checks.should(
-            acc[1] >= acc[0] - noise,
-            f"math accuracy fell from {acc[0]:.2f} to {acc[1]:.2f} (noise {noise:.2f})",
-        )
+        figures["math_drop_in_noise"] = (acc[0] - acc[1]) / noise
+if stages.done("grpo") and not stages.skipped("grpo"):  # the whole pipeline ran
+    checks.bars(recipe.BARS, figures, out_dir / "checks.json")
 checks.must(
     final is None
     or {(a["domain"], a["prompt"]) for a in judged_answers} == set(JUDGED_PROMPTS)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from tunixkit.runtime import Runtime
 
 __all__ = [
+    "Bar",
     "Checks",
     "EvalConfig",
     "EvalResult",
@@ -74,6 +75,55 @@ def count_cut(
 
 
 CATEGORIES = ("correct", "wrong_number", "broken_format", "no_answer", "truncated")
+
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Bar:
+    """One check of a notebook's last cell: a figure the run measured against a bar.
+
+    A *learning* bar says the workflow learned: it must fail when training is switched off (the
+    no-learning control, ``scripts/no_learning.py``, whose recorded figures a test feeds to every
+    recipe's bars). A *guard* (``guard=True``) protects what training must not break (the format,
+    greedy accuracy) and may pass untrained.
+
+    A figure the run did not measure (a stage that was skipped) does not meet its bar.
+
+    >>> bar = Bar("format_after", ">=", 0.9, "format after training")
+    >>> bar.met({"format_after": 0.95}), bar.describe({"format_after": 0.85})
+    (True, 'format after training: format_after 0.850 >= 0.9 NOT MET')
+    >>> bar.met({}), bar.describe({})
+    (False, 'format after training: format_after not measured in this run (bar >= 0.9) NOT MET')
+    """
+
+    figure: str  # a key of the run's figures
+    op: str  # ">", ">=", "<" or "<="
+    bar: float
+    says: str  # what it means, in words
+    guard: bool = False
+
+    def __post_init__(self) -> None:
+        if self.op not in _OPS:
+            raise ValueError(f"Bar {self.figure!r}: op {self.op!r} is not one of {list(_OPS)}")
+
+    def met(self, figures: Mapping[str, float]) -> bool:
+        return self.figure in figures and _OPS[self.op](float(figures[self.figure]), self.bar)
+
+    def describe(self, figures: Mapping[str, float]) -> str:
+        verdict = "met" if self.met(figures) else "NOT MET"
+        if self.figure not in figures:
+            return (
+                f"{self.says}: {self.figure} not measured in this run "
+                f"(bar {self.op} {self.bar:g}) {verdict}"
+            )
+        value = float(figures[self.figure])
+        return f"{self.says}: {self.figure} {value:.3f} {self.op} {self.bar:g} {verdict}"
 
 
 class Checks:
@@ -127,6 +177,32 @@ class Checks:
             raise AssertionError(message)
         self.warnings.append(str(message))
         print(f"WARNING (not enforced in this run): {message}")
+
+    def bars(
+        self,
+        bars: Sequence[Bar],
+        figures: Mapping[str, float],
+        path: str | pathlib.Path | None = None,
+    ) -> None:
+        """Check each bar on the run's ``figures`` (learning bars and guards alike through
+        :meth:`should`), after writing the figures, the bars and what each gave to ``path`` (a
+        run's ``checks.json``: what the no-learning control records).
+
+        >>> Checks(enforce=False).bars([Bar("gain", ">", 0.1, "reward rose")], {"gain": 0.3})
+        reward rose: gain 0.300 > 0.1 met
+        """
+        figures = {k: float(v) for k, v in figures.items()}
+        rows = [
+            {**dataclasses.asdict(b), "value": figures.get(b.figure), "met": b.met(figures)}
+            for b in bars
+        ]
+        if path is not None:
+            record = {"enforced": self.enforce, "figures": figures, "bars": rows}
+            pathlib.Path(path).write_text(json.dumps(record, indent=2) + "\n")
+        for b in bars:
+            if b.met(figures):
+                print(b.describe(figures))
+            self.should(b.met(figures), b.describe(figures))
 
     def done(self, label: str) -> None:
         if self.warnings:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import shutil
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
-from tunixkit import checkpoints, data, runtime, session
+from tunixkit import checkpoints, data, evaluation, runtime, session
 from tunixkit.runtime import Runtime, resolve
 
 # qwix regex: adapters on the MLP only (the smoke GRPO recipes; the families' default adds
@@ -46,7 +46,23 @@ def competition_note(model_id: str, role: str = "model") -> str | None:
 
 
 class _Presets:
-    """Shared by every recipe: preset choice, a readable table, nested overrides."""
+    """Shared by every recipe: preset choice, a readable table, nested overrides, and the bars of
+    its notebook's last cell (``BARS``: measured on the smoke preset, enforced in its whole smoke
+    run, warned about elsewhere; each learning bar fails when training is switched off)."""
+
+    BARS: ClassVar[tuple[evaluation.Bar, ...]] = ()
+
+    def learning_rates(self) -> dict[str, float]:
+        """Every learning rate of the recipe by its override name (``"grpo.learning_rate"``): what
+        the no-learning control sets to 0 (``RECIPE_OVERRIDES``).
+
+        >>> from tunixkit.recipes import Agentic
+        >>> Agentic.smoke().learning_rates()
+        {'sft_learning_rate': 0.003, 'grpo.learning_rate': 0.001}
+        """
+        return {
+            k: v for k, v in _flatten(self.as_dict()) if k.split(".")[-1].endswith("learning_rate")
+        }
 
     @classmethod
     def for_runtime(cls, rt: Runtime):
@@ -162,10 +178,13 @@ def start(
     rehearsal: bool = False,
     rehearsal_from: str | pathlib.Path | None = None,
     verbose: bool = True,
+    recipe_overrides: dict[str, Any] | None = None,
     **overrides: Any,
 ) -> Start:
     """Every notebook's setup cell: resolve the profile, pick ``preset``'s smoke or full recipe,
-    apply the notebook parameters that are not None (``overrides``, by field name), prepare
+    apply the notebook parameters that are not None (``overrides``, by field name) and then
+    ``recipe_overrides`` (``RECIPE_OVERRIDES``: any field, dotted for nested ones; a field also set
+    by its own parameter is an error), prepare
     ``output_dir`` (``recipe.json``; continue a run or ``resume_from`` a previous session's output,
     see :func:`tunixkit.session.prepare`) and start the session clock. ``inputs``: the other
     parameters that decide what is trained (data, start model), recorded in ``recipe.json`` too.
@@ -192,12 +211,28 @@ def start(
     ...
     TypeError: Quickstart has no field 'num_question'; its fields: eval, eval.batch_size, ...,
     model_id, num_questions
+    >>> start(Quickstart, "smoke", out, verbose=False, num_questions=2,
+    ...       recipe_overrides={"num_questions": 3})  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    ValueError: num_questions is set twice, to 2 by its parameter and to 3 in RECIPE_OVERRIDES:
+    set it in one place
+    >>> start(Quickstart, "smoke", tempfile.mkdtemp(), verbose=False, num_questions=None,
+    ...       recipe_overrides={"num_questions": 3}).recipe.num_questions
+    3
     """
     rt = resolve(profile, verbose=verbose)
     recipe = preset.for_runtime(rt)
     for name, value in overrides.items():
         updated = _override(recipe, name, value)  # an unknown name is an error, even when unset
         recipe = updated if value is not None else recipe
+    for name, value in (recipe_overrides or {}).items():
+        if overrides.get(name) is not None:
+            raise ValueError(
+                f"{name} is set twice, to {overrides[name]!r} by its parameter and to {value!r} "
+                "in RECIPE_OVERRIDES: set it in one place"
+            )
+        recipe = _override(recipe, name, value)
     out_dir = pathlib.Path(output_dir).resolve()
     report_dir = out_dir
     if rehearsal:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from tunixkit import evaluation, prompting, rl
+from tunixkit.evaluation import Bar
 from tunixkit.recipes._base import _Presets
 
 __all__ = ["Agentic"]
@@ -14,6 +16,18 @@ __all__ = ["Agentic"]
 class Agentic(_Presets):
     """07_agentic_calculator: a warm start on tool-use traces, then agentic GRPO with a
     calculator."""
+
+    # The last cell's bars (the runs behind them, trained and untrained: docs/tuning.md#no-learning)
+    BARS: ClassVar[tuple[Bar, ...]] = (
+        Bar("accuracy_gain", ">", 0.0, "held-out accuracy with the tool rose"),
+        Bar("well_formed_call_gain", ">", 0.0, "episodes with a well-formed call rose"),
+        Bar(
+            "tool_advantage",
+            ">",
+            0.0,
+            "the trained model is more accurate with the tool than without",
+        ),
+    )
 
     model_id: str
     sft_lora_rank: int | None  # the warm start's LoRA rank; None: full fine-tuning

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from tunixkit import evaluation
+from tunixkit.evaluation import Bar
 from tunixkit.recipes._base import _Presets
 
 __all__ = ["DPO"]
@@ -13,6 +15,14 @@ __all__ = ["DPO"]
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DPO(_Presets):
     """03_dpo: DPO (or ORPO) on preference pairs, on-policy from GSM8K by default."""
+
+    # The last cell's bars (the runs behind them, trained and untrained: docs/tuning.md#no-learning)
+    BARS: ClassVar[tuple[Bar, ...]] = (
+        Bar("preference_accuracy_after", ">=", 0.9, "held-out preference accuracy"),
+        Bar("margin_gain", ">", 0.0, "held-out reward margin grew (last - first)"),
+        Bar("greedy_accuracy_change", ">=", -0.05, "greedy accuracy not lost", guard=True),
+        Bar("format_after", ">=", 0.9, "format not broken", guard=True),
+    )
 
     model_id: str
     lora_rank: int | None  # None: full fine-tuning

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from tunixkit import evaluation, rl
+from tunixkit.evaluation import Bar
 from tunixkit.recipes._base import _MLP_LORA, _Presets
 
 __all__ = ["GRPO"]
@@ -13,6 +15,15 @@ __all__ = ["GRPO"]
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class GRPO(_Presets):
     """02_grpo_gsm8k: GRPO on GSM8K from a model with partial skill."""
+
+    # The last cell's bars (the runs behind them, trained and untrained: docs/tuning.md#no-learning)
+    BARS: ClassVar[tuple[Bar, ...]] = (
+        Bar("heldout_reward_gain", ">=", 0.2, "held-out sampled reward rose"),
+        Bar("heldout_accuracy_gain", ">=", 0.02, "held-out sampled accuracy rose"),
+        Bar("kl_last", ">", 0.0, "the policy moved off its reference (KL, last logged)"),
+        Bar("greedy_accuracy_change", ">=", -0.05, "greedy accuracy not lost", guard=True),
+        Bar("format_after", ">=", 0.9, "format not broken", guard=True),
+    )
 
     model_id: str
     lora_rank: int | None  # None: full fine-tuning (reference = a second copy)

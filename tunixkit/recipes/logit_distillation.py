@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from tunixkit import evaluation
+from tunixkit.evaluation import Bar
 from tunixkit.recipes._base import _Presets
 
 __all__ = ["Distill"]
@@ -13,6 +15,12 @@ __all__ = ["Distill"]
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Distill(_Presets):
     """04_logit_distillation: a smaller student learns the teacher's next-token distributions."""
+
+    # The last cell's bars (the runs behind them, trained and untrained: docs/tuning.md#no-learning)
+    BARS: ClassVar[tuple[Bar, ...]] = (
+        Bar("student_kl_ratio", "<=", 0.5, "student's KL to the teacher at least halved"),
+        Bar("eval_loss_gap_ratio", "<=", 0.5, "eval loss gap to the teacher at least halved"),
+    )
 
     teacher_id: str
     student_id: str  # must share the teacher's vocabulary

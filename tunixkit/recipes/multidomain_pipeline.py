@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from tunixkit import evaluation, prompting, rl
+from tunixkit.evaluation import Bar
 from tunixkit.recipes._base import _MLP_LORA, _Presets
 
 __all__ = ["Pipeline"]
@@ -14,6 +16,34 @@ __all__ = ["Pipeline"]
 class Pipeline(_Presets):
     """06_multidomain_pipeline: SFT, a self-improvement round, preference tuning, then GRPO with
     rubric and judge rewards, on every domain of the competition, in one session."""
+
+    # The last cell's bars, each stage against the model it started from (the runs behind them,
+    # trained and untrained: docs/tuning.md#no-learning)
+    BARS: ClassVar[tuple[Bar, ...]] = (
+        Bar(
+            "sft_judged_change_low",
+            ">",
+            0.0,
+            "SFT raised the judged score (95% interval's low end)",
+        ),
+        Bar(
+            "improve_judged_change_low",
+            ">",
+            0.0,
+            "self-improvement raised the judged score (95% interval's low end)",
+        ),
+        # its smoke gain, +0.046 (±0.042) at 120 prompts, is too small for an interval bar
+        Bar("preference_judged_change", ">", 0.0, "preference tuning raised the judged score"),
+        Bar(
+            "grpo_sampled_change_low",
+            ">",
+            0.0,
+            "GRPO raised the judged score of sampled answers (95% interval's low end)",
+        ),
+        Bar("format_after_grpo", ">=", 0.9, "format after GRPO", guard=True),
+        Bar("grpo_adopted", ">=", 1.0, "GRPO adopted (its judged change not below 0)", guard=True),
+        Bar("math_drop_in_noise", "<=", 1.0, "math accuracy not lost beyond 2 SE", guard=True),
+    )
 
     model_id: str  # where stage 1 starts
     judge_id: str | None  # a judge model id (None: the smoke profile's rubric grader)

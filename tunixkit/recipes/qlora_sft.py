@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from tunixkit import evaluation
+from tunixkit.evaluation import Bar
 from tunixkit.recipes._base import _Presets
 
 __all__ = ["SFT"]
@@ -13,6 +15,14 @@ __all__ = ["SFT"]
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SFT(_Presets):
     """01_qlora_sft: LoRA/QLoRA SFT into the reasoning format."""
+
+    # The last cell's bars (the runs behind them, trained and untrained: docs/tuning.md#no-learning)
+    BARS: ClassVar[tuple[Bar, ...]] = (
+        Bar("format_after", ">=", 0.9, "format after training"),
+        Bar("eval_loss_ratio", "<=", 0.5, "held-out loss at least halved (last / first)"),
+        # the format check proves SFT taught it only if the start model did not already know it
+        Bar("format_before", "<=", 0.2, "format before training", guard=True),
+    )
 
     model_id: str
     lora_rank: int
