@@ -157,7 +157,8 @@ family = models.get_spec(recipe.model_id).family  # its chat template writes the
 if DATASET is None:
     train_pairs = [data.sft_pair(r, family=family) for r in train_records]
 else:  # any instruction dataset: its prompt column goes into the chat template as is
-    rows = data.load_rows(DATASET, "train")
+    with runtime.parameter_for_a_copy("DATASET"):  # offline: the error names the parameter
+        rows = data.load_rows(DATASET, "train")
     end = families.get(family).end_of_turn
     train_pairs = [
         (prompting.format_prompt(p, system_prompt=None, family=family), r + end)
@@ -279,8 +280,11 @@ print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 # %%
 n = clock.fit(len(test_records))
 with clock.timed("evaluation", items=n):
+    # the export itself is measured (the merged weights 02 starts from and the judges load), not
+    # the QLoRA model in memory: its nf4 backbone answers a little differently
+    exported = models.load_model(recipe.model_id, path=exports["hf"], mesh=mesh, verbose=False)
     after = evaluation.evaluate(
-        tuned, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir
+        exported, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir
     )
 display(Markdown(evaluation.comparison_table([before.first(n), after])))
 display(Markdown(evaluation.side_by_side([before.first(n), after], k=3)))

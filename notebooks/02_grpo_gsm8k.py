@@ -474,8 +474,11 @@ judged_answers, judged_folder = judges_check(judged_root, recipe.eval.system_pro
 n = clock.fit(len(test_records))  # fewer questions only if the session is short of time
 share = n / len(test_records)
 with clock.timed("evaluation", items=n):
+    # greedy answers: of the export itself (the adapters merged, what 03 or 06 start from), not the
+    # adapters in memory
+    exported = models.load_model(recipe.model_id, path=exports["hf"], mesh=mesh, verbose=False)
     after = evaluation.evaluate(
-        policy, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir
+        exported, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir
     )
     heldout_after = rl.heldout_reward(
         policy,

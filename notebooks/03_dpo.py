@@ -187,7 +187,10 @@ pair_records = (
 n_pair_records = len(pair_records)  # a rehearsal samples two batches of them, timed and projected
 per_batch = max(1, recipe.eval.batch_size // recipe.pair_samples)
 pair_records = pair_records[: clock.sized(n_pair_records, label="pairs", batch=per_batch)]
-with clock.timed("pairs", items=len(pair_records), planned=n_pair_records):
+with (
+    clock.timed("pairs", items=len(pair_records), planned=n_pair_records),
+    runtime.parameter_for_a_copy("PAIRS"),  # offline: a download error names the parameter
+):
     pairs = preferences.training_pairs(
         out_dir,
         PAIRS,
@@ -315,8 +318,10 @@ with clock.timed("held-out scoring", items=n_heldout):
     scores_after = preferences.score(actor, reference.model, heldout, beta=recipe.beta)
 n = clock.fit(len(test_records))
 with clock.timed("evaluation", items=n):
+    # greedy answers: of the export itself (the adapters merged), not the adapters in memory
+    exported = models.load_model(recipe.model_id, path=exports["hf"], mesh=mesh, verbose=False)
     after = evaluation.evaluate(
-        policy, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir
+        exported, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir
     )
 display(
     Markdown(

@@ -280,8 +280,10 @@ print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 losses_after = heldout_losses()
 n = clock.fit(len(test_records))
 with clock.timed("evaluation", items=n):
+    # greedy answers of the export itself (the student as written), not the model in memory
+    exported = models.load_model(recipe.student_id, path=exports["hf"], mesh=mesh, verbose=False)
     after = evaluation.evaluate(
-        student, test_records[:n], name="student_after", config=recipe.eval, output_dir=out_dir
+        exported, test_records[:n], name="student_after", config=recipe.eval, output_dir=out_dir
     )
 rows = [
     ("KL(teacher ‖ student)", "kl"),
@@ -370,7 +372,14 @@ kl = summary["student_kl_before"], summary["student_kl_after"]
 gaps = [
     summary[f"student_eval_loss_{w}"] - summary["teacher_eval_loss"] for w in ("before", "after")
 ]
-figures = {"student_kl_ratio": kl[1] / kl[0], "eval_loss_gap_ratio": gaps[1] / gaps[0]}
+figures = {
+    "student_kl_ratio": kl[1] / kl[0],
+    "eval_loss_gap_ratio": gaps[1] / gaps[0],
+    # not bars: compared with the same student trained on the hard loss alone (ALPHA 0,
+    # scripts/no_learning.py's baseline): the teacher's logits must bring it closer to the teacher
+    "student_kl_after": kl[1],
+    "student_eval_loss_after": summary["student_eval_loss_after"],
+}
 if trained.stopped == "done":  # a whole run (a session stopped early is judged at its end)
     checks.bars(recipe.BARS, figures, out_dir / "checks.json")
 checks.done("distillation")

@@ -223,16 +223,18 @@ if rt.smoke:
 else:
     if TRACES is None:  # the default public mix, an even share per domain
         family = models.get_spec(recipe.model_id).family
-        traces = mix.load_mix(
-            recipe.train_tasks // 6,
-            paths=MIX_PATHS,
-            family=family,
-            noncommercial=MIX_NONCOMMERCIAL,
-        )
+        with runtime.parameter_for_a_copy("MIX_PATHS", "a copy of each data set (by its id)"):
+            traces = mix.load_mix(
+                recipe.train_tasks // 6,
+                paths=MIX_PATHS,
+                family=family,
+                noncommercial=MIX_NONCOMMERCIAL,
+            )
     else:
-        traces = domains.load_traces(
-            TRACES, fields=TRACE_FIELDS, domain_field=DOMAIN_FIELD, limit=recipe.train_tasks
-        )
+        with runtime.parameter_for_a_copy("TRACES"):  # offline: the error names the parameter
+            traces = domains.load_traces(
+                TRACES, fields=TRACE_FIELDS, domain_field=DOMAIN_FIELD, limit=recipe.train_tasks
+            )
     gsm = recipes.gsm8k(
         rt, "train", data_dir=out_dir / "data", path=GSM8K_PATH, limit=recipe.train_tasks // 6
     )

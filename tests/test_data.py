@@ -136,6 +136,29 @@ def test_a_failed_download_says_what_to_do_instead(monkeypatch):
         recipes.gsm8k(full, "train", data_dir=".")
 
 
+def test_every_notebook_data_download_names_its_parameter(monkeypatch):
+    """01's DATASET, 03's PAIRS, 06's TRACES and MIX_PATHS: offline, the error says which notebook
+    parameter points at a local copy (not the library call)."""
+    import pathlib
+
+    from tunixkit import data, runtime
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    with pytest.raises(runtime.DownloadError, match=r"Internet on.*set DATASET to its path"):
+        with runtime.parameter_for_a_copy("DATASET"):
+            data.load_rows("someone/some-sft-set", "train")
+    notebooks = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
+    for name, parameter in (
+        ("01_qlora_sft", "DATASET"),
+        ("03_dpo", "PAIRS"),
+        ("06_multidomain_pipeline", "TRACES"),
+        ("06_multidomain_pipeline", "MIX_PATHS"),
+    ):
+        assert (
+            f'runtime.parameter_for_a_copy("{parameter}"' in (notebooks / f"{name}.py").read_text()
+        )
+
+
 def test_a_gated_model_that_refuses_names_its_consent_page(monkeypatch):
     """A 403 from the hub is a licence not accepted, not a missing network: the error names the
     model's page instead of asking to turn the Internet on."""

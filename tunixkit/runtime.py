@@ -36,6 +36,7 @@ __all__ = [
     "MissingSecretError",
     "Runtime",
     "make_mesh",
+    "parameter_for_a_copy",
     "peak_memory",
     "smoke_kit",
 ]
@@ -90,6 +91,28 @@ def downloading(what: str, instead: str, *, consent: str | None = None) -> Itera
             f"must be accepted once, with the account this notebook uses: open {consent}, accept "
             "its terms (on Kaggle: 'Request access' / the consent form), then run again. The "
             f"Internet is on (the request was answered); or {instead}."
+        ) from exc
+
+
+@contextlib.contextmanager
+def parameter_for_a_copy(parameter: str, what: str = "a copy of it") -> Iterator[None]:
+    """Say a failed download (:class:`DownloadError`) in a notebook's words: which of its
+    parameters points at a local copy instead (the library's advice names its own call).
+
+    >>> with parameter_for_a_copy("DATASET"):  # doctest: +NORMALIZE_WHITESPACE
+    ...     raise DownloadError("could not download org/set (ConnectionError).")
+    Traceback (most recent call last):
+    ...
+    tunixkit.runtime.DownloadError: could not download org/set (ConnectionError). In the notebook:
+    attach a copy of it (a .jsonl/.json/.csv/.parquet file, or the data set's folder, e.g. as a
+    Kaggle input) and set DATASET to its path.
+    """
+    try:
+        yield
+    except DownloadError as exc:
+        raise DownloadError(
+            f"{exc} In the notebook: attach {what} (a .jsonl/.json/.csv/.parquet file, or the data "
+            f"set's folder, e.g. as a Kaggle input) and set {parameter} to its path."
         ) from exc
 
 
