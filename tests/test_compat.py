@@ -240,3 +240,27 @@ def test_split_rollout_batches_refuses_a_vanilla_rollout_without_its_sampler():
     with pytest.raises(RuntimeError, match="_sampler"):
         _compat.split_rollout_batches(types.SimpleNamespace(rollout=moved))
     _compat.split_rollout_batches(types.SimpleNamespace(rollout=object()))  # e.g. vLLM's
+
+
+def test_the_distillation_soft_loss_counts_answer_tokens_only():
+    """tunix's LogitStrategy averages the KL to the teacher over every position, the prompt's and
+    the padding's too: a student that matches the teacher on every answer token still has a soft
+    loss. AnswerTokenLogitStrategy's is 0 there, and its hard loss is per answer token."""
+    import jax
+    from tunix.distillation import strategies
+
+    rng = np.random.default_rng(0)
+    vocab, length = 11, 6
+    teacher = rng.normal(size=(2, length, vocab)).astype(np.float32)
+    student = teacher.copy()
+    student[:, :3] = rng.normal(size=(2, 3, vocab))  # differs on the prompt positions only
+    labels = np.zeros((2, length, vocab), np.float32)
+    labels[:, 3:, 1] = 1.0  # the answer tokens: positions 3-5
+    kw = dict(student_forward_fn=None, teacher_forward_fn=None, labels_fn=None, temperature=2.0)
+    theirs = strategies.LogitStrategy(**kw, alpha=1.0).compute_loss(student, teacher, labels)[0]
+    ours = _compat.AnswerTokenLogitStrategy(**kw, alpha=1.0)
+    assert float(theirs) > 0.1
+    assert float(ours.compute_loss(student, teacher, labels)[0]) == pytest.approx(0.0, abs=1e-6)
+    hard = _compat.AnswerTokenLogitStrategy(**kw, alpha=0.0).compute_loss(student, teacher, labels)
+    ce = -jax.nn.log_softmax(teacher[:, 3:], axis=-1)[..., 1].mean()
+    assert float(hard[0]) == pytest.approx(float(ce), rel=1e-5)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tunixkit import prompting
+from tunixkit import _compat, prompting
 from tunixkit.training import model_inputs_fn, tokenize_pair
 
 if TYPE_CHECKING:
@@ -74,16 +74,17 @@ def forward(
 
 
 def strategy(vocab_size: int, *, temperature: float, alpha: float) -> strategies.LogitStrategy:
-    """tunix ``LogitStrategy``: ``alpha`` x soft loss (KL at ``temperature``, scaled by its square)
-    + (1 - ``alpha``) x hard loss (cross-entropy on the target tokens)."""
+    """tunix's ``LogitStrategy``: ``alpha`` x soft loss (KL at ``temperature``, scaled by its
+    square) + (1 - ``alpha``) x hard loss (cross-entropy), each averaged over the answer tokens
+    (:class:`tunixkit._compat.AnswerTokenLogitStrategy`; tunix averages the KL over the prompt's and
+    the padding's positions too)."""
     import jax
-    from tunix.distillation import strategies
 
     def labels(input_tokens, input_mask, positions, attention_mask):
         del positions, attention_mask
         return jax.nn.one_hot(input_tokens[:, 1:], vocab_size) * input_mask[:, 1:, None]
 
-    return strategies.LogitStrategy(
+    return _compat.AnswerTokenLogitStrategy(  # tunix's, its soft loss on answer tokens only
         student_forward_fn=forward,
         teacher_forward_fn=forward,
         labels_fn=labels,

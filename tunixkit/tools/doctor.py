@@ -162,6 +162,11 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "LogitStrategy",
         ("student_forward_fn", "teacher_forward_fn", "labels_fn", "temperature", "alpha"),
     ),
+    (  # overridden by _compat.AnswerTokenLogitStrategy
+        "tunix.distillation.strategies",
+        "LogitStrategy.compute_loss",
+        ("student_output", "teacher_output", "labels"),
+    ),
     ("tunix.rl.common", "build_positions_from_mask", ()),
     ("tunix.rl.common", "make_causal_attn_mask", ()),
     ("tunix.rl.rl_cluster", "RLCluster", ("actor", "reference", "tokenizer", "cluster_config")),
