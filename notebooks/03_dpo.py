@@ -383,9 +383,9 @@ rehearsal = clock.rehearsal_report()
 # %% [markdown]
 # ## Checks
 # The smoke run must show the preference being learned on pairs it never trained on: held-out
-# preference accuracy at least 0.9 and a growing margin (learning bars: each fails with training
-# switched off), without costing greedy generation more than noise: greedy accuracy may fall by at
-# most 0.05, and the format must hold (guards). The bars are `recipes.DPO.BARS`; the figures and what
+# preference accuracy at least 0.7 and a margin grown by more than 1 (learning bars: each fails
+# with training switched off), without costing greedy generation more than noise: greedy accuracy
+# may fall by at most 0.05, and the format must hold (guards). The bars are `recipes.DPO.BARS`; the figures and what
 # each bar gave go to `OUTPUT_DIR/checks.json`.
 
 # %%

@@ -358,7 +358,7 @@ rehearsal = clock.rehearsal_report()
 # %% [markdown]
 # ## Checks
 # The smoke run must show the student moving onto the teacher: its KL divergence to the teacher on
-# held-out answers at least halved, and its eval loss at least half-way closer to the teacher's
+# held-out answers cut by 40% or more, and its eval loss gap to the teacher's too
 # (learning bars: each fails with training switched off). The bars are `recipes.Distill.BARS`; the
 # figures and what each bar gave go to `OUTPUT_DIR/checks.json`.
 

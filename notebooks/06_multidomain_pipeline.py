@@ -20,8 +20,10 @@
 # > from another seed: SFT +0.19 / +0.20, GRPO +0.15 (±0.06) / +0.14 (±0.04)). GRPO raises the score
 # > of sampled answers (what it optimises); greedy answers follow less surely. Math accuracy 0.40
 # > after SFT, 0.20 at the end, on 20 problems (within the check's noise, 0.22). The
-# > last cell asserts the format, SFT's greedy and GRPO's sampled change (each interval above 0),
-# > GRPO above SFT, and math within noise.
+# > last cell asserts each stage's own change against the model it started from (SFT's,
+# > self-improvement's and GRPO's with their 95% interval above 0, the preference stage's above 0),
+# > and guards the format, GRPO's adoption and math within noise; each learning check fails with
+# > training switched off (`docs/tuning.md#no-learning`).
 #
 # The competition judges `<reasoning>`/`<answer>` responses on creative writing, ideation,
 # summarization, science, math and code (math and code weigh less), with an LLM judge and people.

@@ -18,8 +18,11 @@ class DPO(_Presets):
 
     # The last cell's bars (the runs behind them, trained and untrained: docs/tuning.md#no-learning)
     BARS: ClassVar[tuple[Bar, ...]] = (
-        Bar("preference_accuracy_after", ">=", 0.9, "held-out preference accuracy"),
-        Bar("margin_gain", ">", 0.0, "held-out reward margin grew (last - first)"),
+        # each learning bar at most half way from the untrained figure (every pair ties: 0.5) to
+        # the trained one (0.90 on every setting tried: docs/tuning.md#03-dpo-smoke)
+        Bar("preference_accuracy_after", ">=", 0.7, "held-out preference accuracy"),
+        # untrained, the margin moves by float rounding alone (2e-7); trained, by 11
+        Bar("margin_gain", ">", 1.0, "held-out reward margin grew (last - first)"),
         Bar("greedy_accuracy_change", ">=", -0.05, "greedy accuracy not lost", guard=True),
         Bar("format_after", ">=", 0.9, "format not broken", guard=True),
     )

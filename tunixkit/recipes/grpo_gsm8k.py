@@ -18,7 +18,8 @@ class GRPO(_Presets):
 
     # The last cell's bars (the runs behind them, trained and untrained: docs/tuning.md#no-learning)
     BARS: ClassVar[tuple[Bar, ...]] = (
-        Bar("heldout_reward_gain", ">=", 0.2, "held-out sampled reward rose"),
+        # each learning bar at most half way from the untrained figure to the trained one
+        Bar("heldout_reward_gain", ">=", 0.15, "held-out sampled reward rose"),
         Bar("heldout_accuracy_gain", ">=", 0.02, "held-out sampled accuracy rose"),
         Bar("kl_last", ">", 0.0, "the policy moved off its reference (KL, last logged)"),
         Bar("greedy_accuracy_change", ">=", -0.05, "greedy accuracy not lost", guard=True),

@@ -1,0 +1,96 @@
+"""The no-learning control (``scripts/no_learning.py``, its figures in
+``bench/results/no_learning.json``): each training notebook's smoke preset run as it is and with
+every learning rate 0. The recorded figures are fed to the recipes' bars as they are now, so a bar
+changed later is held to the same evidence: every learning bar must fail without training (else it
+is a guard, or no check at all), and every bar must hold on the trained run."""
+
+import json
+import pathlib
+import sys
+
+import pytest
+
+from tunixkit import evaluation
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import no_learning  # noqa: E402
+
+RESULTS = json.loads(no_learning.RESULTS.read_text())["notebooks"]
+KEYS = list(no_learning.NOTEBOOKS)
+
+
+def _record(key: str) -> tuple[dict, type]:
+    notebook, recipe_cls = no_learning.NOTEBOOKS[key]
+    assert notebook in RESULTS, (
+        f"no control recorded for {notebook}: python scripts/no_learning.py {key}"
+    )
+    return RESULTS[notebook], recipe_cls
+
+
+def test_every_training_notebook_has_a_control():
+    trains = {
+        p.stem
+        for p in (ROOT / "notebooks").glob("0*.py")
+        if "learning_rate" in p.read_text() or "LEARNING_RATE" in p.read_text()
+    }
+    assert trains == set(RESULTS) == {nb for nb, _ in no_learning.NOTEBOOKS.values()}
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_the_untrained_run_really_trained_nothing(key):
+    record, recipe_cls = _record(key)
+    overrides = record["untrained"]["recipe_overrides"]
+    assert overrides == no_learning.untrained_overrides(recipe_cls)
+    assert overrides and set(overrides.values()) == {0.0}
+    assert record["trained"]["recipe_overrides"] == {}
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_every_learning_bar_fails_without_training(key):
+    record, recipe_cls = _record(key)
+    untrained = record["untrained"]["figures"]
+    learning = [b for b in recipe_cls.BARS if not b.guard]
+    assert learning, f"{recipe_cls.__name__} has no learning bar"
+    for bar in learning:
+        assert not bar.met(untrained), f"passes without training: {bar.describe(untrained)}"
+        with pytest.raises(AssertionError):  # the notebook's own call, enforced as in smoke
+            evaluation.Checks(enforce=True).bars([bar], untrained)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_every_bar_holds_on_the_trained_run(key):
+    record, recipe_cls = _record(key)
+    trained = record["trained"]["figures"]
+    missed = [b.describe(trained) for b in recipe_cls.BARS if not b.met(trained)]
+    assert not missed, missed
+    assert record["trained"]["notebook_exit"] == 0
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_every_learning_bar_sits_at_most_half_way_to_the_trained_figure(key):
+    """A margin for noise and other machines: the bar asks for at most half of what training
+    moved the figure (from the untrained run's figure; a stage the untrained run skipped counts
+    from 0, no change)."""
+    record, recipe_cls = _record(key)
+    trained, untrained = record["trained"]["figures"], record["untrained"]["figures"]
+    for bar in (b for b in recipe_cls.BARS if not b.guard):
+        t, u = trained[bar.figure], untrained.get(bar.figure, 0.0)
+        moved = abs(t - u)
+        room = t - bar.bar if bar.op.startswith(">") else bar.bar - t
+        assert room >= 0.5 * moved, f"{bar.describe(trained)}; untrained {u:.3f}: no margin"
+
+
+def test_the_docs_table_is_rendered_from_the_results():
+    text = no_learning.DOCS.read_text()
+    rendered = text.split(no_learning.BEGIN)[1].split(no_learning.END)[0].strip()
+    assert rendered == no_learning.table().strip(), "run: python scripts/no_learning.py --write"
+
+
+def test_distillation_brings_the_student_closer_to_the_teacher_than_the_hard_loss_alone():
+    """04's baseline: the same student, steps and data with the soft loss's weight 0 (ALPHA 0). A
+    bug that dropped the teacher's logits would train it as the baseline."""
+    record, _ = _record("04")
+    distilled, hard = record["trained"]["figures"], record["hard_loss_only"]["figures"]
+    assert record["hard_loss_only"]["recipe_overrides"] == {"alpha": 0.0}
+    assert distilled["student_kl_after"] < 0.75 * hard["student_kl_after"], (distilled, hard)
