@@ -19,14 +19,10 @@ class Agentic(_Presets):
 
     # The last cell's bars (the runs behind them, trained and untrained: docs/tuning.md#no-learning)
     BARS: ClassVar[tuple[Bar, ...]] = (
-        Bar("accuracy_gain", ">", 0.0, "held-out accuracy with the tool rose"),
-        Bar("well_formed_call_gain", ">", 0.0, "episodes with a well-formed call rose"),
-        Bar(
-            "tool_advantage",
-            ">",
-            0.0,
-            "the trained model is more accurate with the tool than without",
-        ),
+        # near half of what training moved each figure: 0.05 -> 0.92, 0 -> 1, -0.08 -> 0.92
+        Bar("accuracy_gain", ">=", 0.4, "held-out accuracy with the tool rose"),
+        Bar("well_formed_call_gain", ">=", 0.5, "episodes with a well-formed call rose"),
+        Bar("tool_advantage", ">=", 0.4, "the trained model is more accurate with the tool"),
     )
 
     model_id: str
