@@ -255,6 +255,11 @@ def run(name: str) -> dict:
         "heldout_reward_accuracy_after",
         "margin_first",
         "margin_last",
+        "student_kl_before",
+        "student_kl_after",
+        "teacher_eval_loss",
+        "student_eval_loss_before",
+        "student_eval_loss_after",
     ):
         if key in summary:
             result[key] = summary[key]
@@ -285,6 +290,12 @@ def _own(r: dict) -> str:
             f"held-out preference accuracy {r['heldout_reward_accuracy_before']:.2f} -> "
             f"{r['heldout_reward_accuracy_after']:.2f}, margin {r['margin_first']:.2f} -> "
             f"{r['margin_last']:.2f}"
+        )
+    if "student_kl_before" in r:
+        parts.append(
+            f"student's KL to the teacher {r['student_kl_before']:.2f} -> "
+            f"{r['student_kl_after']:.2f}; held-out loss {r['student_eval_loss_before']:.2f} -> "
+            f"{r['student_eval_loss_after']:.2f} (teacher {r['teacher_eval_loss']:.2f})"
         )
     return "; ".join(parts)
 
