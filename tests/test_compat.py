@@ -264,3 +264,5 @@ def test_the_distillation_soft_loss_counts_answer_tokens_only():
     hard = _compat.AnswerTokenLogitStrategy(**kw, alpha=0.0).compute_loss(student, teacher, labels)
     ce = -jax.nn.log_softmax(teacher[:, 3:], axis=-1)[..., 1].mean()
     assert float(hard[0]) == pytest.approx(float(ce), rel=1e-5)
+    evaluated = _compat.AnswerTokenLogitStrategy(**kw, alpha=0.7).compute_eval_loss(student, labels)
+    assert float(evaluated[0]) == pytest.approx(float(ce), rel=1e-5)

@@ -283,8 +283,16 @@ class AnswerTokenLogitStrategy(LogitStrategy):
     """tunix's ``LogitStrategy`` with its soft loss (``temperature`` squared x KL(teacher ||
     student) at ``temperature``) and its hard loss (cross-entropy) both averaged over the answer
     tokens, the positions the labels mark (tunix averages the KL over every position of the batch,
-    the prompt's and the padding's too). ``alpha`` weighs them as in tunix; the metrics keep
-    tunix's names. Top-k distillation (``distill_top_k``) is not supported."""
+    the prompt's and the padding's too), and so its eval loss. ``alpha`` weighs them as in tunix;
+    the metrics keep tunix's names. Top-k distillation (``distill_top_k``) is not supported."""
+
+    def compute_eval_loss(
+        self, student_output: jax.Array, labels: jax.Array
+    ) -> tuple[jax.Array, dict[str, jax.Array]]:
+        """The hard loss over the answer tokens (tunix's eval loss averages over every position)."""
+        count = jnp.maximum(jnp.sum(labels), 1.0)  # one-hot rows: one per answer token
+        ce = optax.softmax_cross_entropy(logits=student_output.astype(jnp.float32), labels=labels)
+        return jnp.sum(ce) / count, {}
 
     def compute_loss(
         self, student_output: jax.Array, teacher_output: jax.Array, labels: jax.Array

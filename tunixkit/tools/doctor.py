@@ -167,6 +167,11 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "LogitStrategy.compute_loss",
         ("student_output", "teacher_output", "labels"),
     ),
+    (
+        "tunix.distillation.strategies",
+        "LogitStrategy.compute_eval_loss",
+        ("student_output", "labels"),
+    ),
     ("tunix.rl.common", "build_positions_from_mask", ()),
     ("tunix.rl.common", "make_causal_attn_mask", ()),
     ("tunix.rl.rl_cluster", "RLCluster", ("actor", "reference", "tokenizer", "cluster_config")),
