@@ -746,17 +746,12 @@ checks = evaluation.Checks.for_run(rt, recipe, rehearsal=REHEARSAL)
 scores = summary["scores"]
 starts = stages.starts()  # the model each trained stage started from and is compared with
 figures = {}
-for stage, key, what in (
-    ("sft", "judged", "low"),
-    ("improve", "judged", "low"),
-    ("preference", "judged", "change"),
-    ("grpo", "sampled", "low"),
-):
+stage_scores = {"sft": "judged", "improve": "judged", "preference": "judged", "grpo": "sampled"}
+for stage, key in stage_scores.items():
     if stage in starts:  # done and trained (a skipped stage measures nothing: its bar is not met)
-        gain, ci, n = changes[f"{starts[stage]}->{stage}"][key]["all"]
-        figures[f"{stage}_{key}_change" + ("_low" if what == "low" else "")] = (
-            gain - ci if what == "low" else gain
-        )
+        gain, ci, _ = changes[f"{starts[stage]}->{stage}"][key]["all"]
+        figures[f"{stage}_{key}_change"] = gain  # each change and its 95% interval's low end
+        figures[f"{stage}_{key}_change_low"] = gain - ci
 if "grpo" in scores:
     figures["format_after_grpo"] = scores["grpo"]["all"]["format"]
     figures["grpo_adopted"] = float(final == "grpo")

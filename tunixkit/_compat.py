@@ -43,7 +43,8 @@ trainers for compiling without running; it keeps those tool-only patches to itse
   them): the student spends itself matching the teacher where nothing is trained. In notebook
   04's smoke run the student then ended further from the teacher on held-out answers than the
   same student trained on the hard loss alone (KL 0.475 against 0.250,
-  ``bench/results/no_learning.json``). Here both losses are means over the answer tokens.
+  ``docs/tuning.md#04-distill-smoke``). Here both losses, and the eval loss, are means over the
+  answer tokens (``test_the_distillation_soft_loss_counts_answer_tokens_only``).
 """
 
 from __future__ import annotations
