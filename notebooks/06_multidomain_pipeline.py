@@ -128,6 +128,7 @@ TEMPERATURE = None  # sampling temperature (GRPO rollouts, passes, sampled evalu
 GRPO_LEARNING_RATE = None  # GRPO's peak learning rate; None: the profile's
 GRPO_BETA = None  # GRPO's KL strength; None: the profile's
 SHARES = None  # each stage's share of the training time, {"sft": 0.3, ...}; None: the profile's
+DOMAIN_SHARES = None  # stage 1's rows per domain, {"creative": 0.2, ...}; None: the profile's
 REWARD_WEIGHTS = None  # GRPO's reward weights by name, {"judge": 4.0, ...}; None: the profile's
 GUARD = None  # a stage that lowers the judged score (paired interval below 0) is not adopted; None: True
 JUDGE_CHECK = None  # a domain the judge fails calibration on: "ignore", "stop", "warn"
@@ -187,6 +188,7 @@ rt, recipe, out_dir, clock = recipes.start(
     improve_prompts=IMPROVE_PROMPTS,
     pair_prompts=PAIR_PROMPTS,
     shares=SHARES,
+    domain_shares=DOMAIN_SHARES,
     reward_weights=REWARD_WEIGHTS,
     guard=GUARD,
     judge_check=JUDGE_CHECK,
@@ -214,20 +216,24 @@ recipe
 # commercial use (`MIX_NONCOMMERCIAL = True` adds SciQ, CC BY-NC 3.0): dolly-15k's creative writing,
 # brainstorming and summarization (written by people, CC BY-SA 3.0), QASC for science (two facts
 # that compose into the answer, the reasoning, and the composed fact as the answer, CC BY 4.0), MBPP
-# for code (CC BY 4.0), GSM8K for math (MIT): at most an even share per domain, rows that cannot be
-# converted counted by reason, the traces per domain printed. (dolly's and MBPP's rows carry no
-# reasoning of their own: theirs is still a short plan per domain, the same on every row of it.)
+# for code (CC BY 4.0), GSM8K for math (MIT), enough of each domain for its share (`domain_shares`),
+# rows that cannot be converted counted by reason, the traces per domain printed. dolly's and MBPP's
+# rows carry no reasoning of their own: they come as the data set's answer alone, and stage 1 has the
+# model write their reasoning (below); no row trains on a reasoning text the data did not write.
 
 # %%
 if rt.smoke:
     task_list = testing.synthetic_tasks(recipe.train_tasks, seed=0)
     records = [t.record() for t in task_list]
 else:
-    if TRACES is None:  # the default public mix, an even share per domain
+    # enough rows of each domain for its share of train_tasks
+    shares = recipe.domain_shares or dict.fromkeys(domains.DOMAINS, 1.0)
+    per_domain = {d: -(-recipe.train_tasks * w // sum(shares.values())) for d, w in shares.items()}
+    if TRACES is None:  # the default public mix
         family = models.get_spec(recipe.model_id).family
         with runtime.parameter_for_a_copy("MIX_PATHS", "a copy of each data set (by its id)"):
             traces = mix.load_mix(
-                recipe.train_tasks // 6,
+                int(max(per_domain.values())),
                 paths=MIX_PATHS,
                 family=family,
                 noncommercial=MIX_NONCOMMERCIAL,
@@ -238,7 +244,11 @@ else:
                 TRACES, fields=TRACE_FIELDS, domain_field=DOMAIN_FIELD, limit=recipe.train_tasks
             )
     gsm = recipes.gsm8k(
-        rt, "train", data_dir=out_dir / "data", path=GSM8K_PATH, limit=recipe.train_tasks // 6
+        rt,
+        "train",
+        data_dir=out_dir / "data",
+        path=GSM8K_PATH,
+        limit=max(1, int(per_domain.get("math", 0))),
     )
     gsm_test = recipes.gsm8k(
         rt, "test", data_dir=out_dir / "data", path=GSM8K_PATH, limit=recipe.heldout_per_domain
@@ -339,10 +349,51 @@ def evaluate_stage(name):
 # the stages after it have something to choose. In full, `plain_share` of the rows train without the
 # system prompt, so that the answer format holds under the judges' own prompt too (the judges'
 # check below asks both ways).
+#
+# **Reasoning the data did not write** (full): a row whose data set has no reasoning (the mix's
+# dolly and MBPP rows: the answer alone) is answered `samples` times by the start model; its best
+# whole answer in the format is judged again with the data set's answer behind the same reasoning,
+# and the target is whichever the judge scores higher: the model's own answer where it is at least
+# as good, else the data set's answer after the model's reasoning (rejection sampling;
+# `pipeline.write_reasoning`). Every such target's reasoning is the model's, written for its row. A
+# row with no whole answer in the format is left out of this stage (counted per domain; it stays a
+# prompt for the later stages). The pass takes half the stage's time at most and is kept in
+# `sft/reasoned.jsonl`.
+# Then each domain gets its share of the rows exactly (`domain_shares`; a domain short of rows
+# repeats them, twice at most, then the total shrinks: the table says which).
 
 # %%
 family = models.get_spec(recipe.model_id).family
-sft_rows = testing.uneven(train, recipe.good_share) if rt.smoke else train
+if rt.smoke:
+    sft_rows = testing.uneven(train, recipe.good_share)
+else:
+    candidates = domains.take_shares(train, recipe.domain_shares, recipe.train_tasks, say=False)
+    candidates = list({id(r): r for r in candidates}.values())  # each row once (no repeats)
+    unreasoned = [r for r in candidates if r.get("reasoned") is False]
+    reasoning_rows = clock.sized(len(unreasoned), label="reasoning")  # a rehearsal: a few
+    candidates = [r for r in candidates if r.get("reasoned", True)] + unreasoned[:reasoning_rows]
+
+    def reasoned_rows():
+        policy = models.load_model(recipe.model_id, path=MODEL_PATH, mesh=mesh, verbose=False)
+        rows, report = pipeline.write_reasoning(
+            policy,
+            candidates,
+            judge,
+            sampling,
+            samples=recipe.samples,
+            clock=stages.clock("sft", part=0.5),  # half the stage's time at most
+        )
+        stages.note("sft", reasoning=report)  # in stages.json and summary.json
+        return rows
+
+    if unreasoned and not stages.done("sft"):
+        with clock.timed("reasoning", items=reasoning_rows):
+            candidates = stages.cached("sft", "reasoned.jsonl", reasoned_rows)
+    elif unreasoned:  # stage 1 is done: its rows as it trained on them
+        candidates = stages.cached("sft", "reasoned.jsonl", list)
+    sft_rows = domains.take_shares(candidates, recipe.domain_shares, recipe.train_tasks)
+data_by_domain = {"sft": domains.by_domain(sft_rows)}
+print("stage 1's rows by domain:", data_by_domain["sft"])
 plain = [prompting.without_system(i, recipe.plain_share) for i in range(len(sft_rows))]
 sft_pairs = [  # every target ends its turn, so that the model learns to stop
     (
@@ -376,7 +427,11 @@ if sft_export:
 # session goes on; a rehearsal then times the stage on each prompt's best answer instead.
 
 # %%
-improve_tasks = train[: clock.sized(min(len(train), recipe.improve_prompts), label="improve")]
+# full: balanced by domain, as the pair prompts below (math comes last in the traces); smoke: the
+# first prompts (every domain), as its bars were measured
+n_improve = clock.sized(min(len(train), recipe.improve_prompts), label="improve")
+improve_tasks = train[:n_improve] if rt.smoke else domains.balanced(train, n_improve)
+data_by_domain["improve"] = domains.by_domain(improve_tasks)
 
 
 def keep_good_answers():
@@ -428,7 +483,7 @@ if stages.done("improve") and not stages.skipped("improve"):
 
 # %%
 pair_tasks = domains.balanced(train, clock.sized(recipe.pair_prompts, label="pairs"))
-data_by_domain = {"pair_prompts": domains.by_domain(pair_tasks)}
+data_by_domain["pair_prompts"] = domains.by_domain(pair_tasks)
 print("pair prompts by domain:", data_by_domain["pair_prompts"])
 
 
@@ -697,6 +752,8 @@ summary = {
     "adoption": {n: s.get("adoption") for n, s in stages.state.items()},  # each stage's why
     "seconds": clock.elapsed(),
     "self_improvement": stages.state.get("improve", {}).get("sampled"),
+    # stage 1's rows without reasoning of their own: sampled, and kept where the judge preferred
+    "reasoning": stages.state.get("sft", {}).get("reasoning"),
     "judge_seconds_per_call": sum(judge.seconds) / max(1, len(judge.seconds)),
     "judged_completions": judge.calls,
     "judge_calibration": calibration,

@@ -18,7 +18,7 @@ import sys
 import killing
 import pytest
 
-from tunixkit import recipes, testing
+from tunixkit import data, recipes, rewards, testing
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FEW = {"NUM_STEPS": 2, "EVAL_QUESTIONS": 4}
@@ -39,6 +39,8 @@ def inputs(tmp_path_factory):
             folder / "chat_long.jsonl", 120, preface_words=300, long_words=1000
         ),
         "tiny": testing.materialize("tiny-gemma3-sft"),
+        # the default mix's data sets in their real schemas (MIX_PATHS), 8 rows of each kind
+        "mix": testing.write_mix_sources(folder / "mix", 8),
     }
 
 
@@ -52,6 +54,29 @@ CASES = {  # notebook: parameters beyond PROFILE, OUTPUT_DIR and GSM8K_PATH (inp
     },
     # 32 tokens a turn, not the preset's 512: the same path (4 turns of 1,024-token prompts) in
     # 2 steps of GRPO, without the tiny model's 512-token babble
+    # 06 on the default public mix (no TRACES): every domain reaches every stage, stage 1's rows
+    # without reasoning of their own go through the model's rejection-sampled reasoning, and each
+    # domain gets its share; a stage or two of steps each, and a judge that grades every domain
+    "06_multidomain_pipeline": {
+        "MODEL_ID": "tiny-gemma3-sft",
+        "JUDGE_ID": "tiny-gemma3-sft",
+        "JUDGE_CHECK": "warn",
+        "MIX_PATHS": "mix",
+        "TRAIN_TASKS": 36,
+        "HELDOUT_PER_DOMAIN": 1,
+        "IMPROVE_PROMPTS": 12,
+        "PAIR_PROMPTS": 12,
+        "GENERATION_STEPS": 32,
+        "SFT_STEPS": 2,
+        "GRPO_STEPS": 2,
+        "RECIPE_OVERRIDES": {
+            "improve_steps": 2,
+            "preference_steps": 2,
+            "samples": 2,
+            "eval_samples": 1,
+            "grpo.checkpoint_every": 2,
+        },
+    },
     "07_agentic_calculator": FEW
     | {"MODEL_ID": "tiny-gemma3-sft", "SFT_STEPS": 2, "GENERATION_STEPS": 32},
 }
@@ -97,7 +122,10 @@ def _env() -> dict:
 def _run(tmp_path: pathlib.Path, name: str, case: dict, inputs: dict) -> str:
     """Run notebook ``name`` as a script in the full profile; returns what it printed."""
     params = {
-        k: str(inputs[v]) if isinstance(v, str) and v in inputs else v for k, v in case.items()
+        k: (inputs[v] if isinstance(inputs[v], dict) else str(inputs[v]))
+        if isinstance(v, str) and v in inputs
+        else v
+        for k, v in case.items()
     }
     params |= {
         "PROFILE": "full",
@@ -129,6 +157,28 @@ def test_full_profile_runs_end_to_end_on_a_tiny_model(tmp_path, name, inputs):
     assert summary["profile"] == "full", summary
     if name == "05_math_eval":  # a folder this session lacks is skipped and named, not an error
         assert "skipped gone: runs/02/export/hf is neither a model id nor a folder here" in said
+    if name.startswith("06"):  # the default mix: every domain in every stage's data
+        every = set(recipes.Pipeline.full().domain_shares)
+        for stage in ("sft", "improve", "pair_prompts", "grpo"):
+            assert set(summary["data_by_domain"][stage]) == every, (stage, summary)
+        # stage 1 trains on no reasoning the data did not write: dolly's and MBPP's rows were
+        # answered by the model, and only its answers the judge kept are among the rows
+        reasoning = summary["reasoning"]
+        assert reasoning["rows"] == 25 and reasoning["sampled"] == 25, reasoning  # 7 x 3 + 4
+        assert set(reasoning["by_domain"]) == {"creative", "ideation", "summarization", "code"}
+        rows = data.read_rows(tmp_path / "run" / "sft" / "reasoned.jsonl")
+        assert all(r.get("reasoned", True) for r in rows)
+        reasonings = [r["response"].split("</reasoning>")[0] for r in rows]
+        assert all(rewards.has_format(r["response"]) for r in rows)
+        assert len(set(reasonings)) > len(reasonings) // 2, reasonings  # no constant text
+        # each domain's share of stage 1's rows exactly (the table printed before training)
+        total = int(
+            re.search(r"shares of the training rows \(domain_shares\): (\d+) rows", said)[1]
+        )
+        shares = recipes.Pipeline.full().domain_shares
+        taken = summary["data_by_domain"]["sft"]
+        assert sum(taken.values()) == total, (taken, total)
+        assert all(abs(taken[d] - w * total) < 1 for d, w in shares.items()), (taken, total)
 
 
 @pytest.mark.parametrize("name", sorted(REHEARSALS))

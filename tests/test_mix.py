@@ -113,12 +113,23 @@ def test_the_default_mix_covers_every_judged_domain_and_counts_what_it_skips(pat
     by = [t["domain"] for t in traces]
     assert by[:5] == ["creative", "ideation", "summarization", "science", "code"]  # interleaved
     assert sorted(by) == ["code", "creative", "creative", "ideation", "science", "summarization"]
+    for t in traces:  # with reasoning in the format, or the data set's answer alone, marked
+        assert t["response"].endswith("</answer><end_of_turn>"), t
+        assert rewards.has_format(t["response"]) != (t.get("reasoned") is False), t
+    # no reasoning text the data sets did not write: dolly's and MBPP's rows have none (the model
+    # writes it in notebook 06, pipeline.write_reasoning), and no two rows share one
+    unreasoned = {t["domain"] for t in traces if t.get("reasoned") is False}
+    assert unreasoned == {"creative", "ideation", "summarization", "code"}
     for t in traces:
-        assert rewards.has_format(t["response"]) and t["response"].endswith("<end_of_turn>"), t
+        if t.get("reasoned") is False:
+            assert t["response"].startswith("<answer>") and "<reasoning>" not in t["response"], t
+    reasonings = [t["response"].split("</reasoning>")[0] for t in traces if t.get("reasoned", True)]
+    assert reasonings and len(set(reasonings)) == len(reasonings), reasonings
     summary = next(t for t in traces if t["domain"] == "summarization")
     assert "Bees make honey" in summary["prompt"]  # the passage travels with the instruction
     code = next(t for t in traces if t["domain"] == "code")
-    assert "assert add(1, 2) == 3" in code["prompt"] and "return a + b" in code["response"]
+    assert "assert add(1, 2) == 3" in code["prompt"]
+    assert code["response"] == "<answer>def add(a, b):\n    return a + b</answer><end_of_turn>"
     science = next(t for t in traces if t["domain"] == "science")
     assert science["response"].startswith(  # the two facts reason, the composed fact answers
         "<reasoning>Plants make food by photosynthesis. Photosynthesis uses light.</reasoning>"

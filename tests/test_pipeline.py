@@ -805,3 +805,79 @@ def test_a_domain_the_judge_fails_is_ignored_or_stops_the_run_as_judge_check_say
     scores = judge.scores([r["prompt"] for r in code + other], ["x"] * len(code + other))
     assert scores[: len(code)] == [0.0] * len(code)
     assert graded and not set(graded) & {r["prompt"] for r in code}  # code was not graded
+
+
+def test_reasoning_the_data_did_not_write_is_the_models_and_the_judge_picks_the_answer(
+    monkeypatch, capsys
+):
+    """Rejection sampling for rows without reasoning (the mix's dolly and MBPP rows): the model's
+    best whole answer in the format is kept only where the judge scores it at least as high as the
+    data set's answer behind the same reasoning, else the data set's answer follows the model's
+    reasoning; rows with no whole answer in the format are left out and counted; rows with
+    reasoning pass as they are."""
+    from types import SimpleNamespace
+
+    from tunixkit import evaluation, families
+
+    said = {  # prompt -> the model's answer to it, and whether the generation limit cut it
+        "p-won": ("<reasoning>r1</reasoning>\n<answer>great</answer>", False),
+        "p-lost": ("<reasoning>r2</reasoning>\n<answer>meh</answer>", False),
+        "p-cut": ("<reasoning>r3</reasoning>\n<answer>great</answer>", True),
+        "p-untagged": ("great, no tags", False),
+    }
+
+    def generate(loaded, prompts, config, progress=False, logprobs=False, sampler=None):
+        answers = [next(v for k, v in said.items() if k in p) for p in prompts]
+        return [evaluation.Generation(text, 9, cut) for text, cut in answers]
+
+    points = {"great": 9, "best": 8, "ref": 5, "meh": 3}
+    judged = []
+
+    def grader(prompts, completions, **kw):
+        judged.extend(completions)
+        return [
+            f"Score: {next((n for w, n in points.items() if f'<answer>{w}' in c), 0)}"
+            for c in completions
+        ]
+
+    monkeypatch.setattr(evaluation, "generate", generate)
+    monkeypatch.setattr(evaluation, "make_sampler", lambda loaded, size: None)  # generate is fake
+    loaded = SimpleNamespace(chat=families.GEMMA_CHAT)
+    judge = judging.Judge(grader, name="judge")
+    config = evaluation.EvalConfig(temperature=0.7, top_p=1.0, batch_size=8)
+
+    def row(prompt, answer, domain="creative"):
+        return {
+            "domain": domain,
+            "prompt": prompt,
+            "response": prompting.format_completion(None, answer),
+            "reasoned": False,
+        }
+
+    math = {"domain": "math", "prompt": "1+1?", "response": prompting.format_completion("1+1", "2")}
+    records = [
+        row("p-won", "ref"),
+        math,
+        row("p-lost", "best", "code"),
+        row("p-cut", "ref"),
+        row("p-untagged", "ref"),
+    ]
+    rows, report = pipeline.write_reasoning(loaded, records, judge, config, samples=2)
+    assert [r["prompt"] for r in rows] == ["p-won", "1+1?", "p-lost"]  # in order; 2 left out
+    assert rows[0]["response"] == said["p-won"][0] + "<end_of_turn>" and rows[0]["reasoned"]
+    assert rows[1] is math
+    # the judge preferred the data set's answer: it follows the model's reasoning
+    assert rows[2]["response"] == "<reasoning>r2</reasoning>\n<answer>best</answer><end_of_turn>"
+    assert [r.get("answer_by") for r in rows] == ["model", None, "data"]
+    # the data set's answer was judged behind the model's own reasoning, so only answers differ
+    assert "<reasoning>r1</reasoning>\n<answer>ref</answer>" in judged
+    assert "<reasoning>r2</reasoning>\n<answer>best</answer>" in judged
+    assert not any("r3" in c and "<answer>ref" in c for c in judged)  # a cut answer is not judged
+    assert report["rows"] == 4 and report["sampled"] == 4 and report["kept"] == 2
+    assert report["by_domain"] == {
+        "creative": {"rows": 3, "sampled": 3, "model": 1, "data": 0},
+        "code": {"rows": 1, "sampled": 1, "model": 0, "data": 1},
+    }
+    out = capsys.readouterr().out
+    assert "for 2 of 4 rows without reasoning" in out and "2 left out" in out
+    assert pipeline.write_reasoning(loaded, [math], judge, config)[0] == [math]  # nothing to do

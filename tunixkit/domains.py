@@ -56,6 +56,7 @@ __all__ = [
     "table",
     "balanced",
     "by_domain",
+    "take_shares",
 ]
 
 DOMAINS = ("creative", "ideation", "summarization", "science", "math", "code")
@@ -326,6 +327,89 @@ def balanced(records: Sequence[dict[str, Any]], n: int) -> list[dict[str, Any]]:
             seen[d] += 1
             keep.append(i)
     return [records[i] for i in sorted(keep)]
+
+
+def take_shares(
+    records: Sequence[dict[str, Any]],
+    shares: Mapping[str, float] | None,
+    total: int,
+    *,
+    max_repeat: int = 2,
+    say: bool = True,
+) -> list[dict[str, Any]]:
+    """``total`` of ``records`` (at most as many as there are) with each domain's share exactly
+    ``shares`` (``round`` of share x total, largest remainders first, so they sum to ``total``),
+    spread evenly through the list. A domain with fewer rows than its share repeats them (said,
+    with how many times), ``max_repeat`` times at most: past that the total shrinks (said, naming
+    the domain); a share whose domain has no rows is said and the others scaled to fill it; rows
+    of a domain without a share are left out (said). ``shares`` None: ``records`` as they are.
+    The table of shares, rows and rows taken is printed (``say``) before training.
+
+    >>> rows = [{"domain": "math", "i": i} for i in range(10)]
+    >>> rows += [{"domain": "creative", "i": i} for i in range(2)]
+    >>> rows += [{"domain": "general", "i": 0}]
+    >>> taken = take_shares(rows, {"math": 0.5, "creative": 0.5, "code": 0.2}, 8)
+    shares of the training rows (domain_shares): 8 rows
+    | domain | share | rows | taken |
+    |---|---|---|---|
+    | math | 0.50 | 10 | 4 |
+    | creative | 0.50 | 2 | 4 (each row 2x) |
+    code: no rows for its share 0.2; the other shares were scaled up to fill it
+    general: 1 rows left out (no share in domain_shares)
+    >>> [r["domain"][0] for r in taken], [r["i"] for r in taken if r["domain"] == "creative"]
+    (['m', 'c', 'm', 'c', 'm', 'c', 'm', 'c'], [0, 1, 0, 1])
+    >>> len(take_shares(rows, {"math": 0.5, "creative": 0.5}, 12, max_repeat=2, say=False))
+    8
+    """
+    if shares is None:
+        return list(records)
+    groups: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    for r in records:
+        groups[r.get("domain", "general")].append(r)
+    wanted = {d: float(w) for d, w in shares.items() if w > 0 and groups.get(d)}
+    if not wanted:
+        raise ValueError(
+            f"domain_shares {dict(shares)}: none of its domains has rows; the data has "
+            f"{by_domain(records)}"
+        )
+    scale = sum(wanted.values())
+    asked = total = min(total, sum(len(groups[d]) for d in wanted))
+    limit, tightest = min((len(groups[d]) * max_repeat * scale / w, d) for d, w in wanted.items())
+    total = min(total, int(limit))
+    exact = {d: w / scale * total for d, w in wanted.items()}
+    counts = {d: int(x) for d, x in exact.items()}
+    for d in sorted(exact, key=lambda d: counts[d] - exact[d])[: total - sum(counts.values())]:
+        counts[d] += 1
+    lines = [
+        f"shares of the training rows (domain_shares): {total} rows"
+        + (
+            f" ({asked} asked; {tightest}'s {len(groups[tightest])} rows {max_repeat}x at most)"
+            if total < asked
+            else ""
+        ),
+        "| domain | share | rows | taken |",
+        "|---|---|---|---|",
+    ]
+    keyed = []
+    for d, n in counts.items():
+        have = groups[d]
+        times = -(-n // len(have))
+        lines.append(
+            f"| {d} | {wanted[d] / scale:.2f} | {len(have)} | {n}"
+            + (f" (each row {times}x) |" if times > 1 else " |")
+        )
+        keyed += [((k + 0.5) / n, i, have[k % len(have)]) for i, k in enumerate(range(n))]
+    for d, w in shares.items():
+        if w > 0 and not groups.get(d):
+            lines.append(
+                f"{d}: no rows for its share {w:g}; the other shares were scaled up to fill it"
+            )
+    for d, have in groups.items():
+        if d not in wanted:
+            lines.append(f"{d}: {len(have)} rows left out (no share in domain_shares)")
+    if say:
+        print("\n".join(lines))
+    return [r for _, _, r in sorted(keyed, key=lambda x: (x[0], x[1]))]
 
 
 CALIBRATION_MARGINS = {"other_prompt": 0.2, "untagged": 0.05}  # reference above each, at least

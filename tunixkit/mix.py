@@ -22,10 +22,15 @@ read by :func:`tunixkit.recipes.gsm8k` as in every notebook (``GSM8K_PATH`` for 
 
 Each converter turns one row into ``{domain, prompt, response}`` with the response in the
 ``<reasoning>``/``<answer>`` format and closed by the model's end of turn, or says why it cannot
-(:class:`Skip`); :func:`load_mix` counts the skipped rows per data set and reason, and takes an
-even share of each domain. The human-written data sets have no reasoning of their own: their
-reasoning is the domain's one-line plan (:data:`PLANS`), which the later stages (self-improvement,
-preference pairs, GRPO with the judge) are there to improve on.
+(:class:`Skip`); :func:`load_mix` counts the skipped rows per data set and reason. No trace
+carries a reasoning text the data set did not write: dolly's and MBPP's rows have none, so their
+response is the data set's answer alone, marked ``reasoned: False``. Notebook 06 never trains on
+such a row as it is: the model answers the prompt itself, reasoning first, and its answer is kept
+only where the judge scores it at least as high as the data set's answer behind the same
+reasoning; elsewhere the data set's answer follows the model's reasoning
+(:func:`tunixkit.pipeline.write_reasoning`, rejection sampling); a row with no whole answer in
+the format is left out of stage 1 and counted. The shares of the domains are the recipe's
+``domain_shares`` (:func:`tunixkit.domains.take_shares`).
 """
 
 from __future__ import annotations
@@ -39,12 +44,6 @@ from tunixkit import data, prompting
 
 __all__ = ["SOURCES", "Skip", "Source", "convert", "load_mix"]
 
-PLANS = {  # the reasoning of an answer whose data set has none
-    "creative": "I write the piece the request asks for, in its form and tone, with a clear "
-    "ending.",
-    "ideation": "I give distinct, practical ideas that answer the request, one after another.",
-    "summarization": "I keep the passage's main points, in my own words, and leave out details.",
-}
 DOLLY_DOMAINS = {
     "creative_writing": "creative",
     "brainstorming": "ideation",
@@ -63,12 +62,13 @@ def _text(row: Mapping[str, Any], field: str) -> str:
     return value.strip()
 
 
-def dolly(row: Mapping[str, Any], family: str = "gemma3") -> dict[str, str]:
+def dolly(row: Mapping[str, Any], family: str = "gemma3") -> dict[str, Any]:
     """A ``databricks-dolly-15k`` row (``instruction``, ``context``, ``response``, ``category``).
 
     >>> dolly({"instruction": "Name two uses of a brick.", "context": "",
-    ...        "response": "Build; paint.", "category": "brainstorming"})["domain"]
-    'ideation'
+    ...        "response": "Build; paint.", "category": "brainstorming"})
+    {'domain': 'ideation', 'prompt': 'Name two uses of a brick.', \
+'response': '<answer>Build; paint.</answer><end_of_turn>', 'reasoned': False}
     """
     domain = DOLLY_DOMAINS.get(str(row.get("category")))
     if domain is None:
@@ -79,15 +79,10 @@ def dolly(row: Mapping[str, Any], family: str = "gemma3") -> dict[str, str]:
         if not context:
             raise Skip("summarization without its passage")
         prompt = f"{prompt}\n\n{context}"
-    answer = _text(row, "response")
-    return {
-        "domain": domain,
-        "prompt": prompt,
-        "response": _completion(PLANS[domain], answer, family),
-    }
+    return _unreasoned(domain, prompt, _text(row, "response"), family)
 
 
-def sciq(row: Mapping[str, Any], family: str = "gemma3") -> dict[str, str]:
+def sciq(row: Mapping[str, Any], family: str = "gemma3") -> dict[str, Any]:
     """An ``allenai/sciq`` row: the supporting paragraph is the reasoning.
 
     >>> sciq({"question": "What do plants need to grow?", "correct_answer": "light",
@@ -115,7 +110,7 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] + ("" if text.endswith((".", "!", "?")) else ".")
 
 
-def qasc(row: Mapping[str, Any], family: str = "gemma3") -> dict[str, str]:
+def qasc(row: Mapping[str, Any], family: str = "gemma3") -> dict[str, Any]:
     """An ``allenai/qasc`` row (``question``, ``choices``, ``answerKey``, ``fact1``, ``fact2``,
     ``combinedfact``): the two facts are the reasoning, the composed fact the answer, kept only
     where it states the right choice.
@@ -145,22 +140,29 @@ def qasc(row: Mapping[str, Any], family: str = "gemma3") -> dict[str, str]:
     }
 
 
-def mbpp(row: Mapping[str, Any], family: str = "gemma3") -> dict[str, str]:
+def mbpp(row: Mapping[str, Any], family: str = "gemma3") -> dict[str, Any]:
     """A ``google-research-datasets/mbpp`` row (``text``, ``code``, ``test_list``): the task, the
-    tests the function must pass, and the reference solution as the answer."""
+    tests the function must pass, and the reference solution as the answer (no reasoning: MBPP
+    has none)."""
     task = _text(row, "text")
     tests = [str(t) for t in row.get("test_list") or []]
     prompt = task + ("\nIt must pass:\n" + "\n".join(tests) if tests else "")
-    reasoning = "I write one Python function that does this and passes the tests."
-    return {
-        "domain": "code",
-        "prompt": prompt,
-        "response": _completion(reasoning, _text(row, "code"), family),
-    }
+    return _unreasoned("code", prompt, _text(row, "code"), family)
 
 
 def _completion(reasoning: str, answer: str, family: str) -> str:
     return prompting.format_completion(reasoning, answer, family=family)
+
+
+def _unreasoned(domain: str, prompt: str, answer: str, family: str) -> dict[str, Any]:
+    """A row whose data set wrote no reasoning: its answer alone, for the model to reason toward
+    (:func:`tunixkit.pipeline.write_reasoning`)."""
+    return {
+        "domain": domain,
+        "prompt": prompt,
+        "response": prompting.format_completion(None, answer, family=family),
+        "reasoned": False,
+    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,7 +170,7 @@ class Source:
     """One data set of the mix: where it is, which split and config, and its converter."""
 
     dataset: str  # a Hugging Face id
-    convert: Callable[..., dict[str, str]]
+    convert: Callable[..., dict[str, Any]]
     licence: str
     commercial: bool = True  # whether the licence allows commercial use (the default mix's rule)
     split: str = "train"
@@ -185,7 +187,7 @@ SOURCES = (
 
 def convert(
     rows: Sequence[Mapping[str, Any]], source: Source, *, family: str = "gemma3"
-) -> tuple[list[dict[str, str]], collections.Counter]:
+) -> tuple[list[dict[str, Any]], collections.Counter]:
     """(traces, skipped rows by reason) of ``rows`` of ``source``.
 
     >>> traces, skipped = convert([{"question": "q", "correct_answer": "a", "support": ""}],
@@ -209,14 +211,14 @@ def load_mix(
     family: str = "gemma3",
     load: Callable[..., list[dict[str, Any]]] = data.load_rows,
     noncommercial: bool = False,
-) -> list[dict[str, str]]:
+) -> list[dict[str, Any]]:
     """At most ``per_domain`` traces of each domain of :data:`SOURCES` (all but math), in the data
     sets' order, interleaved by domain. ``paths``: a local file for a data set id (attached on
     Kaggle, or a test's fixture). A data set whose licence forbids commercial use is left out
     unless ``noncommercial`` (said either way). Skipped rows are printed per data set and reason,
     then the traces per domain; a data set that gives no trace at all raises
     :class:`tunixkit.data.DataError` naming it."""
-    by_domain: dict[str, list[dict[str, str]]] = collections.defaultdict(list)
+    by_domain: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
     for source in SOURCES:
         if not source.commercial and not noncommercial:
             print(
@@ -243,6 +245,13 @@ def load_mix(
             + (f" ({said})" if said else "")
         )
     print(f"the mix by domain: { {d: len(rows) for d, rows in by_domain.items()} }")
+    unreasoned = collections.Counter(
+        d for d, rows in by_domain.items() for t in rows if t.get("reasoned") is False
+    )
+    if unreasoned:
+        print(
+            f"without reasoning of their own (the model writes it; notebook 06): {dict(unreasoned)}"
+        )
     lists = list(by_domain.values())
     return [t for group in zip(*lists, strict=False) for t in group] + [
         t for rows in lists for t in rows[min(map(len, lists)) :]

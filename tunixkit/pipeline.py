@@ -58,6 +58,7 @@ __all__ = [
     "self_improve",
     "sft_stage",
     "weighted_rewards",
+    "write_reasoning",
 ]
 
 
@@ -470,6 +471,105 @@ def self_improve(
     return kept, report
 
 
+def write_reasoning(
+    loaded: LoadedModel,
+    records: Sequence[dict[str, Any]],
+    judge: judging.Judge,
+    config: evaluation.EvalConfig,
+    *,
+    samples: int = 4,
+    clock: Any = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Reasoning for the rows whose data set wrote none (``reasoned: False``: the answer alone,
+    :mod:`tunixkit.mix`), by rejection sampling: the model answers each such prompt ``samples``
+    times, and its best answer in the format (judged, whole: not cut by the generation limit) is
+    judged again with the data set's answer behind the same reasoning, so that the two differ only
+    in their answer. The row's target becomes the one the judge scores higher: the model's own
+    answer where it scores at least as high (``"model"``), else the data set's answer after the
+    model's reasoning (``"data"``). Every kept target's reasoning is the model's, written for that
+    row. Rows with no whole answer in the format, and rows the clock left unsampled, are left out;
+    the other rows pass as they are. Returns (rows to train on, report: rows, sampled, kept, and by
+    domain rows / sampled / model / data)."""
+    todo = [r for r in records if r.get("reasoned") is False]
+    kept: dict[int, dict[str, Any]] = {}
+    report: dict[str, Any] = {"rows": len(todo), "sampled": 0, "kept": 0, "by_domain": {}}
+    if todo:
+        prompts, gens, scores = sample_and_judge(
+            loaded, todo, judge, config, samples=samples, clock=clock, what="reasoning"
+        )
+        best = []
+        for i in range(len(prompts)):
+            group = [
+                (score, gen.text)
+                for score, gen in zip(
+                    scores[i * samples : (i + 1) * samples],
+                    gens[i * samples : (i + 1) * samples],
+                    strict=True,
+                )
+                if not gen.truncated and rewards.has_format(gen.text)
+            ]
+            best.append(max(group, key=lambda x: x[0]) if group else None)
+        judged = [(i, b) for i, b in enumerate(best) if b is not None]
+        references = judge.scores(
+            [todo[i]["prompt"] for i, _ in judged],
+            [_with_reasoning(todo[i]["response"], text, loaded) for i, (_, text) in judged],
+        )
+        for (i, (score, text)), reference in zip(judged, references, strict=True):
+            own = score >= reference
+            target = text if own else _with_reasoning(todo[i]["response"], text, loaded)
+            kept[i] = {
+                **todo[i],
+                "response": target + loaded.chat.end_of_turn,
+                "reasoned": True,
+                "answer_by": "model" if own else "data",
+                "reference": todo[i]["response"],
+            }
+        report["sampled"], report["kept"] = len(prompts), len(kept)
+        for i, r in enumerate(todo):
+            row = report["by_domain"].setdefault(
+                r["domain"], {"rows": 0, "sampled": 0, "model": 0, "data": 0}
+            )
+            row["rows"] += 1
+            row["sampled"] += i < len(prompts)
+            if i in kept:
+                row[kept[i]["answer_by"]] += 1
+        print(
+            f"reasoning written by the model for {report['kept']} of {len(todo)} rows without "
+            f"reasoning (best of {samples}); the judge preferred the model's own answer on "
+            f"{sum(d['model'] for d in report['by_domain'].values())}, the data set's after the "
+            f"model's reasoning on the rest; {len(todo) - report['kept']} left out (no whole "
+            f"answer in the format, or not sampled in time); by domain {report['by_domain']}"
+        )
+    out, k = [], 0
+    for r in records:
+        if r.get("reasoned") is False:
+            if k in kept:
+                out.append(kept[k])
+            k += 1
+        else:
+            out.append(r)
+    return out, report
+
+
+def _with_reasoning(reference: str, sampled: str, loaded: LoadedModel) -> str:
+    """The data set's answer (``reference``, an answer without reasoning) behind the reasoning
+    block of ``sampled``: judged beside the sample, the two differ only in their answer.
+
+    >>> from types import SimpleNamespace
+    >>> from tunixkit import families
+    >>> chat = SimpleNamespace(chat=families.GEMMA_CHAT)
+    >>> sampled = "<reasoning>r</reasoning><answer>A</answer>"
+    >>> _with_reasoning("<answer>B</answer><end_of_turn>", sampled, chat)
+    '<reasoning>r</reasoning>\\n<answer>B</answer>'
+    """
+    reasoning = sampled[
+        sampled.index(prompting.REASONING_START) : sampled.index(prompting.REASONING_END)
+        + len(prompting.REASONING_END)
+    ]
+    answer = reference.removesuffix(loaded.chat.end_of_turn).strip()
+    return f"{reasoning}\n{answer}"
+
+
 def weighted_rewards(weights: dict[str, float], judge: judging.Judge) -> list[Any]:
     """GRPO's reward functions from ``{name: weight}``: ``"judge"`` is ``judge``, any other name a
     reward of :data:`tunixkit.rewards.REWARDS`; each keeps its name, so tunix logs it on its own.
@@ -726,7 +826,19 @@ def contested(
     prompts on which the judge told the model's samples apart), or all of them when the file is
     missing; ``family``: the chat template the pairs' prompts were written in. GRPO learns only
     where a group's rewards differ: on prompts every sample already aces (or all fail alike) each
-    advantage is 0 and the step is spent on the KL term."""
+    advantage is 0 and the step is spent on the KL term. A domain none of whose prompts is in the
+    file keeps as many of its first prompts as the mean per domain (said): its other rewards may
+    still tell its samples apart.
+
+    >>> import tempfile
+    >>> pairs = pathlib.Path(tempfile.mkdtemp()) / "pairs.jsonl"
+    >>> _ = data.write_jsonl([{"prompt": prompting.format_prompt("a1", None)}], pairs)
+    >>> rows = [{"domain": d, "prompt": f"{d}{i}"} for d in "ab" for i in (1, 2)]
+    >>> [r["prompt"] for r in contested(rows, pairs, None)]
+    GRPO prompts: 1 of 4, those on which the judge told samples apart (pairs.jsonl)
+    GRPO prompts: 1 each of b too (the judge told none apart; other rewards may)
+    ['a1', 'b1']
+    """
     path = pathlib.Path(pairs_file)
     if not path.is_file():
         print(f"GRPO prompts: all {len(records)} ({path} not found)")
@@ -744,6 +856,20 @@ def contested(
         f"GRPO prompts: {len(kept)} of {len(records)}, "
         f"those on which the judge told samples apart ({path.name})"
     )
+    # a domain none of whose prompts the judge told apart still trains: its other rewards (the
+    # answer checker on math, the rubric checks) may tell samples apart where the judge did not
+    told = {r.get("domain", "general") for r in kept}
+    each = max(1, len(kept) // len(told))
+    missing = [
+        d for d in dict.fromkeys(r.get("domain", "general") for r in records) if d not in told
+    ]
+    for d in missing:
+        kept += [r for r in records if r.get("domain", "general") == d][:each]
+    if missing:
+        print(
+            f"GRPO prompts: {each} each of {'/'.join(missing)} too (the judge told none apart; "
+            "other rewards may)"
+        )
     return kept
 
 

@@ -64,14 +64,23 @@ def format_prompt(
     return families.get(family).chat.prompt(question, system_prompt)
 
 
-def format_completion(reasoning: str, answer: str, *, family: str = "gemma3") -> str:
-    """The target completion in the reasoning format, closed by the family's end of turn.
+def format_completion(reasoning: str | None, answer: str, *, family: str = "gemma3") -> str:
+    """The target completion in the reasoning format, closed by the family's end of turn;
+    ``reasoning`` None: the answer alone (a data set's answer that carries no reasoning: a
+    reference to judge against, not a target).
 
     >>> format_completion("2 plus 2 is 4.", "4")
     '<reasoning>2 plus 2 is 4.</reasoning>\\n<answer>4</answer><end_of_turn>'
+    >>> format_completion(None, "4")
+    '<answer>4</answer><end_of_turn>'
     """
     end = families.get(family).end_of_turn
-    return f"{REASONING_START}{reasoning}{REASONING_END}\n{ANSWER_START}{answer}{ANSWER_END}{end}"
+    answered = f"{ANSWER_START}{answer}{ANSWER_END}{end}"
+    return (
+        answered
+        if reasoning is None
+        else f"{REASONING_START}{reasoning}{REASONING_END}\n{answered}"
+    )
 
 
 def end_turn(completion: str, *, family: str = "gemma3") -> str:

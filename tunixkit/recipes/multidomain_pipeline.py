@@ -91,6 +91,10 @@ class Pipeline(_Presets):
     # stage 1's rows trained without the system prompt (prompting.without_system), so the format
     # holds under the judges' own prompt too
     plain_share: float = 0.25
+    # each domain's share of stage 1's rows, honoured exactly (domains.take_shares: a domain
+    # short of rows repeats them, twice at most, then the total shrinks); None: the rows as they
+    # come
+    domain_shares: dict[str, float] | None = None
 
     @classmethod
     def smoke(cls) -> Pipeline:
@@ -223,6 +227,15 @@ class Pipeline(_Presets):
                 "length_target": 1.0,
             },  # answers under ~600 tokens, none left open
             shares={"sft": 0.3, "improve": 0.1, "preference": 0.2, "grpo": 0.4},
+            # the judges weight math and code down; GRPO's answer reward trains math further
+            domain_shares={
+                "creative": 0.2,
+                "ideation": 0.2,
+                "summarization": 0.2,
+                "science": 0.2,
+                "math": 0.1,
+                "code": 0.1,
+            },
             eval=dataclasses.replace(
                 evaluation.EvalConfig.full(),
                 system_prompt=prompting.DOMAINS_SYSTEM_PROMPT,

@@ -28,6 +28,7 @@ from tunixkit.testing._fixtures import (
     write_chat_traces,
     write_gsm8k_hub,
     write_hf_tokenizer,
+    write_mix_sources,
     write_preference_rows,
     write_trace_rows,
 )
@@ -111,6 +112,7 @@ __all__ = [
     "write_chat_traces",
     "write_gsm8k_hub",
     "write_hf_tokenizer",
+    "write_mix_sources",
     "write_preference_rows",
     "write_synthetic_gsm8k",
     "write_trace_rows",

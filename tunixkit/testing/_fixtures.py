@@ -36,6 +36,7 @@ __all__ = [
     "write_gsm8k_hub",
     "write_chat_traces",
     "write_hf_tokenizer",
+    "write_mix_sources",
     "write_preference_rows",
     "write_trace_rows",
 ]
@@ -273,3 +274,79 @@ def write_chat_traces(
         ]
         rows.append({"messages": turns})
     return data.write_jsonl(rows, pathlib.Path(path))
+
+
+def write_mix_sources(folder: str | pathlib.Path, n: int = 8) -> dict[str, str]:
+    """Local copies of the default mix's data sets (:data:`tunixkit.mix.SOURCES`, the commercial
+    ones) in their real schemas, ``n`` rows of each judged kind, as ``MIX_PATHS`` takes them:
+    ``databricks-dolly-15k.jsonl`` (``instruction``, ``context``, ``response``, ``category``; also
+    an ``open_qa`` row the mix skips), QASC's train parquet (``question``, ``choices`` {``text``,
+    ``label``}, ``answerKey``, ``fact1``, ``fact2``, ``combinedfact``) and MBPP's ``full`` parquet
+    (``task_id``, ``text``, ``code``, ``test_list``, ...). Every row differs from the others."""
+    folder = pathlib.Path(folder)
+    things = ["kite", "river", "lamp", "garden", "train", "violin", "harbor", "meadow", "comet"]
+    dolly = []
+    for i in range(n):
+        thing = things[i % len(things)]
+        dolly += [
+            {
+                "instruction": f"Write a short poem about a {thing} at dawn, number {i}.",
+                "context": "",
+                "response": f"The {thing} wakes slowly,\nlight on its edges,\nmorning {i}.",
+                "category": "creative_writing",
+            },
+            {
+                "instruction": f"Give three ideas for using an old {thing} ({i}).",
+                "context": "",
+                "response": f"1. Paint the {thing}. 2. Lend the {thing}. 3. Photograph it.",
+                "category": "brainstorming",
+            },
+            {
+                "instruction": f"Summarize the passage about the {thing} ({i}).",
+                "context": f"The {thing} was built long ago. People visit the {thing} every "
+                f"spring, and the town cares for it. Report {i}.",
+                "response": f"An old {thing} that the town cares for draws spring visitors.",
+                "category": "summarization",
+            },
+        ]
+    dolly.append(
+        {
+            "instruction": "Who wrote Hamlet?",
+            "context": "",
+            "response": "Shakespeare.",
+            "category": "open_qa",
+        }
+    )
+    qasc = [
+        {
+            "id": f"q{i}",
+            "question": f"What does a {things[i % len(things)]} need to work in case {i}?",
+            "choices": {"text": ["salt", f"energy {i}"], "label": ["A", "B"]},
+            "answerKey": "B",
+            "fact1": f"a {things[i % len(things)]} uses energy {i} to work",
+            "fact2": "Energy makes things move.",
+            "combinedfact": f"a {things[i % len(things)]} needs energy {i} to work",
+            "formatted_question": f"What does it need? (A) salt (B) energy {i}",
+        }
+        for i in range(n)
+    ]
+    mbpp = [
+        {
+            "task_id": i + 1,
+            "text": f"Write a function to add {i} to a number.",
+            "code": f"def add_{i}(x):\n    return x + {i}",
+            "test_list": [f"assert add_{i}(1) == {1 + i}"],
+            "test_setup_code": "",
+            "challenge_test_list": [],
+        }
+        for i in range(n)
+    ]
+    return {
+        "databricks/databricks-dolly-15k": str(
+            data.write_jsonl(dolly, folder / "databricks-dolly-15k.jsonl")
+        ),
+        "allenai/qasc": str(_parquet(qasc, folder / "qasc" / "train-00000-of-00001.parquet")),
+        "google-research-datasets/mbpp": str(
+            _parquet(mbpp, folder / "mbpp" / "full" / "train-00000-of-00001.parquet")
+        ),
+    }
