@@ -78,7 +78,7 @@ RUNS_SPEC: dict[str, tuple[str, dict, str]] = {
     "02-lr": (
         "02_grpo_gsm8k",
         {**_GRPO, "LEARNING_RATE": 3e-5},
-        "the same GRPO at 3e-5, the rate the README advises for LoRA (1e-5 to 3e-5)",
+        "the same GRPO at 3e-5, a rate the README says to try when the reward is flat (1e-5 to 3e-5)",
     ),
     "03": (
         "03_dpo",
