@@ -175,7 +175,9 @@ policy = dataclasses.replace(reference, model=actor)
 # ## Preference pairs
 # Built once and saved to `OUTPUT_DIR/pairs_*.jsonl`; a rerun (resume) reads them back, so it trains
 # on exactly the same pairs. The on-policy pass (the full preset samples 4 answers to each of 2,000
-# questions) is timed; a rehearsal samples two batches of it and projects the rest.
+# questions) is timed and on the session clock: it takes half the training time left at most, then
+# stops and trains on the pairs it made (said); a rehearsal samples two batches of it and projects
+# the rest.
 
 # %%
 load = dict(data_dir=out_dir / "data", source=DATA_SOURCE, path=GSM8K_PATH)
@@ -201,6 +203,7 @@ with (
         config=dataclasses.replace(recipe.eval, temperature=recipe.pair_temperature),
         samples=recipe.pair_samples,
         fields=FIELDS,
+        clock=clock.part(0.5),  # half the training time left at most; the rest trains
     )
 pairs["train"][0]
 

@@ -94,6 +94,67 @@ def test_on_policy_pairs_choose_the_likeliest_correct_and_a_format_error(monkeyp
     ]
 
 
+def test_the_on_policy_pair_pass_stops_on_its_clock_and_keeps_the_pairs_it_made(
+    tmp_path, monkeypatch, capsys
+):
+    """03's pair pass on the session clock (``Session.part``): it goes a few batches at a time and
+    stops when its clock says (here at its second question: an event, not a time), keeping the
+    pairs of the questions it answered; they are written, and a rerun trains on the same ones.
+    Without a limit the pass is one call, as before."""
+    from tunixkit import evaluation, session
+
+    calls = []
+
+    def generate(loaded, prompts, config, logprobs=False, progress=False, sampler=None):
+        calls.append(len(prompts))
+        right = "<reasoning>r</reasoning>\n<answer>4</answer>"
+        return [
+            evaluation.Generation(right if i % 2 else "4", 9, False, -1.0)
+            for i in range(len(prompts))
+        ]
+
+    monkeypatch.setattr(evaluation, "generate", generate)
+    monkeypatch.setattr(evaluation, "make_sampler", lambda loaded, size: None)  # generate is fake
+    records = [{"question": f"q{i}?", "answer": "4", "solution": "r"} for i in range(40)]
+    config = dataclasses.replace(evaluation.EvalConfig.smoke(), temperature=1.0, batch_size=8)
+    loaded = types.SimpleNamespace(chat=families.GEMMA_CHAT, family="gemma3")
+
+    class Clock:  # a clock with a limit, which says stop at its second question
+        asked = 0
+
+        def remaining(self):
+            return 3600.0
+
+        def must_stop(self, next_seconds):
+            self.asked += 1
+            return self.asked >= 2
+
+    pairs = preferences.training_pairs(
+        tmp_path,
+        "on-policy",
+        heldout=4,
+        policy=loaded,
+        train_records=records,
+        heldout_records=records[:4],
+        config=config,
+        samples=4,
+        clock=Clock(),
+    )
+    said = capsys.readouterr().out
+    # chunks of 4 x 8 / 4 = 8 questions: two were sampled, then the clock stopped the pass
+    assert "on-policy pairs: the session clock stopped the pass after 16 of 40 prompts" in said
+    assert calls == [32, 32, 16] and len(pairs["train"]) == 16 and len(pairs["heldout"]) == 4
+    assert [p["prompt"] for p in pairs["train"]] == [
+        prompting.format_prompt(r["question"]) for r in records[:16]
+    ]
+    assert preferences.training_pairs(tmp_path, "on-policy", heldout=4) == pairs  # read back
+    # a session without a limit: one call for the whole pass, as before the clock
+    calls.clear()
+    unlimited = session.Session(tmp_path / "s", hours=None, started=0.0).part(0.5)
+    preferences.on_policy_pairs(loaded, records, config, samples=4, clock=unlimited)
+    assert calls == [160]
+
+
 def test_generate_batches_do_not_change_greedy_answers():
     from tunixkit import evaluation, models, prompting
 

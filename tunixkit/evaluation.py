@@ -380,21 +380,51 @@ def sample_groups(
     logprobs: bool = False,
     progress: bool = False,
     sampler: Sampler | None = None,
+    clock: Any = None,
+    what: str = "pass",
 ) -> list[list[Generation]]:
     """``samples`` answers to each (formatted) prompt in one batched :func:`generate`, grouped: the
     i-th group answers ``prompts[i]``. Every pass that samples several answers per prompt and then
     ranks or averages them starts here: 03's on-policy pairs, 06's sampled evaluations, its
     self-improvement and judged pairs (:func:`tunixkit.pipeline.sample_and_judge`). A pass that
-    calls it chunk by chunk passes one ``sampler`` (:func:`make_sampler`), which compiles once."""
-    flat = generate(
-        loaded,
-        [p for p in prompts for _ in range(samples)],
-        config,
-        logprobs=logprobs,
-        progress=progress,
-        sampler=sampler,
-    )
-    return [flat[i * samples : (i + 1) * samples] for i in range(len(prompts))]
+    calls it chunk by chunk passes one ``sampler`` (:func:`make_sampler`), which compiles once.
+
+    With ``clock`` (anything with ``must_stop(next_seconds)``, e.g.
+    :meth:`tunixkit.session.Session.part`) it goes a few generation batches at a time with one
+    sampler, and stops before a chunk that would not end in time: fewer groups than prompts come
+    back (the first ones), and it says how far it got, naming the pass (``what``). A clock without
+    a limit changes nothing: one call, as without one."""
+    if clock is None or clock.remaining() == float("inf"):
+        flat = generate(
+            loaded,
+            [p for p in prompts for _ in range(samples)],
+            config,
+            logprobs=logprobs,
+            progress=progress,
+            sampler=sampler,
+        )
+        return [flat[i * samples : (i + 1) * samples] for i in range(len(prompts))]
+    chunk = max(1, 4 * config.batch_size // samples)
+    if sampler is None:
+        sampler = make_sampler(loaded, config.max_prompt_length + config.max_generation_steps)
+    groups: list[list[Generation]] = []
+    started = time.time()
+    for i in range(0, len(prompts), chunk):
+        if i and clock.must_stop((time.time() - started) / (i // chunk)):
+            print(
+                f"{what}: the session clock stopped the pass after {i} of {len(prompts)} prompts "
+                "(what they gave is kept)"
+            )
+            break
+        groups += sample_groups(
+            loaded,
+            prompts[i : i + chunk],
+            config,
+            samples=samples,
+            logprobs=logprobs,
+            sampler=sampler,
+        )
+    return groups
 
 
 def categorize(text: str, gold: str, truncated: bool) -> str:

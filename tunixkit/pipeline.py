@@ -37,6 +37,7 @@ from tunixkit import (
     session,
     training,
 )
+from tunixkit.session import StageClock
 
 if TYPE_CHECKING:
     from flax import nnx
@@ -60,32 +61,6 @@ __all__ = [
     "weighted_rewards",
     "write_reasoning",
 ]
-
-
-@dataclasses.dataclass
-class StageClock:
-    """The session clock as one stage sees it: it must also stop at its own deadline."""
-
-    session: Any  # tunixkit.session.Session
-    deadline: float  # time.time() by which this stage stops training
-
-    def remaining(self) -> float:
-        return min(self.session.remaining(), self.deadline - time.time() + self.session.reserve())
-
-    def reserve(self) -> float:
-        return self.session.reserve()
-
-    def must_stop(self, next_step_seconds: float = 0.0) -> bool:
-        return (
-            self.session.must_stop(next_step_seconds)
-            or time.time() + next_step_seconds > self.deadline
-        )
-
-    def __getattr__(self, name: str) -> Any:
-        """Everything else is the session's: its timings, ``OUTPUT_DIR/STOP``, a rehearsal."""
-        if name == "session":  # not set yet (a copy being built)
-            raise AttributeError(name)
-        return getattr(self.session, name)
 
 
 class Stages:

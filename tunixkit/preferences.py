@@ -59,6 +59,7 @@ def on_policy_pairs(
     samples: int,
     gold_fallback: bool = True,
     verbose: bool = True,
+    clock: Any = None,
 ) -> list[Pair]:
     """One pair per question from ``samples`` answers sampled with ``config``: a correct,
     well-formatted one is *chosen*, a wrong, badly formatted or truncated one *rejected* (a format
@@ -68,11 +69,21 @@ def on_policy_pairs(
     high temperature a right number can sit in garbled reasoning. When no answer is correct, the
     reference solution in the reasoning format is chosen (``gold_fallback``); questions without a
     pair are counted. (Preferring the greedy answer as chosen was tried on the smoke model: held-out
-    preference accuracy no better, greedy accuracy 0.47 -> 0.33.)"""
+    preference accuracy no better, greedy accuracy 0.47 -> 0.33.) With ``clock``
+    (:meth:`tunixkit.session.Session.part`) the pass stops part-way when its time is up, and the
+    questions it answered give their pairs."""
     prompts = [loaded.chat.prompt(r["question"], config.system_prompt) for r in records]
     groups = evaluation.sample_groups(
-        loaded, prompts, config, samples=samples, logprobs=True, progress=True
+        loaded,
+        prompts,
+        config,
+        samples=samples,
+        logprobs=True,
+        progress=True,
+        clock=clock,
+        what="on-policy pairs",
     )
+    records = records[: len(groups)]
     pairs: list[Pair] = []
     all_right = all_wrong = 0
     for i, r in enumerate(records):
@@ -142,12 +153,14 @@ def training_pairs(
     config: evaluation.EvalConfig | None = None,
     samples: int = 4,
     fields: Sequence[str] = ("prompt", "chosen", "rejected"),
+    clock: Any = None,
 ) -> dict[str, list[Pair]]:
     """``{"train", "heldout"}`` pairs, read from ``out_dir/pairs_*.jsonl`` when a previous run of
     this recipe wrote them, else built and written there. ``source``: ``"on-policy"`` (``policy``
     samples ``samples`` answers per record with ``config``; the held-out pairs come from
     ``heldout_records`` with the next seed), or a preference dataset (its first ``heldout`` pairs
-    are held out)."""
+    are held out). ``clock``: the training pass's (:func:`on_policy_pairs`); the held-out pairs,
+    a few, are always made whole."""
     out = pathlib.Path(out_dir)
     files = {"train": out / "pairs_train.jsonl", "heldout": out / "pairs_heldout.jsonl"}
     if all(f.is_file() for f in files.values()):
@@ -162,7 +175,7 @@ def training_pairs(
             raise ValueError("on-policy pairs need the policy and a sampling config")
         later = dataclasses.replace(config, seed=config.seed + 1)
         pairs = {
-            "train": on_policy_pairs(policy, train_records, config, samples=samples),
+            "train": on_policy_pairs(policy, train_records, config, samples=samples, clock=clock),
             "heldout": on_policy_pairs(policy, heldout_records[:heldout], later, samples=samples),
         }
     else:

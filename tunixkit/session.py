@@ -35,7 +35,15 @@ from typing import Any
 
 from tunixkit import runtime
 
-__all__ = ["RecipeMismatch", "disk_usage", "Rehearsal", "ResumeError", "Session", "publish"]
+__all__ = [
+    "RecipeMismatch",
+    "disk_usage",
+    "Rehearsal",
+    "ResumeError",
+    "Session",
+    "StageClock",
+    "publish",
+]
 
 DEFAULT_HOURS = {"kaggle": 9.0, "colab": 12.0, "local": None}  # a session's hard limit, by platform
 START_ENV = "TUNIXKIT_SESSION_START"  # set by the first cell: when this session's clock started
@@ -156,6 +164,12 @@ class Session:
         """Whether training must stop now to leave :meth:`reserve` after one more step."""
         return self.remaining() - next_step_seconds < self.reserve()
 
+    def part(self, fraction: float) -> StageClock:
+        """A clock for a pass that makes a stage's data: it stops once ``fraction`` of the training
+        time left (after :meth:`reserve`) is spent, leaving the rest to the training it feeds."""
+        left = max(0.0, self.remaining() - self.reserve())
+        return StageClock(self, time.time() + left * fraction)
+
     @property
     def stop_file(self) -> pathlib.Path:
         return self.out_dir / STOP_FILE
@@ -256,6 +270,33 @@ class Session:
 # from its pace.
 PASS_BATCHES: list[list[tuple[int, float]]] = []
 KAGGLE_OUTPUT_BYTES = 20 * 10**9  # what a Kaggle notebook may keep in /kaggle/working
+
+
+@dataclasses.dataclass
+class StageClock:
+    """The session clock as one stage or pass sees it: it must also stop at its own deadline
+    (:meth:`Session.part`, :meth:`tunixkit.pipeline.Stages.clock`)."""
+
+    session: Any  # tunixkit.session.Session
+    deadline: float  # time.time() by which this stage stops training
+
+    def remaining(self) -> float:
+        return min(self.session.remaining(), self.deadline - time.time() + self.session.reserve())
+
+    def reserve(self) -> float:
+        return self.session.reserve()
+
+    def must_stop(self, next_step_seconds: float = 0.0) -> bool:
+        return (
+            self.session.must_stop(next_step_seconds)
+            or time.time() + next_step_seconds > self.deadline
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        """Everything else is the session's: its timings, ``OUTPUT_DIR/STOP``, a rehearsal."""
+        if name == "session":  # not set yet (a copy being built)
+            raise AttributeError(name)
+        return getattr(self.session, name)
 
 
 @dataclasses.dataclass
