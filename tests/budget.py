@@ -96,6 +96,8 @@ def test_nbval_ran_every_cell_of_every_notebook():
     ran: dict[str, int] = {}
     skipped = []
     for case in ET.parse(report).getroot().iter("testcase"):
+        if not case.get("classname", "").startswith("notebooks."):
+            continue  # a test the stream also runs (06's full profile on the default mix)
         name = case.get("classname", "").removeprefix("notebooks.")
         ran[name] = ran.get(name, 0) + 1
         if case.find("skipped") is not None:

@@ -1,6 +1,6 @@
 """A small training run through tunixkit's one loop, for the kill-and-resume tests (run as a script).
 
-    python tests/resume_job.py {grpo,dpo,distill} OUTPUT_DIR
+    python tests/resume_job.py {grpo,dpo,simpo,agentic,distill} OUTPUT_DIR
 
 Builds the trainer the way the notebooks do (GRPO: LoRA on the shared reference, KL, gradient
 accumulation; DPO: LoRA; distillation: tiny teacher and student), trains ``STEPS`` steps with
@@ -23,6 +23,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("WANDB_MODE", "disabled")
 
 from tunixkit import (
+    agentic,
     data,
     distill,
     models,
@@ -99,7 +100,7 @@ def grpo(out: pathlib.Path, mesh):
     return learner, batches, None, actor
 
 
-def dpo(out: pathlib.Path, mesh):
+def dpo(out: pathlib.Path, mesh, algorithm: str = "dpo"):
     from tunix.sft.dpo import dpo_trainer
 
     reference = models.load_model("tiny-gemma3-sft", mesh=mesh, verbose=False)
@@ -131,11 +132,49 @@ def dpo(out: pathlib.Path, mesh):
         beta=0.5,
         lambda_orpo=0.1,
     )
-    trainer = dpo_trainer.DPOTrainer(
-        actor, reference.model, training.optimizer(1e-3, STEPS), config
+    # the one builder of 03's DPO and of 06's preference stage (SimPO: tunix's DPOTrainer with
+    # tunixkit's loss)
+    trainer = preferences.trainer(
+        algorithm, actor, reference.model, training.optimizer(1e-3, STEPS), config
     )
     _record_batches(trainer, out / "trained.jsonl")
     return trainer, batches, None, actor
+
+
+def simpo(out: pathlib.Path, mesh):
+    return dpo(out, mesh, algorithm="simpo")
+
+
+def agentic_grpo(out: pathlib.Path, mesh):
+    """07's learner: tunix's agentic GRPO with the calculator, as agentic.build makes it."""
+    reference = models.load_model("tiny-gemma3-sft", mesh=mesh, verbose=False)
+    actor = models.apply_lora(reference.model, rank=8, alpha=16.0, mesh=mesh, verbose=False)
+    settings = rl.GRPOSettings(
+        learning_rate=3e-3,
+        beta=0.1,
+        max_prompt_length=1024,  # the conversation of two turns grows past 512 tokens
+        max_generation_steps=16,
+        batch_size=2,
+        num_generations=2,
+        num_steps=STEPS,
+        checkpoint_every=EVERY,
+        temperature=1.0,
+    )
+    learner, _, _ = agentic.build(
+        actor,
+        reference.model,
+        reference.tokenizer,
+        mesh=mesh,
+        settings=settings,
+        output_dir=out,
+        eos_ids=reference.eos_ids,
+        vocab_size=reference.config.num_embed,
+        max_turns=2,
+    )
+    batches = data.grpo_dataset(
+        _records(200, 0), batch_size=2, num_batches=STEPS, seed=0, system_prompt=None
+    )
+    return learner, batches, None, actor
 
 
 def distillation(out: pathlib.Path, mesh):
@@ -170,7 +209,13 @@ def distillation(out: pathlib.Path, mesh):
     return trainer, batches, None, student.model
 
 
-JOBS = {"grpo": grpo, "dpo": dpo, "distill": distillation}
+JOBS = {
+    "grpo": grpo,
+    "dpo": dpo,
+    "simpo": simpo,
+    "agentic": agentic_grpo,
+    "distill": distillation,
+}
 
 
 def main() -> None:

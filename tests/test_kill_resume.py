@@ -1,5 +1,5 @@
-"""Resume, proven for every trainer: a GRPO, a DPO and a distillation run are SIGKILLed right
-after their checkpoint at step 2 (``tests/killing.py``), run again, and must train exactly the
+"""Resume, proven for every trainer: a GRPO, a DPO, a SimPO (06's preference stage), an agentic
+GRPO (07's learner) and a distillation run are SIGKILLed right after their checkpoint at step 2 (``tests/killing.py``), run again, and must train exactly the
 remaining steps, on the batches an uninterrupted run trained on, and end with the same weights. And the session clock: a run it stops in time ends
 with a checkpoint that holds its last step.
 
@@ -55,15 +55,17 @@ def _trained(out: pathlib.Path, kind: str, skip: int = 0) -> dict[int, list]:
         for row in _rows(out / "rollouts.jsonl")[skip:]:
             steps.setdefault(row["step"], []).extend(row["questions"])
         return steps
+    if kind == "agentic":  # tunix's agentic learner logs no batch: the weights' digest decides
+        return {}
     return {row["step"]: [row["batch"]] for row in _rows(out / "trained.jsonl")[skip:]}
 
 
-@pytest.mark.parametrize("kind", ["grpo", "dpo", "distill"])
+@pytest.mark.parametrize("kind", ["grpo", "dpo", "simpo", "agentic", "distill"])
 def test_killed_run_resumes_the_remaining_steps_on_the_same_batches(tmp_path, kind):
     straight = _run(kind, tmp_path / "straight")
     assert (straight["resumed_from"], straight["steps"], straight["stopped"]) == (0, STEPS, "done")
     expected = _trained(tmp_path / "straight", kind)
-    assert sorted(expected) == list(range(1, STEPS + 1))
+    assert sorted(expected) == ([] if kind == "agentic" else list(range(1, STEPS + 1)))
 
     out = tmp_path / "killed"
     out.mkdir()
@@ -86,7 +88,7 @@ def test_killed_run_resumes_the_remaining_steps_on_the_same_batches(tmp_path, ki
         "done",
     ), resumed
     again = _trained(out, kind, skip=before)
-    assert sorted(again) == list(range(last + 1, STEPS + 1)), (
+    assert sorted(again) == ([] if kind == "agentic" else list(range(last + 1, STEPS + 1))), (
         "the rerun trained other steps than the remaining ones"
     )
     assert again == {s: expected[s] for s in again}, (
