@@ -29,7 +29,7 @@
 # |---|---|---|
 # | model | `tiny-gemma3-sft` + LoRA rank 16 on the shared reference (the bars are met with little room: see the recipe) | `gemma-3-1b-it` + LoRA rank 64 (or 01's export via `MODEL_PATH`) |
 # | pairs | 1,000 synthetic questions x 3 samples at T=1.5 | 2,000 GSM8K questions x 4 samples at T=1.0 |
-# | training | see the recipe table below | up to 1,000 steps x 8 pairs, beta 0.1, lr 3e-5, clip 0.1 |
+# | training | see the recipe table below | up to 1,000 steps x 8 pairs, beta 0.1, lr 5e-6, clip 0.1 |
 #
 # **Held-out preference accuracy** is measured on pairs built from *test* questions: the share of pairs
 # where the policy's implicit DPO reward, `beta * (log pi/pi_ref)`, is higher for chosen than for
