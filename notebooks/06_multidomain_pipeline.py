@@ -359,39 +359,18 @@ def evaluate_stage(name):
 # row with no whole answer in the format is left out of this stage (counted per domain; it stays a
 # prompt for the later stages). The pass takes half the stage's time at most and is kept in
 # `sft/reasoned.jsonl`.
-# Then each domain gets its share of the rows exactly (`domain_shares`; a domain short of rows
-# repeats them, twice at most, then the total shrinks: the table says which).
+# Then each domain gets its share of the rows exactly (`domain_shares`, `domains.take_shares`; a
+# domain short of rows repeats them, twice at most, then the total shrinks: the table says which).
+# All of it: `pipeline.sft_rows`.
 
 # %%
 family = models.get_spec(recipe.model_id).family
 if rt.smoke:
     sft_rows = testing.uneven(train, recipe.good_share)
 else:
-    candidates = domains.take_shares(train, recipe.domain_shares, recipe.train_tasks, say=False)
-    candidates = list({id(r): r for r in candidates}.values())  # each row once (no repeats)
-    unreasoned = [r for r in candidates if r.get("reasoned") is False]
-    reasoning_rows = clock.sized(len(unreasoned), label="reasoning")  # a rehearsal: a few
-    candidates = [r for r in candidates if r.get("reasoned", True)] + unreasoned[:reasoning_rows]
-
-    def reasoned_rows():
-        policy = models.load_model(recipe.model_id, path=MODEL_PATH, mesh=mesh, verbose=False)
-        rows, report = pipeline.write_reasoning(
-            policy,
-            candidates,
-            judge,
-            sampling,
-            samples=recipe.samples,
-            clock=stages.clock("sft", part=0.5),  # half the stage's time at most
-        )
-        stages.note("sft", reasoning=report)  # in stages.json and summary.json
-        return rows
-
-    if unreasoned and not stages.done("sft"):
-        with clock.timed("reasoning", items=reasoning_rows):
-            candidates = stages.cached("sft", "reasoned.jsonl", reasoned_rows)
-    elif unreasoned:  # stage 1 is done: its rows as it trained on them
-        candidates = stages.cached("sft", "reasoned.jsonl", list)
-    sft_rows = domains.take_shares(candidates, recipe.domain_shares, recipe.train_tasks)
+    sft_rows = pipeline.sft_rows(
+        stages, train, recipe, judge, sampling, base_path=MODEL_PATH, mesh=mesh
+    )
 data_by_domain = {"sft": domains.by_domain(sft_rows)}
 print("stage 1's rows by domain:", data_by_domain["sft"])
 plain = [prompting.without_system(i, recipe.plain_share) for i in range(len(sft_rows))]

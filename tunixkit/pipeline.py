@@ -57,6 +57,7 @@ __all__ = [
     "contested",
     "grpo_records",
     "self_improve",
+    "sft_rows",
     "sft_stage",
     "weighted_rewards",
     "write_reasoning",
@@ -524,6 +525,44 @@ def write_reasoning(
         else:
             out.append(r)
     return out, report
+
+
+def sft_rows(
+    stages: Stages,
+    train: Sequence[dict[str, Any]],
+    recipe: Pipeline,
+    judge: judging.Judge,
+    sampling: evaluation.EvalConfig,
+    *,
+    base_path: str | pathlib.Path | None = None,
+    mesh: Mesh | None = None,
+) -> list[dict[str, Any]]:
+    """Stage 1's rows of a full run: the recipe's ``domain_shares`` of ``train`` (each row once),
+    the rows without reasoning of their own given the start model's (:func:`write_reasoning`, on
+    half the ``"sft"`` stage's clock, timed, sized by a rehearsal, kept in ``sft/reasoned.jsonl``
+    so that a rerun trains on the same rows), then each domain's share exactly
+    (:func:`tunixkit.domains.take_shares`, its table printed)."""
+    session = stages.session
+    shared = domains.take_shares(train, recipe.domain_shares, recipe.train_tasks, say=False)
+    rows = list({id(r): r for r in shared}.values())  # each row once: the pass samples it once
+    unreasoned = [r for r in rows if r.get("reasoned") is False]
+    sampled = session.sized(len(unreasoned), label="reasoning")  # a rehearsal: a few
+    rows = [r for r in rows if r.get("reasoned", True)] + unreasoned[:sampled]
+
+    def reasoned() -> list[dict[str, Any]]:
+        policy = models.load_model(recipe.model_id, path=base_path, mesh=mesh, verbose=False)
+        out, report = write_reasoning(
+            policy, rows, judge, sampling, samples=recipe.samples, clock=stages.clock("sft", 0.5)
+        )
+        stages.note("sft", reasoning=report)  # in stages.json, and 06's summary.json
+        return out
+
+    if unreasoned and not stages.done("sft"):
+        with session.timed("reasoning", items=sampled):
+            rows = stages.cached("sft", "reasoned.jsonl", reasoned)
+    elif unreasoned:  # stage 1 is done: the rows it trained on
+        rows = stages.cached("sft", "reasoned.jsonl", list)
+    return domains.take_shares(rows, recipe.domain_shares, recipe.train_tasks)
 
 
 def _with_reasoning(reference: str, sampled: str, loaded: LoadedModel) -> str:
