@@ -56,7 +56,7 @@ os.environ.setdefault("TUNIXKIT_SESSION_START", str(time.time()))  # the session
 # The tunixkit commit this notebook was tested with (written by scripts/release.py): a re-run months
 # later installs the same code. TUNIXKIT_SOURCE: the repository (a URL, or a folder used as it is,
 # e.g. the repository attached as a Kaggle dataset when the Internet is off).
-TUNIXKIT_RELEASE = os.environ.get("TUNIXKIT_RELEASE", "bff079adb016fe7eb83c876870dcdd87ae426b7e")
+TUNIXKIT_RELEASE = os.environ.get("TUNIXKIT_RELEASE", "58597f7428c0163611b488b144a5cf865c82c0ae")
 if importlib.util.find_spec("tunixkit") is None:
     src = os.environ.get("TUNIXKIT_SOURCE", "https://github.com/tunixkit/tunixkit")
     if not os.path.isdir(src):
