@@ -404,12 +404,15 @@ def sample_groups(
             sampler=sampler,
         )
         return [flat[i * samples : (i + 1) * samples] for i in range(len(prompts))]
+    from tqdm.auto import tqdm
+
     chunk = max(1, 4 * config.batch_size // samples)
     if sampler is None:
         sampler = make_sampler(loaded, config.max_prompt_length + config.max_generation_steps)
     groups: list[list[Generation]] = []
     started = time.time()
-    for i in range(0, len(prompts), chunk):
+    chunks = range(0, len(prompts), chunk)
+    for i in tqdm(chunks, desc=what, unit="chunk", disable=not progress):
         if i and clock.must_stop((time.time() - started) / (i // chunk)):
             print(
                 f"{what}: the session clock stopped the pass after {i} of {len(prompts)} prompts "
