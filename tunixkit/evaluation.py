@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tqdm.auto import tqdm
+
 from tunixkit import _compat, session, stats
 from tunixkit.answers import extract_answer, is_correct
 from tunixkit.prompting import MATH_SYSTEM_PROMPT
@@ -275,8 +277,6 @@ def generate(
 ) -> list[Generation]:
     """Complete each (already formatted) prompt; results come back in the input order. With
     ``logprobs``, each :class:`Generation` carries its mean token log-probability."""
-    from tqdm.auto import tqdm
-
     cache_size = config.max_prompt_length + config.max_generation_steps
     sampler = sampler or make_sampler(loaded, cache_size)
     encode = sampler.tokenize
@@ -404,8 +404,6 @@ def sample_groups(
             sampler=sampler,
         )
         return [flat[i * samples : (i + 1) * samples] for i in range(len(prompts))]
-    from tqdm.auto import tqdm
-
     chunk = max(1, 4 * config.batch_size // samples)
     if sampler is None:
         sampler = make_sampler(loaded, config.max_prompt_length + config.max_generation_steps)
