@@ -5,7 +5,7 @@ device compute every row outside a ``with mesh:``.
 Two measurements:
 
 - **time, here** (default): the smoke model on 4 emulated CPU devices (the CI's mesh), at the judge's
-  shapes (``judging.JUDGE_SAMPLING``: 16 prompts near 2,048 tokens, 16 greedy tokens) and an
+  former sampling shapes (:data:`JUDGE`: 16 prompts near 2,048 tokens, 16 greedy tokens) and an
   evaluation's (32 prompts of a few hundred tokens, 64 tokens, greedy). Each variant is warmed once
   (its compile), then timed ``--repeats`` rounds, interleaved (``bench/_repeats.py``); the texts of
   both must be identical. Target: the split sampler at most ``TARGET`` of tunix's time (median of the
@@ -36,6 +36,10 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # bench/_repeats.py
 RESULTS = HERE / "results"
 TARGET = 0.8  # the split sampler's time over tunix's, at most
+# The judge's sampling shapes when it wrote its score greedily (rows, prompt limit, new tokens); it
+# now reads its score digits' probabilities in one forward pass (evaluation.ChoiceScorer), but
+# evaluations and GRPO's rollouts still sample this way.
+JUDGE = (16, 2048, 16)
 WORDS = "the a model answer question summary river energy cell proof code list idea story".split()
 
 
@@ -86,7 +90,7 @@ def _time_shape(loaded, batch: list[str], limit: int, steps: int, repeats: int) 
 def measure_time(repeats: int) -> dict:
     import _repeats
 
-    from tunixkit import judging, models, runtime
+    from tunixkit import models, runtime
 
     loaded = models.load_model("tiny-gemma3-sft", mesh=runtime.make_mesh())
     rng = random.Random(0)
@@ -97,13 +101,9 @@ def measure_time(repeats: int) -> dict:
             for _ in range(n)
         ]
 
-    js = judging.JUDGE_SAMPLING
+    rows, p, t = JUDGE
     shapes = {  # name: (prompts, prompt limit, new tokens)
-        "judge": (
-            prompts(js.batch_size, (600, 700)),
-            js.max_prompt_length,
-            js.max_generation_steps,
-        ),
+        "judge": (prompts(rows, (600, 700)), p, t),
         "evaluation": (prompts(32, (20, 45)), 256, 64),
     }
     out: dict = {}
@@ -118,19 +118,18 @@ def measure_time(repeats: int) -> dict:
 
 
 def measure_memory(topology: str, layers: int) -> dict:
-    from tunixkit import _compat, judging
+    from tunixkit import _compat
     from tunixkit.tools import memplan
 
     mesh = memplan.tpu_slice_mesh(topology)
     judge, _, cfg = memplan._abstract("gemma-3-1b-it", layers, mesh)
-    js = judging.JUDGE_SAMPLING
-    p, t = js.max_prompt_length, js.max_generation_steps
+    rows, p, t = JUDGE
     out: dict = {}
     for kind in ("tunix", "split"):
         sampler, state = memplan._sampler(
             judge,
             cfg,
-            js.batch_size,
+            rows,
             p,
             t,
             p + t,

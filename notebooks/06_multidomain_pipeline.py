@@ -264,18 +264,21 @@ display(Markdown(domains.examples(train)))
 
 # %% [markdown]
 # ## The judge
-# A judge scores each whole response (reasoning and answer, tags included) against a rubric with
-# its domain's criteria (`judging.JudgeRubric`); any reply, garbage included,
-# becomes a number in [0, 1] and never an exception. Repeated answers are not judged again, and the
-# judge's time per call is kept. In full the judge is a model loaded with the same loader, on the
-# policy's mesh; in smoke a deterministic rubric plays the judge. Before training relies on it, the
-# judge is calibrated on the held-out prompts: per domain, their reference answers should score
-# clearly above another prompt's reference (relevance) and the reference without its tags (format);
-# a domain where they do not is named (a weak judge trains the policy toward its own blind spots).
-# First, before any weights load, the memory plan compiles each stage's steps at their real shapes
-# with the judge resident (on a TPU/GPU; skipped on CPU): a stage that does not fit the chip stops
-# here, naming the recipe fields to turn down, instead of hours later. A resumed run plans only the
-# stages it has still to do (the plan compiles for minutes: 3.5 for all four on one H200).
+# A judge scores each whole response (reasoning and answer, tags included) against a rubric with its
+# domain's criteria (`judging.JudgeRubric`). A judge model's score is its expected score: its reply
+# is begun with "Score: ", and its probabilities of writing each digit 0-9 next give the mean (one
+# forward pass, no decoding), so two answers it would both give a greedy 7 are told apart. Any
+# reply, garbage included, becomes a number in [0, 1] and never an exception. Repeated answers are
+# not judged again, and the judge's time per call is kept. In full the judge is a model loaded with
+# the same loader, on the policy's mesh; in smoke a deterministic rubric plays the judge. Before
+# training relies on it, the judge is calibrated on the held-out prompts: per domain, their
+# reference answers should score clearly above another prompt's reference (relevance) and the
+# reference without its tags (format); a domain where they do not is named (a weak judge trains the
+# policy toward its own blind spots). First, before any weights load, the memory plan compiles each
+# stage's steps at their real shapes with the judge resident (on a TPU/GPU; skipped on CPU): a stage
+# that does not fit the chip stops here, naming the recipe fields to turn down, instead of hours
+# later. A resumed run plans only the stages it has still to do (the plan compiles for minutes: 3.5
+# for all four on one H200).
 
 # %%
 mesh = runtime.make_mesh()

@@ -44,6 +44,8 @@ def rows() -> list[str]:
         "sft_packing",
         "sampler_placement",
         "sampler_placement_tpu_aot",
+        "judge_score",
+        "judge_score_tpu_aot",
         "memplan",
         "memplan_gpu",
         "memplan_tpu_aot",
@@ -57,6 +59,7 @@ def rows() -> list[str]:
                 "memplan_tpu_aot": "memory_plan",
                 "sft_step_gpu": "sft_step",
                 "sampler_placement_tpu_aot": "sampler_placement",
+                "judge_score_tpu_aot": "judge_score",
             }.get(name, name)
             out.append(
                 f"| `bench/{script}.py` | | stale: `bench/results/{name}.json` lacks {e}; rerun the bench | |"
@@ -145,6 +148,25 @@ def _rows(name: str) -> list[str]:
             f"{gib(h['tunix'])} -> {gib(h['split'])} | split fits: "
             f"{'met' if j['split']['compiled'] else 'missed'} |"
         )
+    if name == "judge_score" and (t := _load("judge_score")):
+        low, high = t["interval"]
+        out.append(
+            f"| `bench/judge_score.py` | a judge call's time, its score digits' probabilities in "
+            f'one forward pass vs a sampled "Score: N" ({t["rows"]} rubric prompts of '
+            f"{t['prompt_tokens'][0]:,}-{t['prompt_tokens'][1]:,} tokens, {t['devices']}, "
+            f"{len(t['ratios'])} interleaved rounds) | time ratio, median {t['median']:.2f} "
+            f"({low:.2f}-{high:.2f}) | <= {t['target']}: {t['verdict']} |"
+        )
+    if name == "judge_score_tpu_aot" and (t := _load("judge_score_tpu_aot")):
+        for topology, d in t.items():
+            out.append(
+                f"| `bench/judge_score.py --tpu-aot` | the judge's pass per chip, GiB, {d['model']} "
+                f"on {topology} ({d['rows']} x {d['prompt']:,}): sampled prefill -> score pass "
+                f"| peak {d['sampled_prefill']['peak_gib']:.2f} -> {d['score']['peak_gib']:.2f} "
+                f"(temporaries {d['sampled_prefill']['temp_gib']:.2f} -> "
+                f"{d['score']['temp_gib']:.2f}) | peak not above: "
+                f"{'met' if d['peak_ratio'] <= 1 else 'missed'} |"
+            )
     if name in ("memplan", "memplan_gpu", "memplan_tpu_aot") and (m := _load(name)):
         out += _memplan_rows(m, accelerator=name != "memplan", flag=name.split("_", 1)[-1])
     return out

@@ -143,7 +143,8 @@ def test_tunix_sampler_computes_every_row_on_every_device_the_batch_sharded_one_
 
     from tunixkit import evaluation, models, runtime
 
-    loaded = models.load_model("tiny-gemma3-sft", mesh=runtime.make_mesh())  # 2 CPU devices
+    mesh = runtime.make_mesh()  # 2 CPU devices
+    loaded = models.load_model("tiny-gemma3-sft", mesh=mesh)  # 2 CPU devices
     cfg = loaded.config
     cache = sampler_lib.CacheConfig(
         cache_size=64 + 8,
@@ -266,3 +267,49 @@ def test_the_distillation_soft_loss_counts_answer_tokens_only():
     assert float(hard[0]) == pytest.approx(float(ce), rel=1e-5)
     evaluated = _compat.AnswerTokenLogitStrategy(**kw, alpha=0.7).compute_eval_loss(student, labels)
     assert float(evaluated[0]) == pytest.approx(float(ce), rel=1e-5)
+
+
+def test_tunix_gemma_projects_every_position_the_choice_pass_only_the_last():
+    """tunix's forward pass returns the logits of every position (rows x length x vocabulary);
+    choice_logprobs gives the last position's log-probabilities of a few tokens, equal to those,
+    on left-padded rows split over the mesh, and its compiled program does not project the other
+    positions."""
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx
+    from tunix.rl import common
+
+    from tunixkit import models, runtime
+
+    mesh = runtime.make_mesh()  # 2 CPU devices
+    loaded = models.load_model("tiny-gemma3-sft", mesh=mesh)
+    model, vocab = loaded.model, loaded.config.num_embed
+    rng = np.random.default_rng(0)
+    rows, width = 4, 256
+    ids = rng.integers(3, vocab, (rows, width)).astype(np.int32)
+    mask = np.ones((rows, width), bool)
+    mask[1, :100] = mask[3, :7] = False  # left padding
+    ids[~mask] = 0
+    ids, mask = jnp.asarray(ids), jnp.asarray(mask)
+    positions = common.build_positions_from_mask(mask)
+
+    def full(model, ids, mask):
+        attn = model.get_attention_mask(ids, inputs_mask=mask)
+        return model(ids, positions, None, attn)[0]
+
+    logits = full(model, ids, mask)
+    assert logits.shape == (rows, width, vocab)  # what tunix computes for a scoring pass
+    choices = jnp.asarray([5, 17, 300], jnp.int32)
+    fn = _compat.choice_logprobs(model)
+    state = nnx.state(model)
+    split_ids, split_mask = _compat.split_rows((ids, mask), _compat.mesh_of(state))
+    got = np.asarray(fn(state, split_ids, split_mask, choices))
+    want = np.asarray(jax.nn.log_softmax(logits[:, -1].astype(jnp.float32)))[:, choices]
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    # the projection onto the vocabulary at every position is gone from the compiled pass: its
+    # cost (2 x rows x length x embed x vocabulary flops, shared by the devices) is what the two
+    # programs differ by
+    ours = fn.lower(state, ids, mask, choices).compile().cost_analysis()["flops"]
+    theirs = nnx.jit(full).lower(model, ids, mask).compile().cost_analysis()["flops"]
+    projection = 2 * rows * width * loaded.config.embed_dim * vocab / mesh.size
+    assert theirs - ours > 0.9 * projection, (theirs, ours, projection)

@@ -162,17 +162,17 @@ def test_pipeline_plan_covers_every_stage_with_the_judge_resident(tmp_path):
         "rollout_prefill",
         "rollout_decode",
         "reference_logps",
-        "judge_prefill",
+        "judge_score",
         "grpo_update",
     ]
-    js = judging.JUDGE_SAMPLING
-    p, t = js.max_prompt_length, js.max_generation_steps
-    assert steps["judge_prefill"]["shapes"] == f"{js.batch_size} rows, prompt {p}, cache {p + t}"
+    rows, length = judging.JUDGE_BATCH, judging.JUDGE_PROMPT_LENGTH
+    assert steps["judge_score"]["shapes"] == f"{rows} rows, prompt {length}"
     held = sum(v for k, v in grpo["persistent"].items() if k != "judge")
-    assert steps["judge_prefill"]["resident_other"] == held
-    # its arguments: its weights and its cache (2 layers x 16 rows x 2,064 positions, bf16, over
-    # 8 devices: 8.5 MB)
-    assert judge + 2**23 < steps["judge_prefill"]["argument"] < judge + 2**24
+    assert steps["judge_score"]["resident_other"] == held
+    # its arguments: its weights and the token ids and mask (16 rows x 2,048, int32 and bool, over
+    # 8 devices: 20 KB); no KV cache, and only the last position's logits (16 x 10 out)
+    assert judge < steps["judge_score"]["argument"] < judge + 2**16
+    assert steps["judge_score"]["output"] <= rows * len(judging.SCORE_DIGITS) * 4
 
 
 def test_the_one_chip_preset_of_06_is_planned_as_it_trains(tmp_path):
@@ -253,7 +253,7 @@ def test_a_judge_pass_that_does_not_fit_names_the_judges_batch(monkeypatch):
     def plans(rec, **kw):
         steps = [
             memplan.StepReport(name, "", gib * memplan.GIB, 0, 0, 0, 0, 0, 1.0)
-            for name, gib in (("grpo_update", 12), ("judge_prefill", 20))
+            for name, gib in (("grpo_update", 12), ("judge_score", 20))
         ]
         return {"grpo": memplan.Plan("grpo", "gemma-3-1b-it", "v5e", 1, "tpu", {}, steps, "grpo")}
 

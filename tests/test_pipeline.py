@@ -302,36 +302,55 @@ def test_grpo_keeps_the_prompts_the_judge_told_apart(tmp_path, capsys):
     assert "none of 3" in capsys.readouterr().out
 
 
-def test_a_judge_model_writes_replies_that_always_parse(monkeypatch):
+def test_a_judge_model_scores_by_the_probabilities_of_its_score_digits(monkeypatch):
     """llm_grader's own path (Judge turns its exceptions into zeros, so it is called directly): the
-    judge model answers the rubric prompt in its family's chat template; any reply gives a score."""
-    import math
+    judge model reads the rubric prompt in its family's chat template, its reply begun with
+    "Score: ", and the score is the mean digit under its next-token probabilities, as tunix's own
+    forward pass of each prompt alone gives them."""
+    import jax
+    import numpy as np
+    from tunix.rl import common
 
     from tunixkit import evaluation, models
 
     judge_model = models.load_model("tiny-gemma3-sft", verbose=False)
-    asked, real = [], evaluation.generate
+    asked, real = [], evaluation.ChoiceScorer.__call__
     monkeypatch.setattr(
-        evaluation,
-        "generate",
-        lambda m, prompts, *a, **k: asked.extend(prompts) or real(m, prompts, *a, **k),
-    )
-    config = evaluation.EvalConfig(
-        max_prompt_length=512, max_generation_steps=8, batch_size=2, system_prompt=None
+        evaluation.ChoiceScorer,
+        "__call__",
+        lambda self, prompts: asked.extend(prompts) or real(self, prompts),
     )
     questions = ["Give three ideas for a picnic.", "What does a plant need to grow?"]
     answers = [
         "<reasoning>r</reasoning>\n<answer>1. pack fruit.</answer>",
         "<answer>light</answer>",
     ]
-    replies = judging.llm_grader(judge_model, config=config)(questions, answers)
+    grade = judging.llm_grader(judge_model, max_prompt_length=512, batch_size=2)
+    scores = grade(questions, answers)
     rubric = judging.JudgeRubric()
     assert asked == [
-        judge_model.chat.prompt(rubric(q, c)) for q, c in zip(questions, answers, strict=True)
+        judge_model.chat.prompt(rubric(q, c)) + "Score: "
+        for q, c in zip(questions, answers, strict=True)
     ]
     assert asked[0].startswith("<start_of_turn>user\n") and "1. pack fruit." in asked[0]
-    assert len(replies) == 2 and all(isinstance(r, str) for r in replies)
-    assert all(math.isfinite(judging.parse_score(r)) for r in replies)
+    tok, model = judge_model.tokenizer, judge_model.model
+    digits = [tok.encode(asked[0] + d)[-1] for d in "0123456789"]
+    expected, mass = [], 0.0
+    for prompt in asked:  # each prompt alone, unpadded, through tunix's forward
+        ids = jax.numpy.asarray([[tok.bos_id(), *tok.encode(prompt)]])
+        mask = ids > -1
+        logits, _ = model(
+            ids,
+            common.build_positions_from_mask(mask),
+            None,
+            model.get_attention_mask(ids, inputs_mask=mask),
+        )
+        probs = np.exp(np.asarray(jax.nn.log_softmax(logits[0, -1]))[digits])
+        expected.append(judging.expected_score(probs))
+        mass += probs.sum()
+    assert np.allclose(scores, expected, atol=1e-5), (scores, expected)
+    assert all(0.0 <= x <= 1.0 for x in scores) and scores[0] != scores[1]
+    assert grade.mass == pytest.approx(mass, abs=1e-5) and grade.judged == 2
 
 
 def test_the_judge_reads_a_whole_response_at_the_generation_limit(monkeypatch, capsys):
@@ -343,11 +362,11 @@ def test_the_judge_reads_a_whole_response_at_the_generation_limit(monkeypatch, c
     judge_model = models.load_model("tiny-gemma3-sft", verbose=False)
     asked = []
 
-    def fake_generate(m, prompts, config, **k):
-        asked.extend((p, config.max_prompt_length) for p in prompts)
-        return [evaluation.Generation("Score: 7", 3, False) for _ in prompts]
+    def fake_scores(self, prompts):
+        asked.extend((p, self.max_prompt_length) for p in prompts)
+        return np.eye(10)[[7] * len(prompts)]  # every judge's probability on "7"
 
-    monkeypatch.setattr(evaluation, "generate", fake_generate)
+    monkeypatch.setattr(evaluation.ChoiceScorer, "__call__", fake_scores)
     tokens = lambda s: len(judge_model.tokenizer.encode(s))  # noqa: E731
     limit = recipes.Pipeline.full().grpo.max_generation_steps
     body = " ".join(f"point {i} holds." for i in range(2000))
@@ -359,14 +378,19 @@ def test_the_judge_reads_a_whole_response_at_the_generation_limit(monkeypatch, c
     short_q = "Summarize the text above."
     long_q = "BEGIN " + " ".join(f"line {i} of the document." for i in range(800)) + " END"
     grade = judging.llm_grader(judge_model)
-    assert [judging.parse_score(r) for r in grade([short_q], [response])] == [0.7]
+    assert grade([short_q], [response]) == [pytest.approx(7 / 9)]
     prompt, length = asked[-1]
     assert response in prompt and short_q in prompt and grade.cut == 0
     assert tokens(prompt) + 1 <= length
     grade([long_q], [response])
     prompt, length = asked[-1]
     assert response in prompt and "BEGIN" in prompt and "END\n" in prompt and "[...]" in prompt
-    assert tokens(prompt) + 1 <= length and grade.cut == 1 and grade.judged == 2
+    assert (
+        tokens(prompt) + 1 <= length
+        and prompt.endswith("Score: ")
+        and grade.cut == 1
+        and grade.judged == 2
+    )
     assert "1 of 1 prompts over" in capsys.readouterr().out
     assert judging.Judge(grade).prompts_cut == 1
 
@@ -522,17 +546,15 @@ def test_full_grpo_penalizes_answers_that_hit_the_generation_limit():
 
 
 def test_judge_calls_compile_once_however_many_there_are():
-    """The judge keeps one sampler: after its first call (the compiles), further calls of the same
-    batch shape compile nothing, as GRPO steps and evaluations call it again and again."""
+    """The judge keeps one compiled scoring pass: after its first call (the compiles), further calls
+    of the same batch shape compile nothing, as GRPO steps and evaluations call it again and
+    again."""
     import jax
 
-    from tunixkit import evaluation, models
+    from tunixkit import models
 
     judge_model = models.load_model("tiny-gemma3-sft", verbose=False)
-    config = evaluation.EvalConfig(
-        max_prompt_length=256, max_generation_steps=4, batch_size=2, system_prompt=None
-    )
-    grade = judging.llm_grader(judge_model, config=config)
+    grade = judging.llm_grader(judge_model, max_prompt_length=256, batch_size=2)
     compiles = []
     jax.monitoring.register_event_duration_secs_listener(
         lambda event, seconds, **kw: compiles.append(event) if "backend_compile" in event else None

@@ -45,6 +45,11 @@ trainers for compiling without running; it keeps those tool-only patches to itse
   same student trained on the hard loss alone (KL 0.475 against 0.250,
   ``docs/tuning.md#04-distill-smoke``). Here both losses, and the eval loss, are means over the
   answer tokens (``test_the_distillation_soft_loss_counts_answer_tokens_only``).
+- :func:`choice_logprobs`: ``models/gemma3/model.py`` and ``models/gemma/model.py``'s
+  ``Transformer.__call__`` project every position onto the vocabulary: scoring 16 judge prompts of
+  2,048 tokens makes 16 x 2,048 x 262,144 logits to read one position of each. This pass reads the
+  final-normed hidden states (tunix's ``output_hidden_states``) and projects the last position
+  only; the unused logits of every position are dead code the compiler drops.
 """
 
 from __future__ import annotations
@@ -53,14 +58,17 @@ import dataclasses
 import itertools
 import threading
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from flax import nnx
 from tunix.distillation.strategies import LogitStrategy
 from tunix.generate.sampler import Sampler
+from tunix.rl import common
 from tunix.rl.agentic.agents.tool_agent import ToolAgent
 from tunix.rl.agentic.environments.tool_environment import ToolEnvironment
 from tunix.rl.agentic.parser.chat_template_parser.parser import GemmaChatTemplateParser
@@ -80,6 +88,7 @@ __all__ = [
     "ForgivingToolEnvironment",
     "TextQuestionAgent",
     "as_text",
+    "choice_logprobs",
     "data_ways",
     "fresh_seed_per_call",
     "gemma3_qk_norms",
@@ -192,6 +201,33 @@ def without_aux_metric(trainer: DPOTrainer, name: str) -> DPOTrainer:
 def gemma3_qk_norms(attention: Attention) -> tuple[RMSNorm, RMSNorm]:
     """The query and key RMSNorm modules of a tunix Gemma3 attention block."""
     return attention._query_norm, attention._key_norm
+
+
+def choice_logprobs(model: nnx.Module) -> Callable[..., jax.Array]:
+    """A compiled pass ``fn(state, ids, mask, choices) -> [rows, len(choices)]`` for ``model`` (a
+    tunix Gemma or Gemma2): the log-probability of each token id of ``choices`` right after each
+    row's last position (rows left-padded, ``mask`` marking their tokens), normalised over the
+    whole vocabulary; ``state`` is ``nnx.state(model)``, or its abstract shapes to compile it."""
+    graphdef = nnx.graphdef(model)
+
+    @jax.jit
+    def fn(state: Any, ids: jax.Array, mask: jax.Array, choices: jax.Array) -> jax.Array:
+        model = nnx.merge(graphdef, state)
+        attn = (  # as tunix's trainers build it: Gemma2 has no get_attention_mask
+            model.get_attention_mask(ids, inputs_mask=mask)
+            if hasattr(model, "get_attention_mask")
+            else common.make_causal_attn_mask(mask)
+        )
+        positions = common.build_positions_from_mask(mask)
+        model(ids, positions, None, attn, output_hidden_states=True)
+        hidden = nnx.pop(model, nnx.Intermediate)["all_hidden_states"].get_value()[-1]
+        logits = model.embedder.decode(hidden[:, -1]).astype(jnp.float32)
+        cap = getattr(model, "final_logits_softcap", None)  # Gemma2's, as its __call__ applies
+        if cap:
+            logits = jnp.tanh(logits / cap) * cap
+        return jax.nn.log_softmax(logits)[:, choices]
+
+    return fn
 
 
 DATA_AXIS = "fsdp"  # the mesh axis tunix's Gemma splits a batch over (its ``act_btd[0]``)

@@ -17,6 +17,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
 from tqdm.auto import tqdm
 
 from tunixkit import _compat, session, stats
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Bar",
     "Checks",
+    "ChoiceScorer",
     "EvalConfig",
     "EvalResult",
     "Generation",
@@ -326,6 +330,78 @@ def generate(
             results[i] = Generation(out.text[j], n, n >= config.max_generation_steps, mean_lp)
         timings.append((len(idx), time.perf_counter() - t0))
     return [results[i] for i in range(len(prompts))]
+
+
+class ChoiceScorer:
+    """The probability of each of ``choices`` (texts, one token each after a prompt) as the next
+    token after each prompt, from one forward pass of ``loaded``'s model per batch: a judge's
+    score digits, read as probabilities rather than one greedy token. Only the last position is
+    projected onto the vocabulary (:func:`tunixkit._compat.choice_logprobs`), and the pass is
+    compiled once per batch shape: ``batch_size`` rows (a short last batch padded to a power of
+    two), prompts left-padded to a power of two of at least 64 tokens, up to
+    ``max_prompt_length``; a longer prompt keeps its end (counted and printed, as
+    :func:`count_cut` does). Each batch's seconds go to the session's rehearsal."""
+
+    def __init__(
+        self,
+        loaded: LoadedModel,
+        choices: Sequence[str],
+        *,
+        max_prompt_length: int,
+        batch_size: int = 16,
+    ) -> None:
+        self.loaded, self.choices = loaded, list(choices)
+        self.max_prompt_length, self.batch_size = max_prompt_length, batch_size
+        self.fn = _compat.choice_logprobs(loaded.model)
+        self.choice_ids: list[int] | None = None
+
+    def _resolve(self, prompt: str) -> list[int]:
+        encode = self.loaded.tokenizer.encode
+        base, ids = encode(prompt), []
+        for choice in self.choices:
+            full = encode(prompt + choice)
+            if full[: len(base)] != base or len(full) != len(base) + 1:
+                raise ValueError(
+                    f"ChoiceScorer: {choice!r} after a prompt is not one token of its own (it "
+                    f"encodes as {full[len(base) - 1 :]} after the prompt's last token "
+                    f"{base[-1:]}): each choice must add exactly one token to the prompt"
+                )
+            ids.append(full[-1])
+        return ids
+
+    def __call__(self, prompts: Sequence[str]) -> np.ndarray:
+        """``[len(prompts), len(choices)]`` probabilities (over the whole vocabulary: a row sums
+        to the mass the model puts on the choices)."""
+        if not prompts:
+            return np.zeros((0, len(self.choices)))
+        tok = self.loaded.tokenizer
+        if self.choice_ids is None:
+            self.choice_ids = self._resolve(prompts[0])
+        rows = [[tok.bos_id(), *tok.encode(p)] for p in prompts]
+        limit = self.max_prompt_length
+        count_cut("score", [len(r) for r in rows], limit, how="keep their end")
+        rows = [r[-limit:] for r in rows]
+        state = nnx.state(self.loaded.model)
+        mesh = _compat.mesh_of(state)
+        ways = _compat.data_ways(mesh)
+        choices = jnp.asarray(self.choice_ids, dtype=jnp.int32)
+        out = []
+        timings: list[tuple[int, float]] = []
+        session.PASS_BATCHES.append(timings)
+        for start in range(0, len(rows), self.batch_size):
+            t0 = time.perf_counter()
+            batch = rows[start : start + self.batch_size]
+            n = len(batch)
+            size = min(self.batch_size, max(_next_pow2(n), ways))
+            width = min(limit, max(64, _next_pow2(max(map(len, batch)))))
+            ids = np.full((size, width), tok.pad_id(), np.int32)
+            mask = np.zeros((size, width), bool)
+            for i, r in enumerate(batch + [batch[-1]] * (size - n)):
+                ids[i, width - len(r) :], mask[i, width - len(r) :] = r, True
+            ids_j, mask_j = _compat.split_rows((jnp.asarray(ids), jnp.asarray(mask)), mesh)
+            out.append(np.exp(np.asarray(self.fn(state, ids_j, mask_j, choices))[:n]))
+            timings.append((n, time.perf_counter() - t0))
+        return np.concatenate(out)
 
 
 def _next_pow2(n: int) -> int:
@@ -647,7 +723,6 @@ def plot_comparison(
 ) -> Figure:
     """Bar chart of accuracy (with 95% CI) and format rate per model; saved as PNG and returned."""
     import matplotlib.pyplot as plt
-    import numpy as np
 
     names = [r.name for r in results]
     x = np.arange(len(results))

@@ -6,9 +6,10 @@ tunix's ``GRPOLearner`` calls them and as :mod:`tunixkit.rewards` defines them; 
 with its bounds in :data:`tunixkit.rewards.REWARDS`, so the property tests feed it any string.
 
 - rubric: :func:`length_limit`, :func:`structure`, :func:`repetition`, :func:`no_boilerplate`;
-- :class:`Judge`: a judge model (:func:`llm_grader`: loaded with the same loader) or any grader
-  scoring each completion against a rubric, batched, never re-judging a completion it has seen,
-  timing itself; :func:`parse_score` turns any reply, garbage included, into a number in [0, 1];
+- :class:`Judge`: a judge model (:func:`llm_grader`: loaded with the same loader, its expected
+  score read from the probabilities of the score digits) or any grader scoring each completion
+  against a rubric, batched, never re-judging a completion it has seen, timing itself;
+  :func:`parse_score` turns any text reply, garbage included, into a number in [0, 1];
 - :func:`relevance`: TF-IDF cosine between prompt and answer, for when no judge fits;
 - :func:`weighted`: a reward scaled by its weight under its own name, so each is logged on its own.
 """
@@ -30,9 +31,11 @@ if TYPE_CHECKING:
     from tunixkit.models import LoadedModel
 
 __all__ = [
-    "JUDGE_SAMPLING",
+    "JUDGE_BATCH",
+    "JUDGE_PROMPT_LENGTH",
     "Judge",
     "JudgeRubric",
+    "expected_score",
     "length_target",
     "llm_grader",
     "relevance",
@@ -213,6 +216,18 @@ def parse_score(reply: Any, scale: float = 10.0) -> float:
     return 0.0 if not math.isfinite(score) else min(1.0, max(0.0, score))
 
 
+def _score(reply: Any) -> float:
+    """A grader's reply as a score in [0, 1]: a number as it is (clipped; not finite: 0), text
+    through :func:`parse_score`.
+
+    >>> _score(0.75), _score("Score: 8"), _score(float("nan")), _score(1.5)
+    (0.75, 0.8, 0.0, 1.0)
+    """
+    if isinstance(reply, (int, float)) and not isinstance(reply, bool):
+        return min(1.0, max(0.0, float(reply))) if math.isfinite(reply) else 0.0
+    return parse_score(reply)
+
+
 class JudgeRubric:
     """The prompt a judge model sees for one (question, response) pair, with the criteria of the
     question's domain (``domain_of``: question -> domain; :data:`CRITERIA`, else the general ones).
@@ -240,7 +255,7 @@ class JudgeRubric:
         "You are grading a response to a {domain} task. Criteria: {criteria}; it is clear and well "
         "organised, and it puts its reasoning in <reasoning> and its final answer in <answer>.\n"
         "Question: {question}\nResponse: {answer}\n"
-        "Reply with one line: Score: N, where N is from 0 (useless) to 10 (excellent)."
+        "Reply with one line: Score: N, where N is a digit from 0 (useless) to 9 (excellent)."
     )
 
     def __init__(
@@ -267,14 +282,13 @@ class JudgeRubric:
 # the chat template. A longer prompt loses the middle of its question, never the answer
 # (fit_prompt).
 JUDGE_PROMPT_LENGTH = 2048
-# How llm_grader samples a score: greedy, 16 prompts a call, a few tokens (the memory plan's
-# judge_prefill step compiles this pass, beside GRPO's state).
-JUDGE_SAMPLING = evaluation.EvalConfig(
-    max_prompt_length=JUDGE_PROMPT_LENGTH,
-    max_generation_steps=16,
-    batch_size=16,
-    system_prompt=None,
-)
+# Rubric prompts scored in one forward pass (the memory plan's judge_score step compiles this
+# batch at JUDGE_PROMPT_LENGTH, beside GRPO's state).
+JUDGE_BATCH = 16
+# The judge's reply starts with this; its next token is the score digit (0-9) whose
+# probabilities llm_grader reads.
+SCORE_PREFIX = "Score: "
+SCORE_DIGITS = tuple("0123456789")
 
 
 def _cut_middle(text: str, keep: int) -> str:
@@ -322,30 +336,51 @@ def fit_prompt(
     return prompt, True
 
 
+def expected_score(probs: Sequence[float]) -> float:
+    """The mean score in [0, 1] under a judge's probabilities of the digits 0..9 after "Score: "
+    (renormalised over the digits; 0 when it puts no probability on any).
+
+    >>> expected_score([0.0] * 9 + [0.5]), expected_score([0.5, 0, 0, 0, 0, 0, 0, 0, 0, 0.5])
+    (1.0, 0.5)
+    >>> round(expected_score([0, 0, 0, 0, 0, 0, 0, 0.25, 0.5, 0.25]), 3), expected_score([0] * 10)
+    (0.889, 0.0)
+    """
+    mass = float(sum(probs))
+    top = len(probs) - 1
+    return sum(p * d for d, p in enumerate(probs)) / (mass * top) if mass > 0 else 0.0
+
+
 def llm_grader(
     judge_model: LoadedModel,
     *,
     rubric: JudgeRubric | None = None,
-    config: evaluation.EvalConfig | None = None,
-) -> Callable[[list[str], list[str]], list[str]]:
+    max_prompt_length: int = JUDGE_PROMPT_LENGTH,
+    batch_size: int = JUDGE_BATCH,
+) -> Callable[[list[str], list[str]], list[float]]:
     """A grader that asks ``judge_model`` (a :class:`tunixkit.models.LoadedModel`: the same loader,
     on the policy's mesh or one of its own) to score each whole response (reasoning, answer and
-    tags, as the judges read it) against ``rubric``, greedily. A rubric prompt over the config's
-    ``max_prompt_length`` loses the middle of its question (:func:`fit_prompt`), never the answer;
-    such prompts are printed and counted in the grader's ``cut`` (and ``judged``: all prompts).
-
-    The grader keeps one tunix sampler for the judge (frozen): a sampler compiles its programs once,
-    a new one every call would compile again at every GRPO step and evaluation batch."""
+    tags, as the judges read it) against ``rubric``, and returns its expected score: the judge's
+    reply is begun for it (:data:`SCORE_PREFIX`), and the probabilities of the ten digits it could
+    write next give the mean score (:func:`expected_score`), not one greedy digit: two answers the
+    judge would both give a greedy 7 are told apart, and GRPO's rewards vary within a group. One
+    forward pass scores a batch (:class:`tunixkit.evaluation.ChoiceScorer`: no decoding, one
+    position's logits). The share of probability the judge put on the digits is kept in the
+    grader's ``mass`` (sum) and said when a batch's mean is under one half: such a judge is not
+    answering the rubric. A rubric prompt over ``max_prompt_length`` loses the middle of its
+    question (:func:`fit_prompt`), never the answer; such prompts are printed and counted in the
+    grader's ``cut`` (and ``judged``: all prompts)."""
     rubric = rubric or JudgeRubric()
-    config = config or JUDGE_SAMPLING
+    scorer = evaluation.ChoiceScorer(
+        judge_model, SCORE_DIGITS, max_prompt_length=max_prompt_length, batch_size=batch_size
+    )
+    prefix_tokens = len(judge_model.tokenizer.encode(SCORE_PREFIX))
 
-    def count(text: str) -> int:  # the template's tokens and the sampler's BOS included
-        return len(judge_model.tokenizer.encode(judge_model.chat.prompt(text))) + 1
+    def count(text: str) -> int:  # the template's tokens, the score prefix and BOS included
+        return len(judge_model.tokenizer.encode(judge_model.chat.prompt(text))) + prefix_tokens + 1
 
-    def grade(questions: list[str], completions: list[str]) -> list[str]:
-        limit = config.max_prompt_length
+    def grade(questions: list[str], completions: list[str]) -> list[float]:
         fitted = [
-            fit_prompt(rubric, q, c or "", count, limit)
+            fit_prompt(rubric, q, c or "", count, max_prompt_length)
             for q, c in zip(questions, completions, strict=True)
         ]
         cut = sum(was_cut for _, was_cut in fitted)
@@ -353,26 +388,28 @@ def llm_grader(
         grade.judged += len(fitted)
         if cut:
             print(
-                f"judge: {cut} of {len(fitted)} prompts over {limit} tokens: the middle of the "
-                f"question was cut, the answer kept whole ({grade.cut} so far)"
+                f"judge: {cut} of {len(fitted)} prompts over {max_prompt_length} tokens: the "
+                f"middle of the question was cut, the answer kept whole ({grade.cut} so far)"
             )
-        prompts = [judge_model.chat.prompt(text) for text, _ in fitted]
-        if grade.sampler is None:
-            size = config.max_prompt_length + config.max_generation_steps
-            grade.sampler = evaluation.make_sampler(judge_model, size)
-        gens = evaluation.generate(
-            judge_model, prompts, config, progress=False, sampler=grade.sampler
-        )
-        return [g.text for g in gens]
+        probs = scorer([judge_model.chat.prompt(text) + SCORE_PREFIX for text, _ in fitted])
+        masses = probs.sum(axis=1)
+        grade.mass += float(masses.sum())
+        if len(masses) and masses.mean() < 0.5:
+            print(
+                f"judge: only {masses.mean():.0%} of its probability on a score digit after "
+                f"{SCORE_PREFIX!r} ({len(masses)} prompts): it is not answering the rubric"
+            )
+        return [expected_score(p) for p in probs]
 
-    grade.cut, grade.judged, grade.sampler = 0, 0, None
+    grade.cut, grade.judged, grade.mass = 0, 0, 0.0
     return grade
 
 
 class Judge:
-    """Grades completions with ``grade(questions, completions) -> replies`` (a judge model, see
-    :func:`llm_grader`, or a deterministic grader in smoke), behind :func:`parse_score`; it is a
-    reward function too.
+    """Grades completions with ``grade(questions, completions) -> replies`` (a judge model's
+    expected scores in [0, 1], see :func:`llm_grader`, or text replies read by
+    :func:`parse_score`: a deterministic grader in smoke, any text-writing grader); it is a reward
+    function too.
 
     A completion already graded for the same question is not graded again; each call's time is kept
     in :attr:`seconds` (one entry per GRPO step), the number graded in :attr:`calls`.
@@ -421,7 +458,7 @@ class Judge:
                 print(f"judge: {type(e).__name__}: {e}; {len(chunk)} completions scored 0")
                 replies = [""] * len(chunk)
             replies += [""] * (len(chunk) - len(replies))
-            self.cache.update({k: parse_score(r) for k, r in zip(chunk, replies, strict=False)})
+            self.cache.update({k: _score(r) for k, r in zip(chunk, replies, strict=False)})
             self.calls += len(chunk)
         self.seconds.append(time.perf_counter() - t0)
         return [self.cache[k] for k in keys]

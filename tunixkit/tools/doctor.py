@@ -64,6 +64,11 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ),
     ),
     ("tunix.models.gemma3.model", "Gemma3", ("config", "rngs")),
+    # _compat.choice_logprobs: the final hidden states, then the last position's logits
+    ("tunix.models.gemma3.model", "Gemma3.__call__", ("output_hidden_states",)),
+    ("tunix.models.gemma3.model", "Embedder.decode", ()),
+    ("tunix.models.gemma.model", "Gemma.__call__", ("output_hidden_states",)),
+    ("tunix.models.gemma.model", "Embedder.decode", ()),
     ("tunix.models.gemma3.model", "GEMMA3_ATTENTION_PATTERN", ()),
     ("tunix.models.gemma3.model", "AttentionType", ()),
     ("tunix.models.gemma3.model", "QueryPreAttentionNormalisation", ()),

@@ -23,7 +23,7 @@ TPU v5e ahead-of-time compile, see ``bench/results/memplan.json``).
 Notebook 06 runs four stages on one mesh with its judge model resident throughout:
 :func:`plan_stages` plans each stage as the kind it trains (SFT, SFT, preference, GRPO) with the
 judge's weights counted in every step and the judge's own scoring pass planned beside GRPO's
-state (``judge_prefill``), and :func:`check_stages` stops the notebook before the weights load.
+state (``judge_score``), and :func:`check_stages` stops the notebook before the weights load.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ class Plan:
     @property
     def knobs(self) -> str:
         """The recipe fields to turn down, for the step at the peak."""
-        if self.worst == "judge_prefill":
+        if self.worst == "judge_score":
             return JUDGE_KNOBS
         return _stage_knobs(self.notebook).get(self.stage) or KNOBS[self.kind]
 
@@ -580,33 +580,31 @@ def _sampler(model, cfg, rows, prompt, steps, cache_size, *, eos, logprobs=False
     return sampler, state
 
 
-def _judge_prefill(judge, cfg, mesh, resident_other: int, verbose: bool) -> StepReport:
-    """The judge's scoring pass as ``judging.llm_grader`` samples it (``judging.JUDGE_SAMPLING``:
-    its batch of rubric prompts at the prompt limit), with ``resident_other`` bytes held beside
-    it. Its prefill is the pass's peak: tunix's Gemma computes the logits of every prompt
-    position there (the decode holds one position's). Compiled as the grader runs it: outside
-    ``with mesh:`` (no activation constraints), its batch split over the mesh by
-    ``evaluation.make_sampler``'s ``_compat.BatchShardedSampler``."""
-    js = judging.JUDGE_SAMPLING
-    p, t = js.max_prompt_length, js.max_generation_steps
-    sampler, state = _sampler(
-        judge,
-        cfg,
-        js.batch_size,
-        p,
-        t,
-        p + t,
-        eos=[EOS_ID],
-        temperature=0.0,
-        top_p=None,
-        top_k=None,
+def _judge_score(judge, mesh, resident_other: int, verbose: bool) -> StepReport:
+    """The judge's scoring pass as ``judging.llm_grader`` runs it: one forward pass of its batch of
+    rubric prompts at the prompt limit (``judging.JUDGE_BATCH`` x ``judging.JUDGE_PROMPT_LENGTH``,
+    rows split over the mesh as ``evaluation.ChoiceScorer`` places them), the score digits' logits
+    read at the last position only (``_compat.choice_logprobs``), with ``resident_other`` bytes
+    held beside it. Compiled as the grader runs it: outside ``with mesh:``."""
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx
+
+    rows, length = judging.JUDGE_BATCH, judging.JUDGE_PROMPT_LENGTH
+    state = nnx.state(judge)
+    ids, mask = _compat.split_rows(
+        (
+            jax.ShapeDtypeStruct((rows, length), jnp.int32),
+            jax.ShapeDtypeStruct((rows, length), jnp.bool_),
+        ),
+        mesh,
     )
-    state = _compat.place_sampling_batch(state, mesh)
-    params = sampler._flattened_transformer_state
+    choices = jax.ShapeDtypeStruct((len(judging.SCORE_DIGITS),), jnp.int32)
+    fn = _compat.choice_logprobs(judge)
     return _compile(
-        "judge_prefill",
-        f"{js.batch_size} rows, prompt {p}, cache {p + t}",
-        lambda: sampler._compiled_prefill_fn.lower(params, state, None, echo=False),
+        "judge_score",
+        f"{rows} rows, prompt {length}",
+        lambda: fn.lower(state, ids, mask, choices),
         resident_other,
         verbose,
     )
@@ -970,7 +968,7 @@ STAGE_KNOBS = {  # notebook 06's recipe fields to turn down, by stage
     ),
     "grpo": "grpo.micro_batch_size or GENERATION_STEPS, or grpo.num_generations",
 }
-JUDGE_KNOBS = "the judge's batch (llm_grader's config: judging.JUDGE_SAMPLING.batch_size)"
+JUDGE_KNOBS = "the judge's batch (llm_grader's batch_size: judging.JUDGE_BATCH)"
 AGENTIC_KNOBS = {  # notebook 07's, by stage
     "sft": "batch_size or max_len (warm start), or sft_lora_rank",
     "grpo": (
@@ -1088,10 +1086,10 @@ def plan_stages(
     Other arguments as :func:`plan`."""
     rec = rec or recipes.Pipeline.full()
     notebook = _notebook(rec)
-    judge, judge_model, judge_cfg = 0, None, None
+    judge, judge_model = 0, None
     if getattr(rec, "judge_id", None):
         mesh = mesh or runtime.make_mesh((devices, 1)) if devices else mesh or runtime.make_mesh()
-        judge_model, _, judge_cfg = _abstract(rec.judge_id, layers, mesh)
+        judge_model, _, _ = _abstract(rec.judge_id, layers, mesh)
         judge = _state(judge_model)
     plans = {}
     planned = stage_recipes(rec)
@@ -1122,9 +1120,7 @@ def plan_stages(
         if judge and stage == "grpo":  # GRPO's rewards: the judge scores beside its whole state
             if verbose:
                 print(f"memory plan, stage {stage}: the judge's scoring pass", flush=True)
-            scoring = _judge_prefill(
-                judge_model, judge_cfg, mesh, _others(found.persistent, "judge"), verbose
-            )
+            scoring = _judge_score(judge_model, mesh, _others(found.persistent, "judge"), verbose)
             # after the rollout, before the update
             found.steps.insert(len(found.steps) - 1, scoring)
         found.stage, found.notebook = stage, notebook
