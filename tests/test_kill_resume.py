@@ -95,6 +95,15 @@ def test_killed_run_resumes_the_remaining_steps_on_the_same_batches(tmp_path, ki
         "the rerun trained on other batches than an uninterrupted run"
     )
     assert resumed["digest"] == straight["digest"], "the resumed run ended with other weights"
+    if kind in ("grpo", "agentic"):
+        # tunix's LoRA-only RL checkpoints rest out of the judged model's pattern once trained
+        for run in (tmp_path / "straight", out):
+            assert not list(run.glob("**/actor/*/model_params")), "a look-alike of the judged model"
+            assert (run / "checkpoints" / "policy" / str(STEPS) / "model_params").is_dir()
+    if kind == "grpo":  # and are woken where tunix restores from: a rerun trains nothing more
+        rerun = _run(kind, tmp_path / "straight")
+        assert (rerun["resumed_from"], rerun["steps"]) == (STEPS, STEPS), rerun
+        assert rerun["digest"] == straight["digest"]
 
 
 class _StopAfter:

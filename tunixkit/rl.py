@@ -192,6 +192,7 @@ def cluster(
     ckpt_root, ckpt_opts = training.checkpointing(
         out / "checkpoints", every_steps=settings.checkpoint_every, keep=settings.keep_checkpoints
     )
+    training.wake_rl_checkpoints(ckpt_root)  # where tunix restores from
     mini = settings.mini_batch_size or settings.batch_size
     micro = settings.micro_batch_size or mini
     for name, value in (("mini_batch_size", mini), ("micro_batch_size", micro)):

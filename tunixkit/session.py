@@ -650,7 +650,8 @@ def _diff(
 
 def _copy_last_checkpoints(src: pathlib.Path, dst: pathlib.Path) -> None:
     """Copy each checkpoint folder's newest step (``checkpoints/<step>``,
-    ``checkpoints/actor/<step>``)."""
+    ``checkpoints/actor/<step>``, or ``checkpoints/policy/<step>`` where a trained RL run rests
+    them: ``training.rest_rl_checkpoints``)."""
     for steps in _committed_steps(src).values():
         newest = max(steps, key=lambda p: int(p.name))
         shutil.copytree(newest, dst / newest.relative_to(src), dirs_exist_ok=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import pathlib
+import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -233,6 +234,34 @@ def checkpointing(
 
     opts = ocp.CheckpointManagerOptions(save_interval_steps=every_steps, max_to_keep=keep)
     return str(pathlib.Path(directory).resolve()), opts
+
+
+# tunix writes an RL learner's checkpoints to <root>/actor/<step>/model_params (rl_cluster.py: the
+# role's name is appended to the root): LoRA-only states that a harness globbing the judged model's
+# pattern (ckpts/actor/<step>/model_params) could pick up. Once a run has trained, they rest in
+# <root>/policy instead; rl.cluster wakes them (back to actor/) before tunix restores from them.
+RL_ROLE_DIR, RL_RESTING_DIR = "actor", "policy"
+
+
+def rest_rl_checkpoints(root: str | pathlib.Path) -> None:
+    """Move an RL run's checkpoints (``root/actor``) to ``root/policy``, out of the judged model's
+    ``actor/<step>/model_params`` pattern (the trainer has closed them: tunix's learner closes its
+    cluster at the end of ``train``)."""
+    root = pathlib.Path(root)
+    src, dst = root / RL_ROLE_DIR, root / RL_RESTING_DIR
+    if src.is_dir():
+        if dst.exists():
+            shutil.rmtree(dst)
+        src.rename(dst)
+
+
+def wake_rl_checkpoints(root: str | pathlib.Path) -> None:
+    """Move ``root/policy`` back to ``root/actor``, where tunix's RL cluster restores from (a run
+    continuing, or a rerun of a finished one, which then trains nothing)."""
+    root = pathlib.Path(root)
+    src, dst = root / RL_RESTING_DIR, root / RL_ROLE_DIR
+    if src.is_dir() and not dst.exists():
+        src.rename(dst)
 
 
 def metrics_logging(
@@ -487,6 +516,8 @@ def run(
     ):  # the trainer's last checkpoint and close
         session.record("checkpoint", time.perf_counter() - feed.ended)
     steps = steps_done(trainer)
+    if rl and (root := trainer.rl_cluster.cluster_config.training_config.checkpoint_root_directory):
+        rest_rl_checkpoints(root)
     stopped = "done" if steps >= len(batches) else feed.stopped
     result = RunResult(resumed_from, steps, time.perf_counter() - start, stopped)
     rehearsal = getattr(session, "rehearsal", None)
