@@ -109,6 +109,7 @@ from tunixkit import (
     evaluation,
     families,
     models,
+    pipeline,
     prompting,
     recipes,
     runlog,
@@ -276,6 +277,8 @@ print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 # %% [markdown]
 # ## After training
 # The same questions as before training (fewer, and said so, if the session is short of time).
+# The export stays the judged model unless it got fewer right than the start model and a paired
+# test (McNemar's) says that is not chance: then the start model is the judged model again.
 
 # %%
 n = clock.fit(len(test_records))
@@ -291,6 +294,19 @@ display(Markdown(evaluation.side_by_side([before.first(n), after], k=3)))
 fig = evaluation.plot_comparison(
     [before.first(n), after], out_dir / "eval.png", title="GSM8K before/after SFT"
 )
+# the judged model is the better one: the export, unless it got fewer questions right than the
+# start model and a paired test says that is not chance (then the start model is judged again)
+adoption = pipeline.keep_better(
+    before.first(n),
+    after,
+    judged=judged_path,
+    start=base,
+    out_dir=out_dir,
+    judged_dir=clock.judged_dir(),
+    step=trained.steps,
+    mesh=mesh,
+)
+judged_path = adoption.judged
 
 # %% [markdown]
 # ## Memory
@@ -330,6 +346,7 @@ summary = {
     "eval": {"before": before.first(n).summary(), "after": after.summary()},
     "exports": {k: str(v) for k, v in exports.items()},
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
+    "adoption": {"adopted": adoption.adopted, "why": adoption.why, "judged": str(judged_path)},
 }
 (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
 {k: v for k, v in summary.items() if not isinstance(v, dict)}

@@ -112,6 +112,7 @@ from tunixkit import (
     data,
     evaluation,
     models,
+    pipeline,
     prompting,
     recipes,
     rewards,
@@ -468,7 +469,9 @@ judged_answers, judged_folder = judges_check(judged_root, recipe.eval.system_pro
 # %% [markdown]
 # ## After training
 # The same evaluation as before training. If the session is short of time it covers fewer
-# questions (it says how many), and the comparison uses the same questions on both sides.
+# questions (it says how many), and the comparison uses the same questions on both sides. The
+# export stays the judged model unless it got fewer right than the start model and a paired test
+# (McNemar's) says that is not chance: then the start model is the judged model again.
 
 # %%
 n = clock.fit(len(test_records))  # fewer questions only if the session is short of time
@@ -493,6 +496,19 @@ display(Markdown(evaluation.comparison_table([before.first(n), after])))
 fig = evaluation.plot_comparison(
     [before.first(n), after], out_dir / "eval.png", title="GSM8K before/after GRPO"
 )
+# the judged model is the better one: the export, unless it got fewer questions right than the
+# start model and a paired test says that is not chance (then the start model is judged again)
+adoption = pipeline.keep_better(
+    before.first(n),
+    after,
+    judged=judged_path,
+    start=reference,
+    out_dir=out_dir,
+    judged_dir=clock.judged_dir(),
+    step=trained.steps,
+    mesh=mesh,
+)
+judged_path = adoption.judged
 heldout_after
 
 # %% [markdown]
@@ -527,6 +543,7 @@ summary = {
     "weights_digest": runlog.digest(actor),
     "exports": {k: str(v) for k, v in exports.items()},
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
+    "adoption": {"adopted": adoption.adopted, "why": adoption.why, "judged": str(judged_path)},
 }
 (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
 {k: v for k, v in summary.items() if not isinstance(v, dict)}

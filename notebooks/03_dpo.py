@@ -113,6 +113,7 @@ from tunixkit import (
     checkpoints,
     evaluation,
     models,
+    pipeline,
     preferences,
     recipes,
     runlog,
@@ -314,7 +315,9 @@ print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 # %% [markdown]
 # ## After training
 # Preference figures on the held-out pairs, then greedy generation: preference tuning can raise the
-# preference metrics while damaging generation, so both are shown.
+# preference metrics while damaging generation, so both are shown. The export stays the judged
+# model unless it answers fewer questions right than the start model and a paired test (McNemar's)
+# says that is not chance: then the start model is the judged model again.
 
 # %%
 with clock.timed("held-out scoring", items=n_heldout):
@@ -340,6 +343,19 @@ fig = evaluation.plot_comparison(
     out_dir / "eval.png",
     title=f"GSM8K before/after {recipe.algorithm.upper()}",
 )
+# the judged model is the better one: the export, unless it got fewer questions right than the
+# start model and a paired test says that is not chance (then the start model is judged again)
+adoption = pipeline.keep_better(
+    before.first(n),
+    after,
+    judged=judged_path,
+    start=reference,
+    out_dir=out_dir,
+    judged_dir=clock.judged_dir(),
+    step=trained.steps,
+    mesh=mesh,
+)
+judged_path = adoption.judged
 
 # %%
 margins = metrics["train"]["rewards/margin"][1]
@@ -368,6 +384,7 @@ summary = {
     "format_rate_after": after.format_rate,
     "exports": {k: str(v) for k, v in exports.items()},
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
+    "adoption": {"adopted": adoption.adopted, "why": adoption.why, "judged": str(judged_path)},
 }
 (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
 summary

@@ -106,3 +106,40 @@ def test_a_continuing_session_keeps_the_judged_model_until_it_writes_its_own(tmp
     # elsewhere the judged model is inside OUTPUT_DIR, which RESUME_FROM carries already
     elsewhere = tmp_path / "elsewhere"
     assert checkpoints.carry_judged(tmp_path / "nothing", elsewhere, elsewhere) is None
+
+
+def test_a_trained_model_worse_than_its_start_is_not_the_judged_one(tmp_path, capsys):
+    """01-03 end with the better model: the trained export stays judged unless it got fewer
+    questions right than the start model with McNemar p < 0.05; then the start model, exported
+    once, is written as the judged model at the same step, and the reason is printed."""
+    from tunixkit import evaluation, pipeline
+
+    start = models.load_model("tiny-gemma3", verbose=False)
+    trained = models.load_model("tiny-gemma3", verbose=False)
+    testing.randomize_all(trained.model, seed=5)
+    trained_judged = checkpoints.write_judged(
+        models.export(trained.model, trained, tmp_path / "export")["orbax"], tmp_path, step=8
+    )
+    row = {"question": "q", "category": "correct", "partial": True, "format": True}
+    right = [dict(row, question=f"q{i}", num_tokens=9) for i in range(12)]
+    wrong = [dict(r, category="wrong_number", partial=False) for r in right]
+    before = evaluation.result_from("before", right)
+    kw = dict(judged=trained_judged, start=start, out_dir=tmp_path, judged_dir=tmp_path, step=8)
+    # a few questions lost: could be chance, the trained model stays
+    kept = pipeline.keep_better(
+        before, evaluation.result_from("after", wrong[:3] + right[3:]), **kw
+    )
+    assert kept.adopted and kept.judged == trained_judged and "McNemar p = 0.25" in kept.why
+    assert not (tmp_path / "start").exists()
+    # every question lost: the start model is judged again, where the trained one was
+    lost = pipeline.keep_better(before, evaluation.result_from("after", wrong), **kw)
+    assert not lost.adopted and lost.judged == trained_judged
+    assert "NOT adopted" in capsys.readouterr().out
+    from tunixkit import runlog
+
+    probe = models.load_model("tiny-gemma3", verbose=False)
+    testing.randomize_all(probe.model, seed=9)  # neither start's weights nor trained's
+    checkpoints.restore_state(probe.model, lost.judged)
+    digest = runlog.digest(probe.model, trainable_only=False)
+    assert digest == runlog.digest(start.model, trainable_only=False)
+    assert digest != runlog.digest(trained.model, trainable_only=False)

@@ -8,7 +8,9 @@ from its last checkpoint. One session clock spans the stages; each stage gets a 
 training time left when it starts (:meth:`Stages.clock`).
 
 Also here, the pieces the stages need beyond the other notebooks': judged preference pairs
-(:func:`judged_pairs`) and the self-improvement round (:func:`self_improve`). The trainers are
+(:func:`judged_pairs`) and the self-improvement round (:func:`self_improve`); and for the
+one-stage notebooks (01-03), whether their export or the start model is the judged model
+(:func:`keep_better`). The trainers are
 built by the same builders as the other notebooks' (:func:`tunixkit.training.sft_trainer`,
 :func:`tunixkit.preferences.trainer`, SimPO included).
 """
@@ -48,11 +50,13 @@ if TYPE_CHECKING:
     from tunixkit.recipes import Agentic, Pipeline
 
 __all__ = [
+    "Adoption",
     "StageClock",
     "Stages",
     "adopt",
     "grpo_stage",
     "judged_pairs",
+    "keep_better",
     "preference_stage",
     "contested",
     "grpo_records",
@@ -647,6 +651,57 @@ def finish_stage(
         )
         print(f"{name}: the judged model is now {path}")
     return str(exports["hf"])
+
+
+@dataclasses.dataclass(frozen=True)
+class Adoption:
+    """Whether training's model stays the judged one (:func:`keep_better`), why, and where the
+    judged model is."""
+
+    adopted: bool
+    why: str
+    judged: pathlib.Path
+
+
+def keep_better(
+    before: evaluation.EvalResult,
+    after: evaluation.EvalResult,
+    *,
+    judged: pathlib.Path,
+    start: LoadedModel,
+    out_dir: str | pathlib.Path,
+    judged_dir: str | pathlib.Path,
+    step: int,
+    mesh: Any = None,
+    alpha: float = 0.05,
+) -> Adoption:
+    """The trained model (already written as the judged one, ``judged``) stays the judged model
+    unless it is worse than the model training started from on the same questions (``before``:
+    ``start``'s evaluation, ``after``: the export's): fewer right, and McNemar's paired test says
+    that is unlikely to be chance (p < ``alpha``). Then ``start``, exported once into
+    ``out_dir/start/export``, is written as the judged model in its place (``judged_dir``, at
+    ``step``), and the run ends with the better model. Printed either way."""
+    p = evaluation.paired(before, after)
+    worse = p.difference < 0 and p.p_value < alpha
+    why = (
+        f"greedy accuracy {before.accuracy:.3f} -> {after.accuracy:.3f} on the same {after.n} "
+        f"questions ({p.only_a} right only before training, {p.only_b} only after; McNemar "
+        f"p = {p.p_value:.3g})"
+    )
+    if not worse:
+        print(f"adopted: {why}; the judged model is the trained one: {judged}")
+        return Adoption(True, why, judged)
+    export_dir = pathlib.Path(out_dir) / "start" / "export"
+    orbax = export_dir / "orbax"
+    if not (orbax / "params").is_dir():
+        fresh = models.load_model(
+            start.model_id, path=start.path, mesh=mesh, dtype=start.dtype, verbose=False
+        )
+        orbax = models.export(fresh.model, fresh, export_dir, mesh=mesh)["orbax"]
+    path = checkpoints.write_judged(orbax, judged_dir, step)
+    why += f", worse with p < {alpha}"
+    print(f"NOT adopted: {why}; the judged model is the start model again: {path}")
+    return Adoption(False, why, path)
 
 
 def adopt(
