@@ -56,6 +56,25 @@ def test_the_turn_limit_on_a_tool_call_scores_the_episode_as_unanswered():
     assert episode.calls == 2 and not episode.correct
 
 
+def test_an_episode_the_token_budget_cuts_is_recorded_once_as_unanswered():
+    """tunix's collector ends an episode on its token budget without stepping the environment to
+    its end; it then calls the environment's final_reward_fn, which records the episode (once)."""
+    import inspect
+
+    from tunix.rl.agentic.trajectory import trajectory_collect_engine
+
+    assert "self.env.final_reward_fn" in inspect.getsource(trajectory_collect_engine)
+    env, log = _env(question="q", answer="5")
+    env.step(_call(arguments='{"expression": "2 + 3"}'))  # then the budget runs out
+    assert log.drain() == []
+    assert env.final_reward_fn() == 0.0 and env.final_reward_fn() == 0.0
+    (episode,) = log.drain()
+    assert episode.calls == 1 and not episode.correct
+    finished, log = _env(question="q", answer="5")
+    finished.step("<answer>5</answer>")
+    assert finished.final_reward_fn() == 0.0 and len(log.drain()) == 1  # recorded by its end
+
+
 def test_the_agent_reads_the_question_as_text_and_the_parser_leaves_messages_alone():
     agent = agentic.CalculatorAgent(
         "Solve.\n", tool_map=agentic.TOOLS, tools_prompt="Use the tool."

@@ -220,6 +220,17 @@ class CalculatorEnvironment(_compat.ForgivingToolEnvironment):
             reward = self._score(self.task, "")
         return obs, reward, done, info
 
+    def final_reward_fn(self) -> float:
+        """Called by tunix's trajectory collector when an episode ends, however it ended. One the
+        environment did not end (the episode's token budget ran out, or the collector's turn
+        limit came first) is recorded here as unanswered, so every episode counts in the tool
+        figures; it adds nothing to the reward (the unanswered episode's is 0 already). tunix
+        calls it only for an episode with a step: one whose first turn used up the budget is
+        not recorded."""
+        if not self.scored:
+            self._score(self.task, "")
+        return 0.0
+
     def tool_called(self, call: dict[str, Any], result: str) -> None:
         self.calls += 1
         self.results.append(result)
