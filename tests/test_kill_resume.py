@@ -10,6 +10,7 @@ Each run is ``tests/resume_job.py`` in its own process (the notebooks' building 
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -175,3 +176,91 @@ def test_session_clock_stop_leaves_a_checkpoint_of_the_last_step(tmp_path):
         "the last checkpoint does not hold the last step's weights"
     )
     assert nnx.state(fresh, nnx.LoRAParam)
+
+
+class _Fits:
+    """A session clock that never stops training, whose pace says ``more`` further steps fit."""
+
+    def __init__(self, more: int) -> None:
+        self.more, self.paces = more, []
+        self.timings: dict[str, float] = {}
+
+    def record(self, name: str, seconds: float) -> None:
+        self.timings[name] = seconds
+
+    def must_stop(self, next_step_seconds: float = 0.0) -> bool:
+        return False
+
+    def steps_that_fit(self, seconds_per_step: float) -> int:
+        self.paces.append(seconds_per_step)
+        return self.more
+
+
+def test_the_first_steps_pace_ends_the_schedule_where_the_clock_will_stop(tmp_path, capsys):
+    """Without a rehearsal, the pace of the first steps sizes the learning-rate schedule: when it
+    says fewer steps fit than planned, the schedule ends there (the compiled step reads the new
+    horizon: the weights differ from a run whose steps all fit), and the rate has decayed to its
+    end by then."""
+    from flax import nnx
+    from tunix.sft import peft_trainer
+
+    from tunixkit import data, models, runlog, testing, training
+
+    records = data.to_records(testing.synthetic_gsm8k(64, seed=3), "s", verbose=False)[0]
+    digests, horizons = [], []
+    for more in (100, 2):
+        lm = models.load_model("tiny-gemma3", verbose=False)
+        lora = models.apply_lora(lm.model, rank=4, alpha=8.0, verbose=False)
+        batches = training.sft_dataset(
+            [data.sft_pair(r) for r in records],
+            lm.tokenizer,
+            max_len=144,
+            batch_size=4,
+            num_batches=12,
+            verbose=False,
+        )
+        out = tmp_path / str(more)
+        config = training.trainer_config(
+            out, max_steps=12, eval_every=10**6, checkpoint_every=100, description=None
+        )
+        trainer = peft_trainer.PeftTrainer(
+            lora, training.optimizer(3e-3, 12), config
+        ).with_gen_model_input_fn(training.model_inputs_fn(lm.tokenizer.pad_id()))
+        clock = _Fits(more)
+        result = training.run(
+            trainer, batches, metrics_file=out / "metrics.jsonl", session=clock, label="SFT"
+        )
+        assert (result.steps, result.stopped) == (12, "done"), result
+        assert len(clock.paces) == 1 and clock.paces[0] > 0, clock.paces  # asked once
+        horizons.append(training.schedule_horizon(trainer))
+        digests.append(runlog.digest(lora))
+        said = capsys.readouterr().out
+        if more == 2:  # asked before the 6th step (5 done): steps 1-2 compile, 3-5 give the pace
+            assert horizons[-1] == 5 + 2, said
+            assert "about 7 of the 12 planned steps fit the session" in said, said
+            assert "schedule now ends at step 7 (was 12)" in said, said
+            assert training.learning_rate(trainer) == pytest.approx(3e-4, rel=1e-5)
+        else:
+            assert "the learning-rate schedule's 12 steps fit the session" in said, said
+        assert nnx.state(lora, nnx.LoRAParam)
+    assert horizons[0] == 12, horizons
+    assert digests[0] != digests[1], "the new horizon did not reach the compiled step"
+
+
+def test_a_grpo_learners_schedule_is_ended_by_the_pace_through_its_actor(tmp_path, capsys):
+    """GRPO: the pace of the first steps reaches the actor's optimizer, between its updates."""
+    import resume_job
+
+    from tunixkit import runtime, training
+
+    mesh = runtime.make_mesh()
+    learner, batches, _, _ = resume_job.grpo(tmp_path, mesh)
+    clock = _Fits(1)
+    result = training.run(
+        learner, batches, mesh=mesh, metrics_file=tmp_path / "m.jsonl", session=clock, label="GRPO"
+    )
+    said = capsys.readouterr().out
+    assert (result.steps, result.stopped) == (resume_job.STEPS, "done"), result
+    fit = int(re.search(rf"about (\d+) of the {resume_job.STEPS} planned steps fit", said)[1])
+    assert training.schedule_horizon(learner) == fit < resume_job.STEPS, said
+    assert training.learning_rate(learner) == pytest.approx(3e-4, rel=1e-5)  # decayed to its end

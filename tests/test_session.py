@@ -433,4 +433,6 @@ def test_a_rehearsal_from_another_session_sizes_the_schedule(tmp_path, capsys):
     capsys.readouterr()
     clocked = session.Session(tmp_path / "o3", hours=9.0, started=time.time())
     assert clocked.schedule_steps(930, label="SFT") == 930
-    assert "spans all 930 planned steps (no rehearsal.json)" in capsys.readouterr().out
+    assert (
+        "spans the 930 planned steps until the pace of the first steps" in capsys.readouterr().out
+    )

@@ -208,7 +208,8 @@ def cluster(
         training_config=rl_cluster_lib.RLTrainingConfig(
             actor_optimizer=training.optimizer(
                 settings.learning_rate,
-                schedule_steps or settings.num_steps,
+                # in optimizer updates: each GRPO step updates once per iteration and mini-batch
+                (schedule_steps or settings.num_steps) * _updates_per_step(settings),
                 warmup_ratio=settings.warmup_ratio,
                 clip_norm=settings.clip_norm,
                 weight_decay=settings.weight_decay,
@@ -231,6 +232,12 @@ def cluster(
     )
     _compat.split_rollout_batches(cluster)
     return cluster
+
+
+def _updates_per_step(settings: GRPOSettings) -> int:
+    """The actor's optimizer updates in one GRPO step: one per iteration and mini-batch."""
+    mini = settings.mini_batch_size or settings.batch_size
+    return settings.num_iterations * (settings.batch_size // mini)
 
 
 def build_grpo(
@@ -277,8 +284,7 @@ def build_grpo(
     fns = [_logging(reward_fns[0], path, rl_cluster), *reward_fns[1:]]
     learner = grpo_learner.GRPOLearner(rl_cluster=rl_cluster, algo_config=algo, reward_fns=fns)
     # optimizer updates per batch of prompts: tunixkit.training.steps_done counts GRPO steps by it
-    mini = settings.mini_batch_size or settings.batch_size
-    learner.tunixkit_updates_per_step = settings.num_iterations * (settings.batch_size // mini)
+    learner.tunixkit_updates_per_step = _updates_per_step(settings)
     return learner, rl_cluster
 
 

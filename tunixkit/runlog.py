@@ -46,8 +46,10 @@ class MetricsFile(hooks.TrainingHooks):
         path: str | pathlib.Path,
         names: Sequence[str] = ("loss",),
         on_eval: Callable[[], dict[str, float]] | None = None,
+        before_step: Callable[[Any], None] | None = None,
     ) -> None:
         self.path, self.names, self.on_eval = pathlib.Path(path), tuple(names), on_eval
+        self.before_step = before_step  # called with the trainer before each training step
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def _write(self, trainer: Any, mode: str, step: int) -> None:
@@ -69,7 +71,10 @@ class MetricsFile(hooks.TrainingHooks):
 
     def on_train_start(self, train_ctx: Any) -> None: ...
     def on_train_end(self, train_ctx: Any) -> None: ...
-    def on_train_step_start(self, train_ctx: Any) -> None: ...
+    def on_train_step_start(self, train_ctx: Any) -> None:
+        if self.before_step is not None:
+            self.before_step(train_ctx)
+
     def on_eval_step_start(self, train_ctx: Any) -> None: ...
 
 
@@ -87,13 +92,20 @@ class RLMetricsFile:
     }
     KEEP = ("tool/",)
 
-    def __init__(self, path: str | pathlib.Path, *, offset: int = 0) -> None:
-        self.path, self.offset = pathlib.Path(path), offset
+    def __init__(
+        self,
+        path: str | pathlib.Path,
+        *,
+        offset: int = 0,
+        before_step: Callable[[Any], None] | None = None,
+    ) -> None:
+        self.path, self.offset, self.before_step = pathlib.Path(path), offset, before_step
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def attach(self, cluster: Any) -> None:
         cluster.with_external_metrics_logger(self)
-        cluster.actor_trainer.with_training_hooks(MetricsFile(self.path, ("loss", "kl")))
+        hooks = MetricsFile(self.path, ("loss", "kl"), before_step=self.before_step)
+        cluster.actor_trainer.with_training_hooks(hooks)
 
     def __call__(self, buffer: Any) -> None:
         row: dict[str, Any] = {

@@ -164,6 +164,11 @@ class Session:
         """Whether training must stop now to leave :meth:`reserve` after one more step."""
         return self.remaining() - next_step_seconds < self.reserve()
 
+    def steps_that_fit(self, seconds_per_step: float) -> int | None:
+        """How many more steps of ``seconds_per_step`` fit before training must stop (None: no
+        session limit)."""
+        return _steps_that_fit(self, seconds_per_step)
+
     def part(self, fraction: float) -> StageClock:
         """A clock for a pass that makes a stage's data: it stops once ``fraction`` of the training
         time left (after :meth:`reserve`) is spent, leaving the rest to the training it feeds."""
@@ -213,20 +218,22 @@ class Session:
         return fit
 
     def schedule_steps(self, planned: int, *, label: str) -> int:
-        """The steps the learning-rate schedule of stage ``label`` spans (its warmup and decay):
-        ``planned``, or fewer when a rehearsal (``OUTPUT_DIR/rehearsal.json``) projected that only
-        that many fit the session, where the clock will stop training: a schedule sized to the
-        plan would never decay. Says so when it differs."""
+        """The steps the learning-rate schedule of stage ``label`` spans (its warmup and decay)
+        when training starts: ``planned``, or fewer when a rehearsal (``OUTPUT_DIR/rehearsal.json``
+        or ``REHEARSAL_FROM``) projected that only that many fit the session, where the clock will
+        stop training: a schedule sized to the plan would never decay. Says so when it differs.
+        Either way :func:`tunixkit.training.run` ends it sooner when the pace of the first steps
+        says fewer fit (:meth:`steps_that_fit`)."""
         path = self.plan or self.out_dir / REHEARSAL_FILE
         if self.rehearsal is not None:
             return planned
         if not path.is_file():
             if self.hours is not None:
                 print(
-                    f"{label}: the learning-rate schedule spans all {planned} planned steps (no "
-                    f"{REHEARSAL_FILE}): if the session clock stops training first, the rate has "
-                    "not decayed. A rehearsal (REHEARSAL = True) projects the steps that fit; "
-                    "pass its output as REHEARSAL_FROM"
+                    f"{label}: the learning-rate schedule spans the {planned} planned steps until "
+                    f"the pace of the first steps says how many fit the session (no "
+                    f"{REHEARSAL_FILE}; a rehearsal's, as REHEARSAL_FROM, would size it before "
+                    "the first step)"
                 )
             return planned
         fit = json.loads(path.read_text()).get("stages", {}).get(label, {}).get("steps_that_fit")
@@ -292,11 +299,23 @@ class StageClock:
             or time.time() + next_step_seconds > self.deadline
         )
 
+    def steps_that_fit(self, seconds_per_step: float) -> int | None:
+        """How many more steps fit before this stage must stop (None: no session limit)."""
+        return _steps_that_fit(self, seconds_per_step)
+
     def __getattr__(self, name: str) -> Any:
         """Everything else is the session's: its timings, ``OUTPUT_DIR/STOP``, a rehearsal."""
         if name == "session":  # not set yet (a copy being built)
             raise AttributeError(name)
         return getattr(self.session, name)
+
+
+def _steps_that_fit(clock: Session | StageClock, seconds_per_step: float) -> int | None:
+    """Steps of ``seconds_per_step`` that fit in ``clock``'s time left less its reserve."""
+    left = clock.remaining() - clock.reserve()
+    if left == float("inf"):
+        return None
+    return max(0, int(left // max(seconds_per_step, 1e-9)))
 
 
 @dataclasses.dataclass

@@ -8,11 +8,13 @@ The trainers are tunix's (``PeftTrainer``, ``DPOTrainer``, ``DistillationTrainer
   packed, several examples to a row (tunix 0.1.7's trainer has no packing of its own);
 - :func:`model_inputs_fn`: the ``gen_model_input_fn`` that adds positions and the causal mask
   (block-diagonal for packed rows);
-- :func:`optimizer`: AdamW with warmup-cosine and gradient clipping;
+- :func:`optimizer`: AdamW with warmup-cosine and gradient clipping, the schedule's end a number in
+  the optimizer state (:func:`set_horizon`, :func:`schedule_horizon`, :func:`learning_rate`);
 - :func:`checkpointing`, :func:`metrics_logging`, :func:`trainer_config`: tunix trainer options for
   resume and TensorBoard;
 - :func:`run`: the one training loop of every notebook, for every tunix trainer (SFT, DPO,
-  distillation, GRPO): resume, the session clock, metrics on disk;
+  distillation, GRPO): resume, the session clock (which also ends the learning-rate schedule where
+  the first steps' pace says the clock will stop training), metrics on disk;
 
 Metrics on disk (``metrics.jsonl``), their plots and the weights digest are in
 :mod:`tunixkit.runlog`.
@@ -24,9 +26,10 @@ import contextlib
 import dataclasses
 import pathlib
 import shutil
+import statistics
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from flax.struct import dataclass as flax_dataclass
@@ -46,8 +49,11 @@ __all__ = [
     "sft_trainer",
     "PackedInput",
     "RunResult",
+    "learning_rate",
     "optimizer",
     "run",
+    "schedule_horizon",
+    "set_horizon",
     "sft_dataset",
     "trainer_config",
 ]
@@ -201,6 +207,61 @@ def model_inputs_fn(pad_id: int) -> Callable[[Any], dict[str, Any]]:
     return fn
 
 
+class ScheduleState(NamedTuple):
+    """The state of :func:`optimizer`'s learning-rate schedule (:func:`schedule_rate`): the updates
+    done, the update at which it reaches its end rate (:func:`set_horizon` moves it), its peak
+    rate and warmup share."""
+
+    count: Any  # int32 scalar
+    horizon: Any  # int32 scalar
+    peak: Any  # float32 scalar
+    warmup_ratio: Any  # float32 scalar
+
+
+def schedule_rate(
+    peak: float, warmup_ratio: float, count: Any, horizon: Any, *, end_ratio: float = 0.1
+) -> Any:
+    """The learning rate at update ``count`` of a warmup-cosine schedule that ends at update
+    ``horizon``: linear from 0 to ``peak`` over ``warmup_ratio`` of the horizon (at least one
+    update), then cosine down to ``end_ratio * peak``, which it keeps after the horizon. The same
+    values as ``optax.warmup_cosine_decay_schedule``, with the horizon a traced number."""
+    import jax.numpy as jnp
+
+    count, horizon = jnp.asarray(count, jnp.float32), jnp.asarray(horizon, jnp.float32)
+    warmup = jnp.maximum(1.0, jnp.floor(warmup_ratio * horizon))
+    decay = jnp.maximum(horizon, warmup + 1.0) - warmup
+    t = jnp.clip(count - warmup, 0.0, decay)
+    cosine = end_ratio + (1.0 - end_ratio) * 0.5 * (1.0 + jnp.cos(jnp.pi * t / decay))
+    return jnp.where(count < warmup, peak * count / warmup, peak * cosine)
+
+
+def _scale_by_schedule(
+    peak: float, warmup_ratio: float, horizon: int
+) -> optax.GradientTransformation:
+    """``optax.scale_by_learning_rate`` of :func:`schedule_rate`, the horizon kept in the state."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    def init(params: Any) -> ScheduleState:
+        del params
+        return ScheduleState(
+            jnp.zeros([], jnp.int32),
+            jnp.asarray(horizon, jnp.int32),
+            jnp.asarray(peak, jnp.float32),
+            jnp.asarray(warmup_ratio, jnp.float32),
+        )
+
+    def update(updates: Any, state: ScheduleState, params: Any = None) -> tuple[Any, Any]:
+        del params
+        rate = schedule_rate(state.peak, state.warmup_ratio, state.count, state.horizon)
+        updates = jax.tree.map(lambda g: jnp.asarray(-rate, g.dtype) * g, updates)
+        count = optax.safe_int32_increment(state.count)
+        return updates, ScheduleState(count, state.horizon, state.peak, state.warmup_ratio)
+
+    return optax.GradientTransformation(init, update)
+
+
 def optimizer(
     learning_rate: float,
     total_steps: int,
@@ -210,19 +271,55 @@ def optimizer(
     weight_decay: float = 0.0,
     b2: float = 0.999,
 ) -> optax.GradientTransformation:
-    """AdamW on a warmup-cosine schedule, after global-norm gradient clipping."""
+    """AdamW on a warmup-cosine schedule over ``total_steps`` updates (to a tenth of the peak),
+    after global-norm gradient clipping. The schedule's horizon lives in the optimizer state, so
+    :func:`run` can end it earlier once the first steps' pace says fewer updates fit the session
+    (:func:`set_horizon`), without a new compile."""
     import optax
 
-    warmup = max(1, int(warmup_ratio * total_steps))
-    schedule = optax.warmup_cosine_decay_schedule(
-        init_value=0.0,
-        peak_value=learning_rate,
-        warmup_steps=warmup,
-        decay_steps=max(total_steps, warmup + 1),
-        end_value=0.1 * learning_rate,
+    adamw = optax.chain(
+        optax.scale_by_adam(b2=b2),
+        optax.add_decayed_weights(weight_decay),
+        _scale_by_schedule(learning_rate, warmup_ratio, max(1, int(total_steps))),
     )
-    adamw = optax.adamw(schedule, b2=b2, weight_decay=weight_decay)
     return optax.chain(optax.clip_by_global_norm(clip_norm), adamw) if clip_norm else adamw
+
+
+def _schedule_states(trainer: Any) -> list[ScheduleState]:
+    """The :class:`ScheduleState` (of ``nnx`` variables) in a tunix trainer's optimizer (a GRPO
+    learner's: its actor's), through optax's chains and ``MultiSteps``."""
+    import jax
+
+    if hasattr(trainer, "rl_cluster"):
+        trainer = trainer.rl_cluster.actor_trainer
+    tree = trainer.optimizer.opt_state
+    found = jax.tree.leaves(tree, is_leaf=lambda x: isinstance(x, ScheduleState))
+    return [x for x in found if isinstance(x, ScheduleState)]
+
+
+def schedule_horizon(trainer: Any) -> int | None:
+    """The update at which the trainer's learning-rate schedule ends (None: not :func:`optimizer`'s
+    schedule)."""
+    states = _schedule_states(trainer)
+    return int(np.asarray(states[0].horizon.get_value())) if states else None
+
+
+def learning_rate(trainer: Any) -> float:
+    """The rate of the trainer's next update under :func:`optimizer`'s schedule."""
+    (state,) = _schedule_states(trainer)
+    count, horizon, peak, warmup_ratio = (np.asarray(v.get_value()) for v in state)
+    return float(schedule_rate(peak, warmup_ratio, count, horizon))
+
+
+def set_horizon(trainer: Any, updates: int) -> None:
+    """End the trainer's learning-rate schedule at update ``updates`` from its next step on: the
+    same compiled step reads the new horizon (a number in the optimizer state, checkpointed with
+    it). Call between steps, from the thread that trains."""
+    import jax
+
+    for state in _schedule_states(trainer):
+        old = state.horizon.get_value()
+        state.horizon.set_value(jax.device_put(np.int32(max(1, updates)), old.sharding))
 
 
 def checkpointing(
@@ -389,6 +486,8 @@ class _Feed:
         self.last: float | None = None  # when the last step ended (or the first began)
         self.last_steps = skip  # the steps done at that time
         self.ended: float | None = None  # when the trainer asked past the last batch
+        self.trainer: Any = None  # the trainer run() trains (set there)
+        self.paced = False  # whether the schedule was sized from the first steps' pace
 
     def __iter__(self) -> Iterator[Any]:
         try:
@@ -457,6 +556,42 @@ class _Feed:
         if self.eval_at_end and (steps >= len(self.batches) or self.decided) and steps % every:
             trainer.config.eval_every_n_steps = steps
 
+    def size_schedule(self, trainer: Any) -> None:
+        """Before a step, in the thread that trains: once :data:`PACE_STEPS` steps after the first
+        are timed, end the learning-rate schedule (:func:`set_horizon`) at the step where the
+        session clock will stop training, when that comes before the schedule's end (so the rate
+        has decayed by then), and say so. Not in a rehearsal, nor without a session limit."""
+        if self.paced or self.session is None or len(self.step_seconds) < 1 + PACE_STEPS:
+            return
+        self.paced = True
+        if getattr(self.session, "rehearsal", None) is not None:
+            return
+        pace = statistics.median(self.step_seconds[1:])
+        sizer = getattr(self.session, "steps_that_fit", None)  # a stand-in clock may have none
+        more = None if sizer is None else sizer(pace)
+        horizon = None if more is None else schedule_horizon(self.trainer)
+        if more is None or horizon is None:
+            return
+        updates = getattr(self.trainer, "tunixkit_updates_per_step", 1)
+        steps = steps_done(self.trainer)
+        fit = min(len(self.batches), steps + more)
+        if fit * updates >= horizon:
+            print(
+                f"{self.label}: {pace:.2f} s a step over steps {self.skip + 2}-{steps}: the "
+                f"learning-rate schedule's {horizon // updates} steps fit the session"
+            )
+            return
+        set_horizon(trainer, fit * updates)
+        print(
+            f"{self.label}: {pace:.2f} s a step over steps {self.skip + 2}-{steps}, so about {fit} "
+            f"of the {len(self.batches)} planned steps fit the session: the learning-rate "
+            f"schedule now ends at step {fit} (was {horizon // updates}), where the clock will "
+            "stop training"
+        )
+
+
+PACE_STEPS = 3  # steps timed after the first (compiles) before the pace sizes the schedule
+
 
 class _RunHooks(MetricsFile):
     """:class:`tunixkit.runlog.MetricsFile` that also tells the feed each step has ended."""
@@ -503,11 +638,16 @@ def run(
         label=label,
         eval_at_end=eval_batches is not None and not rl,
     )
+    feed.trainer = trainer
     if rl:
         _check_grpo_skip(trainer, resumed_from)
-        RLMetricsFile(metrics_file, offset=resumed_from).attach(trainer.rl_cluster)
+        RLMetricsFile(metrics_file, offset=resumed_from, before_step=feed.size_schedule).attach(
+            trainer.rl_cluster
+        )
     else:
-        trainer.with_training_hooks(_RunHooks(feed, metrics_file, metric_names, on_eval))
+        trainer.with_training_hooks(
+            _RunHooks(feed, metrics_file, metric_names, on_eval, feed.size_schedule)
+        )
     start, began = time.perf_counter(), session.elapsed() if hasattr(session, "elapsed") else 0.0
     with runtime.mesh_context(mesh) if mesh is not None else contextlib.nullcontext():
         trainer.train(feed, eval_batches)

@@ -140,6 +140,8 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("tunix.sft.utils", "build_positions_from_mask", ()),
     ("tunix.sft.utils", "make_causal_attn_mask", ()),
     ("tunix.sft.hooks", "TrainingHooks", ()),
+    # training.run sizes the learning-rate schedule before a step (the first steps' pace)
+    ("tunix.sft.hooks", "TrainingHooks.on_train_step_start", ()),
     (
         "tunix.sft.metrics_logger",
         "MetricsLoggerOptions",
