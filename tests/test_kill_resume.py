@@ -107,27 +107,6 @@ def test_killed_run_resumes_the_remaining_steps_on_the_same_batches(tmp_path, ki
         assert rerun["digest"] == straight["digest"]
 
 
-class _StopAfter:
-    """A session clock that runs out after ``n`` steps."""
-
-    def __init__(self, n: int) -> None:
-        self.n, self.asked = n, 0
-        self.timings: dict[str, float] = {}
-
-    def record(self, name: str, seconds: float) -> None:
-        self.timings[name] = seconds
-
-    def must_stop(self, next_step_seconds: float = 0.0) -> bool:
-        self.asked += 1
-        return self.asked > self.n
-
-    def remaining(self) -> float:
-        return 0.0
-
-    def reserve(self) -> float:
-        return 0.0
-
-
 def test_session_clock_stop_leaves_a_checkpoint_of_the_last_step(tmp_path):
     from flax import nnx
     from tunix.sft import peft_trainer
@@ -151,7 +130,7 @@ def test_session_clock_stop_leaves_a_checkpoint_of_the_last_step(tmp_path):
     trainer = peft_trainer.PeftTrainer(
         lora, training.optimizer(3e-3, 10), config
     ).with_gen_model_input_fn(training.model_inputs_fn(lm.tokenizer.pad_id()))
-    clock = _StopAfter(3)
+    clock = testing.ScriptedClock(stop_at=4)  # stops before the 4th step
     result = training.run(
         trainer, batches, batches[:1], metrics_file=tmp_path / "metrics.jsonl", session=clock
     )
@@ -176,24 +155,6 @@ def test_session_clock_stop_leaves_a_checkpoint_of_the_last_step(tmp_path):
         "the last checkpoint does not hold the last step's weights"
     )
     assert nnx.state(fresh, nnx.LoRAParam)
-
-
-class _Fits:
-    """A session clock that never stops training, whose pace says ``more`` further steps fit."""
-
-    def __init__(self, more: int) -> None:
-        self.more, self.paces = more, []
-        self.timings: dict[str, float] = {}
-
-    def record(self, name: str, seconds: float) -> None:
-        self.timings[name] = seconds
-
-    def must_stop(self, next_step_seconds: float = 0.0) -> bool:
-        return False
-
-    def steps_that_fit(self, seconds_per_step: float) -> int:
-        self.paces.append(seconds_per_step)
-        return self.more
 
 
 def test_the_first_steps_pace_ends_the_schedule_where_the_clock_will_stop(tmp_path, capsys):
@@ -226,7 +187,7 @@ def test_the_first_steps_pace_ends_the_schedule_where_the_clock_will_stop(tmp_pa
         trainer = peft_trainer.PeftTrainer(
             lora, training.optimizer(3e-3, 12), config
         ).with_gen_model_input_fn(training.model_inputs_fn(lm.tokenizer.pad_id()))
-        clock = _Fits(more)
+        clock = testing.ScriptedClock(more_steps=more)
         result = training.run(
             trainer, batches, metrics_file=out / "metrics.jsonl", session=clock, label="SFT"
         )
@@ -251,11 +212,11 @@ def test_a_grpo_learners_schedule_is_ended_by_the_pace_through_its_actor(tmp_pat
     """GRPO: the pace of the first steps reaches the actor's optimizer, between its updates."""
     import resume_job
 
-    from tunixkit import runtime, training
+    from tunixkit import runtime, testing, training
 
     mesh = runtime.make_mesh()
     learner, batches, _, _ = resume_job.grpo(tmp_path, mesh)
-    clock = _Fits(1)
+    clock = testing.ScriptedClock(more_steps=1)
     result = training.run(
         learner, batches, mesh=mesh, metrics_file=tmp_path / "m.jsonl", session=clock, label="GRPO"
     )

@@ -436,3 +436,35 @@ def test_a_rehearsal_from_another_session_sizes_the_schedule(tmp_path, capsys):
     assert (
         "spans the 930 planned steps until the pace of the first steps" in capsys.readouterr().out
     )
+
+
+def test_every_clock_training_takes_is_a_clock_by_its_own_members(tmp_path):
+    """training.run takes a session.Clock: the session, a stage's slice of it and the tests'
+    scripted stand-in each implement every member themselves (a stage's clock forwards none of
+    them through __getattr__), and training asks nothing of a clock outside the protocol."""
+    import ast
+    import inspect
+
+    from tunixkit import testing, training
+
+    public = [n for n in dir(session.Clock) if not n.startswith("_")]
+    members = sorted(set(public) | set(session.Clock.__annotations__))
+    assert {"must_stop", "steps_that_fit", "stop_requested", "record", "timings"} <= set(members)
+    clock = session.Session(tmp_path, 1.0, time.time())
+    for c in (clock, clock.part(0.5), testing.ScriptedClock()):
+        assert isinstance(c, session.Clock), type(c)
+        for m in members:
+            assert any(
+                m in vars(k) or m in getattr(k, "__annotations__", {}) for k in type(c).__mro__
+            ), (
+                type(c).__name__,
+                m,
+            )
+    asked = {
+        node.attr
+        for node in ast.walk(ast.parse(inspect.getsource(training)))
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Attribute | ast.Name)
+        and getattr(node.value, "attr", getattr(node.value, "id", None)) == "session"
+    }
+    assert asked <= set(members), asked - set(members)

@@ -31,11 +31,12 @@ import shutil
 import statistics
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from tunixkit import runtime
 
 __all__ = [
+    "Clock",
     "RecipeMismatch",
     "disk_usage",
     "Rehearsal",
@@ -69,6 +70,45 @@ class RecipeMismatch(RuntimeError):
 
 class ResumeError(RuntimeError):
     """RESUME_FROM is not a previous session's output."""
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """What training (:func:`tunixkit.training.run`) asks of a session clock before and after each
+    step: :class:`Session` and each stage's :class:`StageClock` are clocks, and so is a test's
+    stand-in (:class:`tunixkit.testing.ScriptedClock`)."""
+
+    timings: dict[str, float]  # seconds measured by name (``record``), kept across sessions
+    rehearsal: Rehearsal | None  # REHEARSAL = True: what the run measures for the real one
+    stop_file: pathlib.Path  # OUTPUT_DIR/STOP, named when it stops training
+
+    def elapsed(self) -> float:
+        """Seconds since the session's first cell."""
+        ...
+
+    def remaining(self) -> float:
+        """Seconds left (infinite without a limit)."""
+        ...
+
+    def reserve(self) -> float:
+        """Seconds kept for the work after training."""
+        ...
+
+    def must_stop(self, next_step_seconds: float = 0.0) -> bool:
+        """Whether training must stop now to leave the reserve after one more step."""
+        ...
+
+    def stop_requested(self, steps: int) -> bool:
+        """Whether the user asked training to stop (``OUTPUT_DIR/STOP``) with ``steps`` done."""
+        ...
+
+    def steps_that_fit(self, seconds_per_step: float) -> int | None:
+        """How many more steps fit before training must stop (None: no limit)."""
+        ...
+
+    def record(self, name: str, seconds: float) -> None:
+        """Keep a duration under ``name`` in ``timings``."""
+        ...
 
 
 @dataclasses.dataclass
@@ -284,8 +324,30 @@ class StageClock:
     """The session clock as one stage or pass sees it: it must also stop at its own deadline
     (:meth:`Session.part`, :meth:`tunixkit.pipeline.Stages.clock`)."""
 
-    session: Any  # tunixkit.session.Session
+    session: Session
     deadline: float  # time.time() by which this stage stops training
+
+    # The rest of the Clock protocol is the session's.
+    @property
+    def timings(self) -> dict[str, float]:
+        return self.session.timings
+
+    @property
+    def rehearsal(self) -> Rehearsal | None:
+        return self.session.rehearsal
+
+    @property
+    def stop_file(self) -> pathlib.Path:
+        return self.session.stop_file
+
+    def elapsed(self) -> float:
+        return self.session.elapsed()
+
+    def stop_requested(self, steps: int) -> bool:
+        return self.session.stop_requested(steps)
+
+    def record(self, name: str, seconds: float) -> None:
+        self.session.record(name, seconds)
 
     def remaining(self) -> float:
         return min(self.session.remaining(), self.deadline - time.time() + self.session.reserve())
@@ -304,7 +366,7 @@ class StageClock:
         return _steps_that_fit(self, seconds_per_step)
 
     def __getattr__(self, name: str) -> Any:
-        """Everything else is the session's: its timings, ``OUTPUT_DIR/STOP``, a rehearsal."""
+        """Everything else is the session's (its output folder, ``sized``, ``timed``, ...)."""
         if name == "session":  # not set yet (a copy being built)
             raise AttributeError(name)
         return getattr(self.session, name)

@@ -36,6 +36,7 @@ from flax.struct import dataclass as flax_dataclass
 
 from tunixkit import runtime
 from tunixkit.runlog import MetricsFile, RLMetricsFile
+from tunixkit.session import Clock
 from tunixkit.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
@@ -475,7 +476,13 @@ class _Feed:
     would eat the time kept for after. The run's last step, whichever ends it, gets an eval loss."""
 
     def __init__(
-        self, batches: Sequence[Any], *, skip: int, session: Any, label: str, eval_at_end: bool
+        self,
+        batches: Sequence[Any],
+        *,
+        skip: int,
+        session: Clock | None,
+        label: str,
+        eval_at_end: bool,
     ) -> None:
         self.batches, self.skip, self.session, self.label = batches, skip, session, label
         self.eval_at_end = eval_at_end
@@ -500,11 +507,11 @@ class _Feed:
         step, or ``OUTPUT_DIR/STOP`` asks to stop (``stopped`` says which)."""
         if self.session is None:
             return False
-        rehearsal = getattr(self.session, "rehearsal", None)
+        rehearsal = self.session.rehearsal
         if rehearsal is not None and steps - self.skip >= rehearsal.steps:
             self.stopped = "rehearsal"
             return True
-        if hasattr(self.session, "stop_requested") and self.session.stop_requested(steps):
+        if self.session.stop_requested(steps):
             self.stopped = "stop requested"
             return True
         if self.session.must_stop(max(self.step_seconds[-3:], default=0.0)):
@@ -564,11 +571,10 @@ class _Feed:
         if self.paced or self.session is None or len(self.step_seconds) < 1 + PACE_STEPS:
             return
         self.paced = True
-        if getattr(self.session, "rehearsal", None) is not None:
+        if self.session.rehearsal is not None:
             return
         pace = statistics.median(self.step_seconds[1:])
-        sizer = getattr(self.session, "steps_that_fit", None)  # a stand-in clock may have none
-        more = None if sizer is None else sizer(pace)
+        more = self.session.steps_that_fit(pace)
         horizon = None if more is None else schedule_horizon(self.trainer)
         if more is None or horizon is None:
             return
@@ -615,7 +621,7 @@ def run(
     metrics_file: str | pathlib.Path,
     metric_names: Sequence[str] = ("loss",),
     on_eval: Callable[[], dict[str, float]] | None = None,
-    session: Any = None,
+    session: Clock | None = None,
     label: str = "training",
 ) -> RunResult:
     """Train any tunix trainer (``PeftTrainer``, ``DPOTrainer``, ``DistillationTrainer`` or a
@@ -625,7 +631,8 @@ def run(
     checkpoint had trained on, so a rerun (or a session continuing with ``RESUME_FROM``) trains
     exactly the remaining steps on the batches an uninterrupted run would have seen. Metrics go to
     ``metrics_file`` (kept across sessions, :class:`tunixkit.runlog.MetricsFile`); ``session``
-    (:class:`tunixkit.session.Session`) stops training in time for the work after it.
+    (a :class:`tunixkit.session.Clock`: the session's, or a stage's) stops training in time for the
+    work after it.
     """
     resumed_from = steps_done(trainer)
     if resumed_from:
@@ -648,19 +655,17 @@ def run(
         trainer.with_training_hooks(
             _RunHooks(feed, metrics_file, metric_names, on_eval, feed.size_schedule)
         )
-    start, began = time.perf_counter(), session.elapsed() if hasattr(session, "elapsed") else 0.0
+    start, began = time.perf_counter(), session.elapsed() if session is not None else 0.0
     with runtime.mesh_context(mesh) if mesh is not None else contextlib.nullcontext():
         trainer.train(feed, eval_batches)
-    if feed.ended is not None and hasattr(
-        session, "record"
-    ):  # the trainer's last checkpoint and close
+    if feed.ended is not None and session is not None:  # the trainer's last checkpoint and close
         session.record("checkpoint", time.perf_counter() - feed.ended)
     steps = steps_done(trainer)
     if rl and (root := trainer.rl_cluster.cluster_config.training_config.checkpoint_root_directory):
         rest_rl_checkpoints(root)
     stopped = "done" if steps >= len(batches) else feed.stopped
     result = RunResult(resumed_from, steps, time.perf_counter() - start, stopped)
-    rehearsal = getattr(session, "rehearsal", None)
+    rehearsal = session.rehearsal if session is not None else None
     if rehearsal is not None:  # what the real run's steps of this stage will take
         rehearsal.stage(
             label,

@@ -13,13 +13,14 @@ their smoke branches (06: the synthetic tasks, their rubric grader, the weak ans
 - synthetic data (``_synthetic``): :func:`synthetic_gsm8k` / :func:`write_synthetic_gsm8k`,
   :func:`synthetic_tasks` (every judged domain), :func:`uneven` with :data:`WEAK` answers, and
   :func:`rubric_grader`, the smoke profile's judge;
-- test helpers (``_fixtures``): :func:`randomize_all`, :func:`logits`, :func:`notebook_script`,
-  :func:`load_orbax_export`, :func:`kernel_python`, and files in the real data sets' layouts
-  (:func:`write_gsm8k_hub`, :func:`write_trace_rows`, :func:`write_preference_rows`,
-  :func:`write_chat_traces`, :func:`write_hf_tokenizer`).
+- test helpers (``_fixtures``): :class:`ScriptedClock`, :func:`randomize_all`, :func:`logits`,
+  :func:`notebook_script`, :func:`load_orbax_export`, :func:`kernel_python`, and files in the
+  real data sets' layouts (:func:`write_gsm8k_hub`, :func:`write_trace_rows`,
+  :func:`write_preference_rows`, :func:`write_chat_traces`, :func:`write_hf_tokenizer`).
 """
 
 from tunixkit.testing._fixtures import (
+    ScriptedClock,
     kernel_python,
     load_orbax_export,
     logits,
@@ -76,6 +77,7 @@ __all__ = [
     "SMOKE_MODELS",
     "SPECIAL_TOKENS",
     "SPLIT_SEEDS",
+    "ScriptedClock",
     "TINY_EMBEDDING_STD",
     "TINY_GEMMA2",
     "TINY_GEMMA3",

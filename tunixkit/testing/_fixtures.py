@@ -12,12 +12,14 @@
 - :func:`write_gsm8k_hub`, :func:`write_trace_rows`, :func:`write_preference_rows`: small files in
   the real data sets' on-disk layout and schema (GSM8K as the Hugging Face hub lays it out, SFT
   traces, preference pairs), for the full profile's loaders in CI;
+- :class:`ScriptedClock`: a session clock whose stop and pace are scripted (events, not seconds);
 - :func:`write_hf_tokenizer`: a SentencePiece BPE model as a Hugging Face ``tokenizer.json`` folder
   (the other layout Gemma checkpoints ship), for the tests of that path.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 from collections.abc import Mapping
 from typing import Any
@@ -28,6 +30,7 @@ from tunixkit import data
 from tunixkit.testing._synthetic import SPLIT_SEEDS, synthetic_gsm8k
 
 __all__ = [
+    "ScriptedClock",
     "kernel_python",
     "load_orbax_export",
     "logits",
@@ -40,6 +43,44 @@ __all__ = [
     "write_preference_rows",
     "write_trace_rows",
 ]
+
+
+@dataclasses.dataclass
+class ScriptedClock:
+    """A session clock (:class:`tunixkit.session.Clock`) whose answers are scripted, not timed:
+    it says stop at its ``stop_at``-th question (None: never), and that ``more_steps`` further steps
+    fit whatever the pace (None: no limit). ``paces`` keeps the paces it was asked about."""
+
+    stop_at: int | None = None
+    more_steps: int | None = None
+    timings: dict[str, float] = dataclasses.field(default_factory=dict)
+    rehearsal: Any = None
+    stop_file: pathlib.Path = pathlib.Path("STOP")  # never read: stop_requested says no
+    asked: int = 0
+    paces: list[float] = dataclasses.field(default_factory=list)
+
+    def elapsed(self) -> float:
+        return 0.0
+
+    def remaining(self) -> float:
+        return float("inf")
+
+    def reserve(self) -> float:
+        return 0.0
+
+    def must_stop(self, next_step_seconds: float = 0.0) -> bool:
+        self.asked += 1
+        return self.stop_at is not None and self.asked >= self.stop_at
+
+    def stop_requested(self, steps: int) -> bool:
+        return False
+
+    def steps_that_fit(self, seconds_per_step: float) -> int | None:
+        self.paces.append(seconds_per_step)
+        return self.more_steps
+
+    def record(self, name: str, seconds: float) -> None:
+        self.timings[name] = float(seconds)
 
 
 def randomize_all(model, seed: int = 1, *, scale: float = 0.1, norm_scale: float | None = None):
