@@ -254,9 +254,7 @@ def test_a_rehearsal_times_the_passes_stages_even_when_nothing_passes(capsys):
     loaded = SimpleNamespace(chat=families.GEMMA_CHAT)
     judge = judging.Judge(lambda prompts, completions, **kw: ["Score: 5"] * len(prompts), name="j")
     config = evaluation.EvalConfig(temperature=0.7, top_p=1.0, batch_size=8)
-    rehearsing, running = SimpleNamespace(rehearsal=object()), SimpleNamespace(rehearsal=None)
-    for clock in (rehearsing, running):
-        clock.must_stop = lambda next_seconds: False
+    rehearsing, running = testing.ScriptedClock(rehearsal=object()), testing.ScriptedClock()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(evaluation, "generate", generate)
         mp.setattr(evaluation, "make_sampler", lambda loaded, size: None)  # generate is fake
@@ -624,25 +622,22 @@ def test_a_pass_stops_when_its_clock_says_and_keeps_what_it_made(tmp_path, monke
             for i, p in enumerate(prompts)
         ]
 
-    class Clock:  # says stop at its second question
-        asked = 0
-
-        def must_stop(self, next_seconds):
-            self.asked += 1
-            return self.asked >= 2
-
     monkeypatch.setattr(evaluation, "generate", generate)
     monkeypatch.setattr(evaluation, "make_sampler", lambda loaded, size: None)  # generate is fake
     loaded = SimpleNamespace(chat=families.GEMMA_CHAT)
     judge = judging.Judge(testing.rubric_grader(tasks), name="judge")
     config = evaluation.EvalConfig(temperature=0.7, top_p=1.0, batch_size=8)  # chunks of 8 prompts
-    pairs = pipeline.judged_pairs(loaded, records, judge, config, samples=4, clock=Clock())
+    pairs = pipeline.judged_pairs(
+        loaded, records, judge, config, samples=4, clock=testing.ScriptedClock(stop_at=2)
+    )
     assert "judged pairs: the session clock stopped the pass after 16 of 40 prompts" in (
         capsys.readouterr().out
     )
     # every one of the 16 prompts has a reference and a weak answer: a pair each
     assert len(made) == 16 * 4 and len(pairs) == 16
-    kept, report = pipeline.self_improve(loaded, records, judge, config, samples=4, clock=Clock())
+    kept, report = pipeline.self_improve(
+        loaded, records, judge, config, samples=4, clock=testing.ScriptedClock(stop_at=2)
+    )
     assert report["prompts"] == 16 and report["prompts_planned"] == 40 and report["samples"] == 64
     assert "self-improvement: the session clock stopped" in capsys.readouterr().out
     made.clear()

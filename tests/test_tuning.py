@@ -119,16 +119,6 @@ def test_the_on_policy_pair_pass_stops_on_its_clock_and_keeps_the_pairs_it_made(
     config = dataclasses.replace(evaluation.EvalConfig.smoke(), temperature=1.0, batch_size=8)
     loaded = types.SimpleNamespace(chat=families.GEMMA_CHAT, family="gemma3")
 
-    class Clock:  # a clock with a limit, which says stop at its second question
-        asked = 0
-
-        def remaining(self):
-            return 3600.0
-
-        def must_stop(self, next_seconds):
-            self.asked += 1
-            return self.asked >= 2
-
     pairs = preferences.training_pairs(
         tmp_path,
         "on-policy",
@@ -138,7 +128,7 @@ def test_the_on_policy_pair_pass_stops_on_its_clock_and_keeps_the_pairs_it_made(
         heldout_records=records[:4],
         config=config,
         samples=4,
-        clock=Clock(),
+        clock=testing.ScriptedClock(stop_at=2, limit=3600.0),  # a limit; stops at its 2nd question
     )
     said = capsys.readouterr().out
     # chunks of 4 x 8 / 4 = 8 questions: two were sampled, then the clock stopped the pass

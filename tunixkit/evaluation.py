@@ -456,7 +456,7 @@ def sample_groups(
     logprobs: bool = False,
     progress: bool = False,
     sampler: Sampler | None = None,
-    clock: Any = None,
+    clock: session.Clock | None = None,
     what: str = "pass",
 ) -> list[list[Generation]]:
     """``samples`` answers to each (formatted) prompt in one batched :func:`generate`, grouped: the
@@ -465,7 +465,7 @@ def sample_groups(
     self-improvement and judged pairs (:func:`tunixkit.pipeline.sample_and_judge`). A pass that
     calls it chunk by chunk passes one ``sampler`` (:func:`make_sampler`), which compiles once.
 
-    With ``clock`` (anything with ``must_stop(next_seconds)``, e.g.
+    With ``clock`` (a :class:`tunixkit.session.Clock`, e.g.
     :meth:`tunixkit.session.Session.part`) it goes a few generation batches at a time with one
     sampler, and stops before a chunk that would not end in time: fewer groups than prompts come
     back (the first ones), and it says how far it got, naming the pass (``what``). A clock without

@@ -39,7 +39,7 @@ from tunixkit import (
     session,
     training,
 )
-from tunixkit.session import StageClock
+from tunixkit.session import Clock, StageClock
 
 if TYPE_CHECKING:
     from flax import nnx
@@ -315,7 +315,7 @@ def sample_and_judge(
     config: evaluation.EvalConfig,
     *,
     samples: int,
-    clock: Any = None,
+    clock: Clock | None = None,
     what: str = "pass",
 ) -> tuple[list[str], list[evaluation.Generation], list[float]]:
     """``samples`` answers to each task's prompt, judged: (prompts, generations, scores), each
@@ -361,7 +361,7 @@ def judged_pairs(
     *,
     samples: int = 4,
     min_gap: float = 0.2,
-    clock: Any = None,
+    clock: Clock | None = None,
 ) -> list[dict[str, str]]:
     """Preference pairs without a ground truth: ``samples`` answers per task, graded by ``judge``;
     the best becomes *chosen* and the worst *rejected* when their scores differ by ``min_gap``.
@@ -398,8 +398,8 @@ def judged_pairs(
 _TIMED_ANYWAY = "a rehearsal: none passed, so the stage is timed on what was sampled instead"
 
 
-def _rehearsing(clock: Any) -> bool:
-    return getattr(clock, "rehearsal", None) is not None
+def _rehearsing(clock: Clock | None) -> bool:
+    return clock is not None and clock.rehearsal is not None
 
 
 def self_improve(
@@ -410,7 +410,7 @@ def self_improve(
     *,
     samples: int = 4,
     threshold: float = 0.7,
-    clock: Any = None,
+    clock: Clock | None = None,
 ) -> tuple[list[tuple[str, str]], dict[str, float]]:
     """One round of self-improvement: sample ``samples`` answers per task, keep the best one of
     each task that the judge scores at least ``threshold``. Returns the (prompt, answer) pairs to
@@ -458,7 +458,7 @@ def write_reasoning(
     config: evaluation.EvalConfig,
     *,
     samples: int = 4,
-    clock: Any = None,
+    clock: Clock | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Reasoning for the rows whose data set wrote none (``reasoned: False``: the answer alone,
     :mod:`tunixkit.mix`), by rejection sampling: the model answers each such prompt ``samples``

@@ -59,7 +59,7 @@ def on_policy_pairs(
     samples: int,
     gold_fallback: bool = True,
     verbose: bool = True,
-    clock: Any = None,
+    clock: session.Clock | None = None,
 ) -> list[Pair]:
     """One pair per question from ``samples`` answers sampled with ``config``: a correct,
     well-formatted one is *chosen*, a wrong, badly formatted or truncated one *rejected* (a format
@@ -153,7 +153,7 @@ def training_pairs(
     config: evaluation.EvalConfig | None = None,
     samples: int = 4,
     fields: Sequence[str] = ("prompt", "chosen", "rejected"),
-    clock: Any = None,
+    clock: session.Clock | None = None,
 ) -> dict[str, list[Pair]]:
     """``{"train", "heldout"}`` pairs, read from ``out_dir/pairs_*.jsonl`` when a previous run of
     this recipe wrote them, else built and written there. ``source``: ``"on-policy"`` (``policy``

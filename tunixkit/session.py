@@ -321,8 +321,8 @@ KAGGLE_OUTPUT_BYTES = 20 * 10**9  # what a Kaggle notebook may keep in /kaggle/w
 
 @dataclasses.dataclass
 class StageClock:
-    """The session clock as one stage or pass sees it: it must also stop at its own deadline
-    (:meth:`Session.part`, :meth:`tunixkit.pipeline.Stages.clock`)."""
+    """The session clock as one stage or pass sees it (a :class:`Clock`): it must also stop at its
+    own deadline (:meth:`Session.part`, :meth:`tunixkit.pipeline.Stages.clock`)."""
 
     session: Session
     deadline: float  # time.time() by which this stage stops training
@@ -364,12 +364,6 @@ class StageClock:
     def steps_that_fit(self, seconds_per_step: float) -> int | None:
         """How many more steps fit before this stage must stop (None: no session limit)."""
         return _steps_that_fit(self, seconds_per_step)
-
-    def __getattr__(self, name: str) -> Any:
-        """Everything else is the session's (its output folder, ``sized``, ``timed``, ...)."""
-        if name == "session":  # not set yet (a copy being built)
-            raise AttributeError(name)
-        return getattr(self.session, name)
 
 
 def _steps_that_fit(clock: Session | StageClock, seconds_per_step: float) -> int | None:

@@ -49,10 +49,12 @@ __all__ = [
 class ScriptedClock:
     """A session clock (:class:`tunixkit.session.Clock`) whose answers are scripted, not timed:
     it says stop at its ``stop_at``-th question (None: never), and that ``more_steps`` further steps
-    fit whatever the pace (None: no limit). ``paces`` keeps the paces it was asked about."""
+    fit whatever the pace (None: no limit); ``limit``: the seconds left it reports (a pass asks a
+    clock only when it has a limit). ``paces`` keeps the paces it was asked about."""
 
     stop_at: int | None = None
     more_steps: int | None = None
+    limit: float = float("inf")
     timings: dict[str, float] = dataclasses.field(default_factory=dict)
     rehearsal: Any = None
     stop_file: pathlib.Path = pathlib.Path("STOP")  # never read: stop_requested says no
@@ -63,7 +65,7 @@ class ScriptedClock:
         return 0.0
 
     def remaining(self) -> float:
-        return float("inf")
+        return self.limit
 
     def reserve(self) -> float:
         return 0.0
