@@ -107,11 +107,12 @@ def test_killed_run_resumes_the_remaining_steps_on_the_same_batches(tmp_path, ki
         assert rerun["digest"] == straight["digest"]
 
 
-def test_session_clock_stop_leaves_a_checkpoint_of_the_last_step(tmp_path):
-    from flax import nnx
+def _tiny_sft(out, steps):
+    """A LoRA SFT trainer of the tiny model, its LoRA model and ``steps`` batches (3e-3, the
+    warmup-cosine schedule over ``steps``), checkpointing in ``out`` only at the end."""
     from tunix.sft import peft_trainer
 
-    from tunixkit import checkpoints, data, models, runlog, testing, training
+    from tunixkit import data, models, testing, training
 
     lm = models.load_model("tiny-gemma3", verbose=False)
     lora = models.apply_lora(lm.model, rank=4, alpha=8.0, verbose=False)
@@ -121,15 +122,24 @@ def test_session_clock_stop_leaves_a_checkpoint_of_the_last_step(tmp_path):
         lm.tokenizer,
         max_len=144,
         batch_size=4,
-        num_batches=10,
+        num_batches=steps,
         verbose=False,
     )
     config = training.trainer_config(
-        tmp_path, max_steps=10, eval_every=10**6, checkpoint_every=100, description=None
+        out, max_steps=steps, eval_every=10**6, checkpoint_every=100, description=None
     )
     trainer = peft_trainer.PeftTrainer(
-        lora, training.optimizer(3e-3, 10), config
+        lora, training.optimizer(3e-3, steps), config
     ).with_gen_model_input_fn(training.model_inputs_fn(lm.tokenizer.pad_id()))
+    return trainer, lora, batches
+
+
+def test_session_clock_stop_leaves_a_checkpoint_of_the_last_step(tmp_path):
+    from flax import nnx
+
+    from tunixkit import checkpoints, models, runlog, testing, training
+
+    trainer, lora, batches = _tiny_sft(tmp_path, 10)
     clock = testing.ScriptedClock(stop_at=4)  # stops before the 4th step
     result = training.run(
         trainer, batches, batches[:1], metrics_file=tmp_path / "metrics.jsonl", session=clock
@@ -163,30 +173,13 @@ def test_the_first_steps_pace_ends_the_schedule_where_the_clock_will_stop(tmp_pa
     horizon: the weights differ from a run whose steps all fit), and the rate has decayed to its
     end by then."""
     from flax import nnx
-    from tunix.sft import peft_trainer
 
-    from tunixkit import data, models, runlog, testing, training
+    from tunixkit import runlog, testing, training
 
-    records = data.to_records(testing.synthetic_gsm8k(64, seed=3), "s", verbose=False)[0]
     digests, horizons = [], []
     for more in (100, 2):
-        lm = models.load_model("tiny-gemma3", verbose=False)
-        lora = models.apply_lora(lm.model, rank=4, alpha=8.0, verbose=False)
-        batches = training.sft_dataset(
-            [data.sft_pair(r) for r in records],
-            lm.tokenizer,
-            max_len=144,
-            batch_size=4,
-            num_batches=12,
-            verbose=False,
-        )
         out = tmp_path / str(more)
-        config = training.trainer_config(
-            out, max_steps=12, eval_every=10**6, checkpoint_every=100, description=None
-        )
-        trainer = peft_trainer.PeftTrainer(
-            lora, training.optimizer(3e-3, 12), config
-        ).with_gen_model_input_fn(training.model_inputs_fn(lm.tokenizer.pad_id()))
+        trainer, lora, batches = _tiny_sft(out, 12)
         clock = testing.ScriptedClock(more_steps=more)
         result = training.run(
             trainer, batches, metrics_file=out / "metrics.jsonl", session=clock, label="SFT"
