@@ -468,3 +468,15 @@ def test_every_clock_training_takes_is_a_clock_by_its_own_members(tmp_path):
         and getattr(node.value, "attr", getattr(node.value, "id", None)) == "session"
     }
     assert asked <= set(members), asked - set(members)
+
+
+def test_the_steps_that_fit_are_the_time_left_less_the_reserve_over_the_pace(tmp_path):
+    """What sizes the schedule from the first steps' pace: a session of 1 h keeps its 72 s margin
+    (and the measured work after training); a stage's clock stops at its own deadline too."""
+    clock = session.Session(tmp_path, 1.0, time.time())
+    assert clock.steps_that_fit(10.0) == (3600 - 72) // 10  # 352 (milliseconds have passed)
+    clock.record("evaluation", 528.0)  # the evaluation after training is kept free
+    assert clock.steps_that_fit(10.0) == (3600 - 72 - 528) // 10 - 1  # 299, less a moment
+    stage = session.StageClock(clock, time.time() + 100.0)
+    assert stage.steps_that_fit(30.0) == 3  # 100 s to its deadline
+    assert session.Session(tmp_path, None, time.time()).steps_that_fit(10.0) is None  # no limit
