@@ -581,18 +581,17 @@ class _Feed:
         updates = getattr(self.trainer, "tunixkit_updates_per_step", 1)
         steps = steps_done(self.trainer)
         fit = min(len(self.batches), steps + more)
+        paced = f"{self.label}: {pace:.2f} s a step (the median of the steps after the first)"
         if fit * updates >= horizon:
             print(
-                f"{self.label}: {pace:.2f} s a step over steps {self.skip + 2}-{steps}: the "
-                f"learning-rate schedule's {horizon // updates} steps fit the session"
+                f"{paced}: the learning-rate schedule's {horizon // updates} steps fit the session"
             )
             return
         set_horizon(trainer, fit * updates)
         print(
-            f"{self.label}: {pace:.2f} s a step over steps {self.skip + 2}-{steps}, so about {fit} "
-            f"of the {len(self.batches)} planned steps fit the session: the learning-rate "
-            f"schedule now ends at step {fit} (was {horizon // updates}), where the clock will "
-            "stop training"
+            f"{paced}, so about {fit} of the {len(self.batches)} planned steps fit the session: "
+            f"the learning-rate schedule now ends at step {fit} (was {horizon // updates}), where "
+            "the clock will stop training"
         )
 
 
