@@ -31,7 +31,10 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+import optax
 from flax.struct import dataclass as flax_dataclass
 
 from tunixkit import runtime
@@ -41,7 +44,6 @@ from tunixkit.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
     import grain
-    import optax
     import orbax.checkpoint as ocp
     from flax import nnx
     from tunix.sft import metrics_logger, peft_trainer
@@ -177,8 +179,6 @@ def model_inputs_fn(pad_id: int) -> Callable[[Any], dict[str, Any]]:
     mask; for :class:`PackedInput` batches, positions restart at each segment and the mask is
     block-diagonal (a token sees only its own example), which gives each packed example exactly
     the loss it has alone (tunix's Gemma takes any [B, L, L] mask)."""
-    import jax
-    import jax.numpy as jnp
     from tunix.sft import utils as sft_utils
 
     def fn(x) -> dict[str, Any]:
@@ -226,7 +226,6 @@ def schedule_rate(
     ``horizon``: linear from 0 to ``peak`` over ``warmup_ratio`` of the horizon (at least one
     update), then cosine down to ``end_ratio * peak``, which it keeps after the horizon. The same
     values as ``optax.warmup_cosine_decay_schedule``, with the horizon a traced number."""
-    import jax.numpy as jnp
 
     count, horizon = jnp.asarray(count, jnp.float32), jnp.asarray(horizon, jnp.float32)
     warmup = jnp.maximum(1.0, jnp.floor(warmup_ratio * horizon))
@@ -240,9 +239,6 @@ def _scale_by_schedule(
     peak: float, warmup_ratio: float, horizon: int
 ) -> optax.GradientTransformation:
     """``optax.scale_by_learning_rate`` of :func:`schedule_rate`, the horizon kept in the state."""
-    import jax
-    import jax.numpy as jnp
-    import optax
 
     def init(params: Any) -> ScheduleState:
         del params
@@ -276,7 +272,6 @@ def optimizer(
     after global-norm gradient clipping. The schedule's horizon lives in the optimizer state, so
     :func:`run` can end it earlier once the first steps' pace says fewer updates fit the session
     (:func:`set_horizon`), without a new compile."""
-    import optax
 
     adamw = optax.chain(
         optax.scale_by_adam(b2=b2),
@@ -289,7 +284,6 @@ def optimizer(
 def _schedule_states(trainer: Any) -> list[ScheduleState]:
     """The :class:`ScheduleState` (of ``nnx`` variables) in a tunix trainer's optimizer (a GRPO
     learner's: its actor's), through optax's chains and ``MultiSteps``."""
-    import jax
 
     if hasattr(trainer, "rl_cluster"):
         trainer = trainer.rl_cluster.actor_trainer
@@ -316,7 +310,6 @@ def set_horizon(trainer: Any, updates: int) -> None:
     """End the trainer's learning-rate schedule at update ``updates`` from its next step on: the
     same compiled step reads the new horizon (a number in the optimizer state, checkpointed with
     it). Call between steps, from the thread that trains."""
-    import jax
 
     for state in _schedule_states(trainer):
         old = state.horizon.get_value()
