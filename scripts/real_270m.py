@@ -124,6 +124,36 @@ RUNS_SPEC: dict[str, tuple[str, dict, str]] = {
         "01's export as teacher of a smaller student sharing its vocabulary: the base model's "
         "first 12 of 18 layers, every weight trained, the preset's 5e-5",
     ),
+    "07": (
+        "07_agentic_calculator",
+        {
+            "MODEL_ID": MODEL_ID,
+            "SFT_STEPS": 60,
+            "NUM_STEPS": 20,
+            "NUM_GENERATIONS": 4,
+            "EVAL_QUESTIONS": 48,
+            "GENERATION_STEPS": 64,
+            "RECIPE_OVERRIDES": {
+                "batch_size": 4,
+                "max_len": 256,
+                "trace_questions": 480,
+                "max_turns": 2,
+                "tools_prompt": (
+                    'Call it as <tool_call>{"name": "calculator", "arguments": '
+                    '{"expression": "..."}}</tool_call>'
+                ),
+                "grpo.batch_size": 2,
+                "grpo.micro_batch_size": 2,
+                "grpo.max_prompt_length": 384,
+                "grpo.checkpoint_every": 10,
+                "eval.batch_size": 16,
+                "eval.max_prompt_length": 384,
+            },
+        },
+        "agentic GRPO with the calculator on the base model: a warm start of 60 SFT steps (LoRA "
+        "rank 64, 1e-4) on tool-use traces, then 20 GRPO steps at the preset's 3e-6, two turns of "
+        "64 tokens, the short tool prompt",
+    ),
 }
 EVAL_NAMES = {"04": ("student_before", "student_after")}  # default: before, after
 
@@ -220,6 +250,40 @@ def _eval_block(out: pathlib.Path, before: str, after: str) -> dict:
     return block
 
 
+def _tool_block(out: pathlib.Path) -> dict:
+    """07: the warm start's and the trained model's episodes with the tool, paired by question
+    (format: an ``<answer>`` that parses), and each one's figures with and without the tool."""
+    from tunixkit import stats
+    from tunixkit.answers import extract_answer
+
+    def read(name: str) -> list[dict]:
+        text = (out / f"tool_{name}.jsonl").read_text()
+        return [json.loads(x) for x in text.splitlines() if x]
+
+    a, b = read("before_tool"), read("after_tool")
+    n = min(len(a), len(b))
+    a, b = a[:n], b[:n]
+    assert [x["question"] for x in a] == [y["question"] for y in b], "episodes not paired"
+    block: dict = {}
+    for tag, rows in (("before", a), ("after", b)):
+        fmt = sum(extract_answer(r["final"], strict=True).value is not None for r in rows)
+        block[tag] = {
+            "accuracy": _rate(sum(r["correct"] for r in rows), n),
+            "format": _rate(fmt, n),
+            "example": rows[0]["final"][:400],
+        }
+    lost = sum(x["correct"] and not y["correct"] for x, y in zip(a, b, strict=True))
+    gained = sum(y["correct"] and not x["correct"] for x, y in zip(a, b, strict=True))
+    block["paired_accuracy"] = {
+        "difference": (gained - lost) / max(n, 1),
+        "only_before": lost,
+        "only_after": gained,
+        "mcnemar_p": stats.mcnemar_p(lost, gained),
+    }
+    block["tool"] = json.loads((out / "summary.json").read_text())["eval"]
+    return block
+
+
 def run(name: str) -> dict:
     notebook, params, what = RUNS_SPEC[name]
     out = RUNS / name
@@ -250,7 +314,9 @@ def run(name: str) -> dict:
         "wall_seconds": round(wall, 1),
         "train_seconds": summary.get("train_seconds"),
         "steps": summary.get("steps"),
-        "eval": _eval_block(out, *EVAL_NAMES.get(name, ("before", "after"))),
+        "eval": _tool_block(out)
+        if notebook.startswith("07")
+        else _eval_block(out, *EVAL_NAMES.get(name, ("before", "after"))),
         "plots": sorted(p.name for p in PLOTS.glob(f"{name}_*.png")),
     }
     for key in (
@@ -308,6 +374,14 @@ def _own(r: dict) -> str:
             f"student's KL to the teacher {r['student_kl_before']:.2f} -> "
             f"{r['student_kl_after']:.2f}; held-out loss {r['student_eval_loss_before']:.2f} -> "
             f"{r['student_eval_loss_after']:.2f} (teacher {r['teacher_eval_loss']:.2f})"
+        )
+    if "tool" in r["eval"]:
+        t = r["eval"]["tool"]
+        parts.append(
+            "tool-call rate "
+            f"{t['before, tool']['tool_call_rate']:.2f} -> {t['after, tool']['tool_call_rate']:.2f}"
+            ", accuracy without the tool "
+            f"{t['before, no tool']['accuracy']:.2f} -> {t['after, no tool']['accuracy']:.2f}"
         )
     return "; ".join(parts)
 
