@@ -93,7 +93,7 @@ LEARNING_RATE = None  # GRPO's peak learning rate; None: the profile's
 LORA_RANK = None  # GRPO's LoRA rank; None: the profile's
 NUM_GENERATIONS = None  # episodes per question (G); None: the profile's
 EVAL_QUESTIONS = None  # held-out questions for the evaluations; None: the profile's
-GENERATION_STEPS = None  # tokens per turn at most (evaluations and GRPO); None: the profile's
+GENERATION_STEPS = None  # tokens per episode: turns and tool results (eval, GRPO); None: profile's
 DATA_SOURCE = "hf"  # full profile: "hf", "tfds" or "kaggle" (GSM8K)
 GSM8K_PATH = (
     None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download

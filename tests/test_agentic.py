@@ -172,3 +172,114 @@ def test_each_sampler_call_draws_its_own_noise(tmp_path):
     assert len(set(answers())) == 1  # tunix 0.1.7 alone: one seed, one answer
     _compat.fresh_seed_per_call(cluster, settings.seed)
     assert len(set(answers())) == 4
+
+
+def _scripted_episode(turns, budget, *, through_tunix):
+    """One episode whose model turns are ``turns`` ((text, tokens) each), run with ``budget``
+    tokens either by tunix's trajectory collector (as in training) or by agentic.evaluate."""
+    import asyncio
+    import types
+
+    from tunix.generate.tokenizer_adapter import TokenizerAdapter
+    from tunix.rl.agentic.trajectory.trajectory_collect_engine import TrajectoryCollectEngine
+    from tunix.rl.rollout.base_rollout import RolloutOutput
+
+    tok = testing.load_tokenizer()
+    script = iter(turns)
+    if through_tunix:
+        log = agentic.Episodes()
+        env = agentic.CalculatorEnvironment(
+            {"question": "What is 2 + 3?", "answer": "5"},
+            tool_map=agentic.TOOLS,
+            episodes=log,
+            max_steps=len(turns),
+        )
+
+        def model_call(messages, env, max_generation_steps=None):
+            text, n = next(script)
+            n = min(n, max_generation_steps)  # the sampler stops at what the budget leaves
+            return RolloutOutput([text], [None], [np.zeros(n, np.int32)], None, None)
+
+        engine = TrajectoryCollectEngine(
+            agentic.CalculatorAgent("Solve.\n", tool_map=agentic.TOOLS, tools_prompt="Use it."),
+            env,
+            model_call=model_call,
+            max_response_length=budget,
+            tokenizer=TokenizerAdapter(tok),
+            chat_parser=agentic.GemmaParser(tok),
+        )
+        asyncio.run(engine.collect(mode="Trajectory"))
+        return log.drain()
+    from tunixkit import evaluation
+
+    def generate(loaded, prompts, config, **kwargs):
+        assert config.max_generation_steps == budget  # every turn may write the whole budget
+        text, n = next(script)
+        return [evaluation.Generation(text, n, False)] * len(prompts)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(evaluation, "generate", generate)
+    mp.setattr(
+        evaluation,
+        "make_sampler",
+        lambda *a: types.SimpleNamespace(tokenizer=TokenizerAdapter(tok)),
+    )
+    try:
+        config = evaluation.EvalConfig(max_generation_steps=budget)
+        return agentic.evaluate(
+            types.SimpleNamespace(tokenizer=tok),
+            [{"question": "What is 2 + 3?", "answer": "5"}],
+            config,
+            max_turns=len(turns),
+            system_prompt="Solve.\n",
+            tools_prompt="Use it.",
+        )["episodes"]
+    finally:
+        mp.undo()
+
+
+def test_the_evaluation_spends_an_episode_budget_as_training_does():
+    """The episode's token budget counts every model turn and the tool's result (tunix 0.1.7's
+    max_response_length): an answer that fits what the call and the result leave is scored, one
+    token more ends the episode unanswered, in tunix's collector and in agentic.evaluate alike."""
+    tok = testing.load_tokenizer()
+    agent = agentic._conversation("What is 2 + 3?", "Solve.\n", "Use it.")
+    agent.update_from_model(calculator.tool_call("2 + 3"))
+    agent.update_from_env({"tool_outputs": {"c1": "5"}}, 0.0, False, {})
+    from tunix.generate.tokenizer_adapter import TokenizerAdapter
+
+    result = agentic.result_tokens(agent, TokenizerAdapter(tok), agentic.GemmaParser(tok))
+    assert result > 5  # the result and the turn headers around it
+    budget, call = 60, 12
+    fits = budget - call - result - 1
+    for answer_tokens, correct in ((fits, True), (fits + 1, False)):
+        turns = [(calculator.tool_call("2 + 3"), call), ("<answer>5</answer>", answer_tokens)]
+        for through_tunix in (True, False):
+            (episode,) = _scripted_episode(turns, budget, through_tunix=through_tunix)
+            assert episode.correct is correct and episode.calls == 1, (through_tunix, episode)
+            assert episode.results == ["5"]
+
+
+def test_the_episode_budget_is_one_number_for_training_and_the_evaluations(tmp_path):
+    """recipes.start checks the recipe once every parameter and override is set: a 07 whose
+    evaluations had another token budget than its GRPO would measure episodes training never has."""
+    from tunixkit import recipes
+
+    for preset in (recipes.Agentic.smoke(), recipes.Agentic.full(), recipes.Agentic.one_chip()):
+        preset.validate()
+    _, recipe, _, _ = recipes.start(
+        recipes.Agentic,
+        "smoke",
+        tmp_path / "a",
+        verbose=False,
+        **{"eval.max_generation_steps": 96, "grpo.max_generation_steps": 96},
+    )
+    assert recipe.eval.max_generation_steps == recipe.grpo.max_generation_steps == 96
+    with pytest.raises(ValueError, match=r"eval.max_generation_steps \(96\) and grpo.*\(80\)"):
+        recipes.start(
+            recipes.Agentic,
+            "smoke",
+            tmp_path / "b",
+            verbose=False,
+            recipe_overrides={"eval.max_generation_steps": 96},
+        )

@@ -334,7 +334,11 @@ def evaluate(
 ) -> dict[str, Any]:
     """Greedy episodes on ``records``, batched turn by turn through the same agent, environment and
     parser as training. ``tool=False``: the plain GSM8K prompt, one turn, no tool offered. Returns
-    :meth:`Episodes.summary` plus the episodes; writes them to ``output_dir/tool_<name>.jsonl``."""
+    :meth:`Episodes.summary` plus the episodes; writes them to ``output_dir/tool_<name>.jsonl``.
+
+    ``config.max_generation_steps`` is the episode's token budget, counted as tunix's trajectory
+    collector counts it in training (its ``max_response_length``): every model turn and every tool
+    result between them. A turn that reaches what is left ends the episode unanswered."""
     log = Episodes(pathlib.Path(output_dir) / f"tool_{name}.jsonl" if output_dir else None)
     if log.path is not None and log.path.exists():
         log.path.unlink()
@@ -364,20 +368,32 @@ def evaluate(
     sampler = evaluation.make_sampler(
         loaded, config.max_prompt_length + config.max_generation_steps
     )
+    budget, used = config.max_generation_steps, [0] * len(records)
     for _ in range(max_turns):
         if not active:
             break
         prompts = [
             parser.parse(agents[i].chat_completions, add_generation_prompt=True) for i in active
         ]
+        # Every turn may write the whole budget (one compiled program); a turn longer than what
+        # is left of its episode's is one tunix would have cut there, ending the episode.
         gens = evaluation.generate(loaded, prompts, config, progress=False, sampler=sampler)
         still = []
         for i, g in zip(active, gens, strict=True):
+            used[i] += g.num_tokens
+            if used[i] >= budget:
+                envs[i].final_reward_fn()  # recorded unanswered, as in training
+                continue
             action = agents[i].update_from_model(g.text)
             obs, reward, done, info = envs[i].step(action)
-            if not done:
-                agents[i].update_from_env(obs, reward, done, info)
-                still.append(i)
+            if done:
+                continue
+            agents[i].update_from_env(obs, reward, done, info)
+            used[i] += result_tokens(agents[i], sampler.tokenizer, parser)
+            if used[i] >= budget:
+                envs[i].final_reward_fn()
+                continue
+            still.append(i)
         active = still
     episodes = log.drain()
     return Episodes.summary(episodes) | {"episodes": episodes}
@@ -438,6 +454,24 @@ def show_episodes(path: str | pathlib.Path, k: int = 3) -> str:
             f"used the result: {e['used_result']}"
         )
     return "\n\n".join(out)
+
+
+def result_tokens(agent: CalculatorAgent, tokenizer: Any, parser: Any) -> int:
+    """The tokens of the tool's turn the agent was last given (its results and the next model
+    turn's header), as tunix's trajectory collector counts them against the episode's budget."""
+    from tunix.rl.agentic import utils as agentic_utils
+
+    _, env_messages = agentic_utils.get_recent_assistant_user_messages(agent.chat_completions)
+    if not env_messages:
+        return 0
+    tokens, _ = agentic_utils.tokenize_and_generate_masks(
+        env_messages,
+        tokenizer=tokenizer,
+        parser=parser,
+        contains_first_msg=False,
+        contains_generation_msg=True,
+    )
+    return len(tokens)
 
 
 def episode_cache_size(settings: rl.GRPOSettings) -> int:

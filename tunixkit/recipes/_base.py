@@ -74,6 +74,10 @@ class _Presets:
             return cls.one_chip()
         return cls.full()
 
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the fields when settings contradict each other; called by
+        :func:`start` once every parameter and override is applied (none here)."""
+
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)  # type: ignore[call-overload]
 
@@ -233,6 +237,7 @@ def start(
                 "in RECIPE_OVERRIDES: set it in one place"
             )
         recipe = _override(recipe, name, value)
+    recipe.validate()
     out_dir = pathlib.Path(output_dir).resolve()
     report_dir = out_dir
     if rehearsal:

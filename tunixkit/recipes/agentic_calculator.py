@@ -39,17 +39,28 @@ class Agentic(_Presets):
     max_turns: int  # model turns per episode (tool calls + the answer)
     tools_prompt: str | None  # None: tunix's JSON-schema tool prompt; else this text
     grpo: rl.GRPOSettings
-    eval: evaluation.EvalConfig  # greedy, per turn
+    eval: evaluation.EvalConfig  # greedy; max_generation_steps: per episode, as grpo's
     eval_questions: int
     shares: dict[str, float]  # each stage's share of the training time
     # whether the tool model is also written as the judged model (ckpts/actor/<step>): the
     # competition's judges run no tool, so not unless asked
     judged: bool = False
 
+    def validate(self) -> None:
+        """Training and the evaluations share one token budget per episode."""
+        if self.eval.max_generation_steps != self.grpo.max_generation_steps:
+            raise ValueError(
+                "Agentic: eval.max_generation_steps "
+                f"({self.eval.max_generation_steps}) and grpo.max_generation_steps "
+                f"({self.grpo.max_generation_steps}) are both the episode's token budget (every "
+                "model turn and tool result, as tunix counts it in training): set them equal, "
+                "e.g. with the notebook's GENERATION_STEPS"
+            )
+
     @classmethod
     def smoke(cls) -> Agentic:
-        # The response budget counts the tool's turn too (tunix 0.1.7): call ~21 + result ~12 +
-        # answer ~16 tokens.
+        # max_generation_steps is the episode's token budget (tunix 0.1.7's max_response_length,
+        # in training and agentic.evaluate alike): call ~21 + result ~12 + answer ~16 tokens.
         # The warm start writes 30% of its traces with the tool (tool_share): GRPO then learns that
         # calling pays, 0.05 -> 0.92 (the runs behind it: docs/tuning.md#07-agentic-smoke).
         grpo = rl.GRPOSettings(
@@ -83,7 +94,7 @@ class Agentic(_Presets):
             tools_prompt=prompting.SHORT_TOOL_PROMPT,
             grpo=grpo,
             eval=dataclasses.replace(
-                evaluation.EvalConfig.smoke(), max_prompt_length=160, max_generation_steps=48
+                evaluation.EvalConfig.smoke(), max_prompt_length=160, max_generation_steps=80
             ),
             eval_questions=128,
             shares={"sft": 0.3, "grpo": 0.7},

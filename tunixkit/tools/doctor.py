@@ -310,6 +310,12 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ("system_prompt", "tool_parser_name", "tool_map"),
     ),
     ("tunix.rl.agentic.agents.tool_agent", "ToolAgent._init_messages", ("system_prompt",)),
+    ("tunix.rl.agentic.utils", "get_recent_assistant_user_messages", ()),
+    (
+        "tunix.rl.agentic.utils",
+        "tokenize_and_generate_masks",
+        ("tokenizer", "parser", "contains_first_msg", "contains_generation_msg"),
+    ),
     (
         "tunix.rl.agentic.agents.tool_agent",
         "ToolAgent._observation_to_messages",
