@@ -188,6 +188,12 @@ def test_the_first_steps_pace_ends_the_schedule_where_the_clock_will_stop(tmp_pa
         assert len(clock.paces) == 1 and clock.paces[0] > 0, clock.paces  # asked once
         horizons.append(training.schedule_horizon(trainer))
         digests.append(runlog.digest(lora))
+        # each step's row has the rate its update used: the schedule's end once it has passed
+        steps, rates = runlog.read_metrics(out / "metrics.jsonl")["train"]["learning_rate"]
+        assert steps.tolist() == list(range(1, 13)), steps
+        assert rates.max() == pytest.approx(3e-3, rel=0.02), rates
+        ended = [r == pytest.approx(3e-4, rel=1e-5) for r in rates]
+        assert ended == [s > horizons[-1] for s in steps], (horizons[-1], rates)
         said = capsys.readouterr().out
         if more == 2:  # asked before the 6th step (5 done): steps 1-2 compile, 3-5 give the pace
             assert horizons[-1] == 5 + 2, said
@@ -205,7 +211,7 @@ def test_a_grpo_learners_schedule_is_ended_by_the_pace_through_its_actor(tmp_pat
     """GRPO: the pace of the first steps reaches the actor's optimizer, between its updates."""
     import resume_job
 
-    from tunixkit import runtime, testing, training
+    from tunixkit import runlog, runtime, testing, training
 
     mesh = runtime.make_mesh()
     learner, batches, _, _ = resume_job.grpo(tmp_path, mesh)
@@ -218,3 +224,29 @@ def test_a_grpo_learners_schedule_is_ended_by_the_pace_through_its_actor(tmp_pat
     fit = int(re.search(rf"about (\d+) of the {resume_job.STEPS} planned steps fit", said)[1])
     assert training.schedule_horizon(learner) == fit < resume_job.STEPS, said
     assert training.learning_rate(learner) == pytest.approx(3e-4, rel=1e-5)  # decayed to its end
+    # the actor's rate of each update is logged (with its loss), ending where the schedule does
+    steps, rates = runlog.read_metrics(tmp_path / "m.jsonl")["train"]["learning_rate"]
+    assert len(steps) == resume_job.STEPS * learner.tunixkit_updates_per_step, steps
+    assert rates.max() > rates[-1] == pytest.approx(3e-4, rel=1e-5), rates
+
+
+@pytest.mark.parametrize("horizon", [1, 2, 7, 12, 100, 3000])
+def test_the_schedule_is_optax_warmup_cosine_on_the_device_and_on_the_host(horizon):
+    """training.schedule_rate (traced in the step, and in numpy for the logged learning rate) gives
+    optax's warmup-cosine values at every update, its horizon a number in the state."""
+    import jax.numpy as jnp
+    import numpy as np
+    import optax
+
+    from tunixkit import training
+
+    peak, ratio = 3e-3, 0.1
+    warmup = max(1, int(ratio * horizon))
+    reference = optax.warmup_cosine_decay_schedule(
+        0.0, peak, warmup, max(horizon, warmup + 1), end_value=0.1 * peak
+    )
+    counts = np.arange(horizon + 5)
+    want = np.array([float(reference(c)) for c in counts])
+    for xp in (jnp, np):
+        got = np.asarray(training.schedule_rate(peak, ratio, counts, horizon, xp=xp))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-9)

@@ -209,7 +209,7 @@ def cluster(
             actor_optimizer=training.optimizer(
                 settings.learning_rate,
                 # in optimizer updates: each GRPO step updates once per iteration and mini-batch
-                (schedule_steps or settings.num_steps) * _updates_per_step(settings),
+                (schedule_steps or settings.num_steps) * updates_per_step(settings),
                 warmup_ratio=settings.warmup_ratio,
                 clip_norm=settings.clip_norm,
                 weight_decay=settings.weight_decay,
@@ -234,7 +234,7 @@ def cluster(
     return cluster
 
 
-def _updates_per_step(settings: GRPOSettings) -> int:
+def updates_per_step(settings: GRPOSettings) -> int:
     """The actor's optimizer updates in one GRPO step: one per iteration and mini-batch."""
     mini = settings.mini_batch_size or settings.batch_size
     return settings.num_iterations * (settings.batch_size // mini)
@@ -284,7 +284,7 @@ def build_grpo(
     fns = [_logging(reward_fns[0], path, rl_cluster), *reward_fns[1:]]
     learner = grpo_learner.GRPOLearner(rl_cluster=rl_cluster, algo_config=algo, reward_fns=fns)
     # optimizer updates per batch of prompts: tunixkit.training.steps_done counts GRPO steps by it
-    learner.tunixkit_updates_per_step = _updates_per_step(settings)
+    learner.tunixkit_updates_per_step = updates_per_step(settings)
     return learner, rl_cluster
 
 
@@ -314,10 +314,10 @@ def _logging(fn: RewardFn, path: pathlib.Path, cluster) -> RewardFn:
 
 def curves(metrics_file: str | pathlib.Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per-step GRPO metrics as ``{name: (steps, values)}``: ``reward`` (mean summed reward),
-    ``reward/<fn>`` for each reward function, ``kl``, ``loss``, ``completion_length``, and the
-    ``tool/...`` figures of agentic GRPO."""
+    ``reward/<fn>`` for each reward function, ``kl``, ``loss``, ``completion_length``,
+    ``learning_rate`` (the actor's, per update), and the ``tool/...`` figures of agentic GRPO."""
     train = runlog.read_metrics(metrics_file).get("train", {})
-    names = ("reward", "kl", "loss", "completion_length")
+    names = ("reward", "kl", "loss", "completion_length", "learning_rate")
     return {
         k: v for k, v in sorted(train.items()) if k in names or k.startswith(("reward/", "tool/"))
     }
@@ -343,7 +343,8 @@ def plot_curves(
     smooth: int = 5,
     title: str = "GRPO",
 ) -> Figure | None:
-    """Reward (total and per function), KL and completion length against step; saved as PNG."""
+    """Reward (total and per function), KL, completion length, tool use and the learning rate
+    against step; saved as PNG."""
     import matplotlib.pyplot as plt
 
     panels = [
@@ -351,6 +352,7 @@ def plot_curves(
         ("KL to reference", ["kl"]),
         ("completion tokens", ["completion_length"]),
         ("tool use (share of episodes)", [k for k in series if k.startswith("tool/")]),
+        ("learning rate", ["learning_rate"]),
     ]
     # beta = 0 skips the reference pass: the KL is then logged as zeros, which is not worth a panel
     panels = [(t, [k for k in keys if k in series and np.any(series[k][1])]) for t, keys in panels]

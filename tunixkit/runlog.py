@@ -47,9 +47,12 @@ class MetricsFile(hooks.TrainingHooks):
         names: Sequence[str] = ("loss",),
         on_eval: Callable[[], dict[str, float]] | None = None,
         before_step: Callable[[Any], None] | None = None,
+        rate: Callable[[Any], float | None] | None = None,
     ) -> None:
         self.path, self.names, self.on_eval = pathlib.Path(path), tuple(names), on_eval
         self.before_step = before_step  # called with the trainer before each training step
+        # the learning rate of the trainer's next update (None: unknown), logged as learning_rate
+        self.rate, self._rates = rate, {}
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def _write(self, trainer: Any, mode: str, step: int) -> None:
@@ -58,6 +61,8 @@ class MetricsFile(hooks.TrainingHooks):
         for name in self.names:
             if log.metric_exists(prefix, name, mode):
                 row[name] = float(np.asarray(log.get_metric_history(prefix, name, mode))[-1])
+        if mode == "train" and (rate := self._rates.pop(int(step), None)) is not None:
+            row["learning_rate"] = rate  # the rate this step's update used
         if mode == "eval" and self.on_eval is not None:
             row |= {k: float(v) for k, v in self.on_eval().items()}
         with self.path.open("a", encoding="utf-8") as f:
@@ -74,6 +79,9 @@ class MetricsFile(hooks.TrainingHooks):
     def on_train_step_start(self, train_ctx: Any) -> None:
         if self.before_step is not None:
             self.before_step(train_ctx)
+        # tunix writes a step's metrics a step late (to overlap them with the next): by step
+        if self.rate is not None and (rate := self.rate(train_ctx)) is not None:
+            self._rates[train_ctx.train_steps + 1] = rate
 
     def on_eval_step_start(self, train_ctx: Any) -> None: ...
 
@@ -98,13 +106,15 @@ class RLMetricsFile:
         *,
         offset: int = 0,
         before_step: Callable[[Any], None] | None = None,
+        rate: Callable[[Any], float | None] | None = None,
     ) -> None:
         self.path, self.offset, self.before_step = pathlib.Path(path), offset, before_step
+        self.rate = rate  # the actor's learning rate (:class:`MetricsFile`'s ``rate``)
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def attach(self, cluster: Any) -> None:
         cluster.with_external_metrics_logger(self)
-        hooks = MetricsFile(self.path, ("loss", "kl"), before_step=self.before_step)
+        hooks = MetricsFile(self.path, ("loss", "kl"), before_step=self.before_step, rate=self.rate)
         cluster.actor_trainer.with_training_hooks(hooks)
 
     def __call__(self, buffer: Any) -> None:
@@ -162,9 +172,11 @@ def plot_metrics(
     names: Sequence[str] = ("loss",),
     title: str = "",
 ) -> Figure:
-    """One panel per metric name, train and eval curves together; saved to ``path`` (PNG)."""
+    """One panel per metric name, train and eval curves together, and the learning rate's when it
+    was logged; saved to ``path`` (PNG)."""
     import matplotlib.pyplot as plt
 
+    names = [*names, *(["learning_rate"] if "learning_rate" not in names else [])]
     shown = [n for n in names if any(n in metrics.get(m, {}) for m in ("train", "eval"))]
     fig, axes = plt.subplots(
         1, max(len(shown), 1), figsize=(5 * max(len(shown), 1), 3.6), squeeze=False

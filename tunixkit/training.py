@@ -220,19 +220,26 @@ class ScheduleState(NamedTuple):
 
 
 def schedule_rate(
-    peak: float, warmup_ratio: float, count: Any, horizon: Any, *, end_ratio: float = 0.1
+    peak: float,
+    warmup_ratio: float,
+    count: Any,
+    horizon: Any,
+    *,
+    end_ratio: float = 0.1,
+    xp: Any = jnp,
 ) -> Any:
     """The learning rate at update ``count`` of a warmup-cosine schedule that ends at update
     ``horizon``: linear from 0 to ``peak`` over ``warmup_ratio`` of the horizon (at least one
     update), then cosine down to ``end_ratio * peak``, which it keeps after the horizon. The same
-    values as ``optax.warmup_cosine_decay_schedule``, with the horizon a traced number."""
+    values as ``optax.warmup_cosine_decay_schedule``, with the horizon a traced number. ``xp``:
+    ``jax.numpy`` (traced in the step) or ``numpy`` (on the host, for the metrics)."""
 
-    count, horizon = jnp.asarray(count, jnp.float32), jnp.asarray(horizon, jnp.float32)
-    warmup = jnp.maximum(1.0, jnp.floor(warmup_ratio * horizon))
-    decay = jnp.maximum(horizon, warmup + 1.0) - warmup
-    t = jnp.clip(count - warmup, 0.0, decay)
-    cosine = end_ratio + (1.0 - end_ratio) * 0.5 * (1.0 + jnp.cos(jnp.pi * t / decay))
-    return jnp.where(count < warmup, peak * count / warmup, peak * cosine)
+    count, horizon = xp.asarray(count, xp.float32), xp.asarray(horizon, xp.float32)
+    warmup = xp.maximum(1.0, xp.floor(warmup_ratio * horizon))
+    decay = xp.maximum(horizon, warmup + 1.0) - warmup
+    t = xp.clip(count - warmup, 0.0, decay)
+    cosine = end_ratio + (1.0 - end_ratio) * 0.5 * (1.0 + xp.cos(xp.pi * t / decay))
+    return xp.where(count < warmup, peak * count / warmup, peak * cosine)
 
 
 def _scale_by_schedule(
@@ -488,6 +495,8 @@ class _Feed:
         self.ended: float | None = None  # when the trainer asked past the last batch
         self.trainer: Any = None  # the trainer run() trains (set there)
         self.paced = False  # whether the schedule was sized from the first steps' pace
+        # the schedule's (peak, warmup share, horizon) as last read; () without one; None: unread
+        self.schedule: tuple[float, ...] | None = None
 
     def __iter__(self) -> Iterator[Any]:
         try:
@@ -581,11 +590,32 @@ class _Feed:
             )
             return
         set_horizon(trainer, fit * updates)
+        self.schedule = None  # read again with the new horizon
         print(
             f"{paced}, so about {fit} of the {len(self.batches)} planned steps fit the session: "
             f"the learning-rate schedule now ends at step {fit} (was {horizon // updates}), where "
             "the clock will stop training"
         )
+
+    def rate(self, trainer: Any) -> float | None:
+        """The learning rate of the update ``trainer`` makes next (None: not :func:`optimizer`'s
+        schedule), computed on the host: reading it from the optimizer state would wait for the
+        step in flight, which tunix overlaps with preparing the next. The state is read once, and
+        again after :meth:`size_schedule` moves the horizon."""
+        if self.schedule is None:
+            states = _schedule_states(trainer)
+            self.schedule = (
+                tuple(
+                    float(np.asarray(v.get_value()))
+                    for v in (states[0].peak, states[0].warmup_ratio, states[0].horizon)
+                )
+                if len(states) == 1
+                else ()
+            )
+        if not self.schedule:
+            return None
+        peak, warmup, horizon = self.schedule
+        return float(schedule_rate(peak, warmup, trainer.train_steps, horizon, xp=np))
 
 
 PACE_STEPS = 3  # steps timed after the first (compiles) before the pace sizes the schedule
@@ -640,12 +670,12 @@ def run(
     feed.trainer = trainer
     if rl:
         _check_grpo_skip(trainer, resumed_from)
-        RLMetricsFile(metrics_file, offset=resumed_from, before_step=feed.size_schedule).attach(
-            trainer.rl_cluster
-        )
+        RLMetricsFile(
+            metrics_file, offset=resumed_from, before_step=feed.size_schedule, rate=feed.rate
+        ).attach(trainer.rl_cluster)
     else:
         trainer.with_training_hooks(
-            _RunHooks(feed, metrics_file, metric_names, on_eval, feed.size_schedule)
+            _RunHooks(feed, metrics_file, metric_names, on_eval, feed.size_schedule, feed.rate)
         )
     start, began = time.perf_counter(), session.elapsed() if session is not None else 0.0
     with runtime.mesh_context(mesh) if mesh is not None else contextlib.nullcontext():
