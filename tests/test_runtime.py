@@ -1,5 +1,8 @@
 """Profile resolution, mesh and secrets."""
 
+import os
+import pathlib
+
 import pytest
 
 from tunixkit import runtime
@@ -128,4 +131,54 @@ def test_one_chip_gets_every_training_notebooks_smaller_preset(preset):
         assert rows[0] < rows[1], rows
     assert getattr(one, "model_id", getattr(one, "student_id", None)) == getattr(
         full, "model_id", getattr(full, "student_id", None)
+    )
+
+
+_CACHED = """
+import sys, jax, jax.numpy as jnp
+from tunixkit import recipes
+hits = []
+jax.monitoring.register_event_listener(
+    lambda event, **kw: hits.append(event) if event.endswith("cache_hits") else None
+)
+_, _, out, _ = recipes.start(
+    recipes.Quickstart, "smoke", sys.argv[1], verbose=False, rehearsal=sys.argv[2] == "rehearsal",
+    compile_cache=None if sys.argv[3] == "default" else False,
+)
+jax.jit(lambda x: jnp.sin(x) @ x.T + 41.0)(jnp.ones((16, 16))).block_until_ready()
+print(out, jax.config.jax_compilation_cache_dir, len(hits))
+"""
+
+
+def test_a_notebook_keeps_its_compiled_programs_for_the_next_run(tmp_path):
+    """recipes.start points JAX's persistent compilation cache at OUTPUT_DIR/jax_cache (not the
+    rehearsal's folder, which is made anew): the run after a rehearsal, or a later session that
+    RESUME_FROM copies the folder to, loads the programs instead of compiling them again.
+    COMPILE_CACHE = False turns it off; $JAX_COMPILATION_CACHE_DIR (CI's shared folder) wins."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+
+    def run(*args, env=env):
+        said = subprocess.run(
+            [sys.executable, "-c", _CACHED, str(tmp_path / "out"), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        return pathlib.Path(said[0]), said[1], int(said[2])
+
+    out, folder, hits = run("rehearsal", "default")
+    cache = tmp_path / "out" / "jax_cache"
+    assert out == tmp_path / "out" / "rehearsal" and folder == str(cache) and hits == 0
+    assert list(cache.iterdir()), "nothing was kept"
+    out, folder, hits = run("run", "default")  # the real run after it: loaded, not compiled
+    assert out == tmp_path / "out" and folder == str(cache) and hits >= 1
+    assert run("run", "off")[1:] == ("None", 0)
+    shared = tmp_path / "shared"
+    assert run("run", "default", env=env | {"JAX_COMPILATION_CACHE_DIR": str(shared)})[1] == str(
+        shared
     )

@@ -35,6 +35,7 @@ __all__ = [
     "DownloadError",
     "MissingSecretError",
     "Runtime",
+    "compilation_cache",
     "make_mesh",
     "parameter_for_a_copy",
     "peak_memory",
@@ -44,6 +45,7 @@ __all__ = [
 PROFILES = ("smoke", "full")
 ENV_PROFILE = "TUNIXKIT_PROFILE"
 MESH_AXES = ("fsdp", "tp")
+COMPILE_CACHE = "jax_cache"  # OUTPUT_DIR/<this>: compiled programs, kept for the next session
 
 
 class DownloadError(RuntimeError):
@@ -156,6 +158,27 @@ def cache_dir() -> pathlib.Path:
     """``$TUNIXKIT_CACHE`` or ``~/.cache/tunixkit``: where smoke and converted models go."""
     default = pathlib.Path.home() / ".cache" / "tunixkit"
     return pathlib.Path(os.environ.get("TUNIXKIT_CACHE", default))
+
+
+def compilation_cache(folder: str | pathlib.Path | None) -> pathlib.Path | None:
+    """Keep the XLA programs this process compiles in ``folder`` (JAX's persistent compilation
+    cache) and reuse those already there: a resumed session (``RESUME_FROM`` copies the folder with
+    the rest of OUTPUT_DIR) and the real run after its rehearsal load them instead of compiling the
+    same shapes again. ``$JAX_COMPILATION_CACHE_DIR``, when set, wins (CI shares one folder between
+    its processes); ``None``: off. Programs that compile in under a second are not kept unless
+    ``$JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` says otherwise. Returns the folder in use."""
+    import jax
+
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return pathlib.Path(os.environ["JAX_COMPILATION_CACHE_DIR"])
+    if folder is None:
+        return None
+    folder = pathlib.Path(folder).expanduser().resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+    return folder
 
 
 def detect_environment() -> str:

@@ -766,8 +766,8 @@ def prepare(
         if diff:
             aside = out / "previous" / time.strftime("%Y%m%d-%H%M%S")
             aside.mkdir(parents=True)
-            for p in list(out.iterdir()):
-                if p.name != "previous":
+            for p in list(out.iterdir()):  # compiled programs stay: they do not depend on it
+                if p.name not in ("previous", runtime.COMPILE_CACHE):
                     shutil.move(str(p), aside / p.name)
             said = f"started fresh; the earlier run was moved to {aside}"
         else:

@@ -183,6 +183,7 @@ def start(
     rehearsal_from: str | pathlib.Path | None = None,
     verbose: bool = True,
     recipe_overrides: dict[str, Any] | None = None,
+    compile_cache: str | pathlib.Path | bool | None = None,
     **overrides: Any,
 ) -> Start:
     """Every notebook's setup cell: resolve the profile, pick ``preset``'s smoke or full recipe,
@@ -200,7 +201,9 @@ def start(
     ``rehearsal_from`` (``REHEARSAL_FROM``): such a rehearsal's output folder or its
     ``rehearsal.json`` (e.g. a Kaggle input: a Save & Run All version starts with an empty
     ``OUTPUT_DIR``), whose steps that fit size the real run's learning-rate schedules
-    (:meth:`tunixkit.session.Session.schedule_steps`).
+    (:meth:`tunixkit.session.Session.schedule_steps`). ``compile_cache`` (``COMPILE_CACHE``): where
+    compiled programs are kept for the next session and for the run after a rehearsal
+    (:func:`tunixkit.runtime.compilation_cache`); None: ``output_dir/jax_cache``; False: nowhere.
 
     >>> import tempfile
     >>> from tunixkit.recipes import Quickstart
@@ -253,6 +256,10 @@ def start(
     }
     said = session.prepare(out_dir, record, resume_from=resume_from, start_fresh=start_fresh)
     clock = session.Session.start(out_dir, session_hours)
+    # under the notebook's OUTPUT_DIR, not its rehearsal's: the real run reuses what that compiled
+    if compile_cache is None or compile_cache is True:
+        compile_cache = report_dir / runtime.COMPILE_CACHE
+    cache = runtime.compilation_cache(compile_cache or None)
     if rehearsal_from is not None:
         plan = pathlib.Path(rehearsal_from)
         plan = plan / session.REHEARSAL_FILE if plan.is_dir() else plan
@@ -270,6 +277,7 @@ def start(
         clock.judged_root = None
     if verbose:
         print(f"output: {out_dir} ({said})\n{clock.describe()}")
+        print(f"compiled programs kept in {cache}" if cache else "no compilation cache")
     return Start(rt, recipe, out_dir, clock)
 
 
