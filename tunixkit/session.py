@@ -511,6 +511,8 @@ class Rehearsal:
         limit_bytes = runtime.device_memory_limit()
         disk = disk_usage(session.out_dir)
         kept = _newest_checkpoint_bytes(session.out_dir)  # tunix keeps two: one more of each
+        # the compiled programs the real run keeps beside its output (runtime.compilation_cache)
+        disk += disk_usage(pathlib.Path(self.report_dir) / runtime.COMPILE_CACHE)
         report = {
             "session_hours": session.hours,
             "rehearsal_seconds": round(elapsed, 1),
