@@ -364,7 +364,8 @@ def plot_curves(
     for ax, (panel_title, keys) in zip(axes[0], panels, strict=True):
         for k in keys:
             steps, y = series[k]
-            w = max(1, min(smooth, y.size))
+            # a schedule is drawn as it is: smoothing would shift it
+            w = 1 if k == "learning_rate" else max(1, min(smooth, y.size))
             smoothed = np.convolve(y, np.ones(w) / w, mode="valid")
             (raw,) = ax.plot(steps, y, alpha=0.25, lw=1)
             ax.plot(steps[w - 1 :], smoothed, lw=2, label=k, color=raw.get_color())
