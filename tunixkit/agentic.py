@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from tunix.rl.agentic import utils as agentic_utils
 from tunix.rl.agentic.tools.base_tool import BaseTool, ToolOutput
 
 from tunixkit import _compat, calculator, data, evaluation, pipeline, prompting, rl, training
@@ -459,8 +460,6 @@ def show_episodes(path: str | pathlib.Path, k: int = 3) -> str:
 def result_tokens(agent: CalculatorAgent, tokenizer: Any, parser: Any) -> int:
     """The tokens of the tool's turn the agent was last given (its results and the next model
     turn's header), as tunix's trajectory collector counts them against the episode's budget."""
-    from tunix.rl.agentic import utils as agentic_utils
-
     _, env_messages = agentic_utils.get_recent_assistant_user_messages(agent.chat_completions)
     if not env_messages:
         return 0
