@@ -25,7 +25,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tunixkit import evaluation
-from tunixkit.rewards import RewardFn, has_format, reward
+from tunixkit.answers import ANSWER_TAG_RE
+from tunixkit.prompting import ANSWER_END, ANSWER_START
+from tunixkit.rewards import TAGS, RewardFn, has_format, reward
 
 if TYPE_CHECKING:
     from tunixkit.models import LoadedModel
@@ -53,7 +55,6 @@ BOILERPLATE = (
     "as a language model",
     "i don't have personal",
 )
-_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.S)
 _WORD_RE = re.compile(r"[a-z0-9]+")
 
 
@@ -63,7 +64,7 @@ def answer_text(completion: str) -> str:
     >>> answer_text("<reasoning>r</reasoning><answer> Paris </answer>"), answer_text("just text")
     ('Paris', 'just text')
     """
-    found = _ANSWER_RE.findall(completion or "")
+    found = ANSWER_TAG_RE.findall(completion or "")
     return (found[-1] if found else completion or "").strip()
 
 
@@ -101,8 +102,8 @@ def length_target(
     out = []
     for c in completions:
         c = c or ""
-        last = c.rfind("<answer>")
-        unclosed = "</answer>" not in c[last:] if last >= 0 else len(c) > target_chars
+        last = c.rfind(ANSWER_START)
+        unclosed = ANSWER_END not in c[last:] if last >= 0 else len(c) > target_chars
         over = max(0, len(c) - target_chars) / max(1, cap_chars - target_chars)
         out.append(-1.0 if unclosed else 0.0 - min(1.0, over))
     return out
@@ -120,7 +121,7 @@ def structure(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any)
     out = []
     for c in completions:
         c = c or ""
-        both = all(t in c for t in ("<reasoning>", "</reasoning>", "<answer>", "</answer>"))
+        both = all(t in c for t in TAGS)
         out.append(1.0 if has_format(c) else 0.5 if both else 0.0)
     return out
 

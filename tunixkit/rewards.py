@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tunixkit.answers import extract_answer, is_correct, numbers_equal, parse_number
+from tunixkit.prompting import ANSWER_END, ANSWER_START, REASONING_END, REASONING_START
 
 FORMAT_RE = re.compile(
     r"^\s*<reasoning>(?:(?!</?(?:reasoning|answer)>).)+?</reasoning>\s*"
@@ -54,7 +55,7 @@ def reward(low: float, high: float) -> Callable[[RewardFn], RewardFn]:
     return register
 
 
-_TAGS = ("<reasoning>", "</reasoning>", "<answer>", "</answer>")
+TAGS = (REASONING_START, REASONING_END, ANSWER_START, ANSWER_END)  # the format's four tags
 
 
 def has_format(completion: str) -> bool:
@@ -94,7 +95,7 @@ def format_approx(prompts: Sequence[str], completions: Sequence[str], **kwargs: 
     >>> format_approx(["q"], ["<reasoning>r</reasoning><answer>5"])
     [1.0]
     """
-    return [sum(0.5 if (c or "").count(t) == 1 else -0.5 for t in _TAGS) for c in completions]
+    return [sum(0.5 if (c or "").count(t) == 1 else -0.5 for t in TAGS) for c in completions]
 
 
 @reward(-1.0, 3.0)

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tunixkit import _compat, evaluation, runlog, training
+from tunixkit.rewards import RewardFn
 
 if TYPE_CHECKING:
     from flax import nnx
@@ -49,8 +50,6 @@ __all__ = [
     "plot_curves",
     "window_mean",
 ]
-
-RewardFn = Callable[..., list[float]]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
