@@ -349,6 +349,9 @@ def test_a_judge_model_scores_by_the_probabilities_of_its_score_digits(monkeypat
     assert np.allclose(scores, expected, atol=1e-5), (scores, expected)
     assert all(0.0 <= x <= 1.0 for x in scores) and scores[0] != scores[1]
     assert grade.mass == pytest.approx(mass, abs=1e-5) and grade.judged == 2
+    # through the Judge the notebooks use, the same scores (its NumPy float32s once became 0.0:
+    # every judged score, reward and pair of a full run was 0; the real 270M's 06 run found it)
+    assert judging.Judge(grade).scores(questions, answers) == pytest.approx(scores, abs=1e-6)
 
 
 def test_the_judge_reads_a_whole_response_at_the_generation_limit(monkeypatch, capsys):

@@ -19,10 +19,13 @@ from __future__ import annotations
 import collections
 import functools
 import math
+import numbers
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from tunixkit import evaluation
 from tunixkit.answers import ANSWER_TAG_RE
@@ -218,13 +221,15 @@ def parse_score(reply: Any, scale: float = 10.0) -> float:
 
 
 def _score(reply: Any) -> float:
-    """A grader's reply as a score in [0, 1]: a number as it is (clipped; not finite: 0), text
-    through :func:`parse_score`.
+    """A grader's reply as a score in [0, 1]: a number as it is (clipped; not finite: 0), NumPy's
+    included, text through :func:`parse_score`.
 
     >>> _score(0.75), _score("Score: 8"), _score(float("nan")), _score(1.5)
     (0.75, 0.8, 0.0, 1.0)
+    >>> _score(np.float32(0.25)), _score(np.float16(2.0)), _score(True)
+    (0.25, 1.0, 0.0)
     """
-    if isinstance(reply, (int, float)) and not isinstance(reply, bool):
+    if isinstance(reply, numbers.Real) and not isinstance(reply, (bool, np.bool_)):
         return min(1.0, max(0.0, float(reply))) if math.isfinite(reply) else 0.0
     return parse_score(reply)
 
@@ -348,7 +353,7 @@ def expected_score(probs: Sequence[float]) -> float:
     """
     mass = float(sum(probs))
     top = len(probs) - 1
-    return sum(p * d for d, p in enumerate(probs)) / (mass * top) if mass > 0 else 0.0
+    return float(sum(p * d for d, p in enumerate(probs)) / (mass * top)) if mass > 0 else 0.0
 
 
 def llm_grader(
