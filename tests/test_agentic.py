@@ -283,3 +283,12 @@ def test_the_episode_budget_is_one_number_for_training_and_the_evaluations(tmp_p
             verbose=False,
             recipe_overrides={"eval.max_generation_steps": 96},
         )
+    # tunix's agentic learner has no rollout micro-batch: setting one is refused, not ignored
+    with pytest.raises(ValueError, match=r"rollout_micro_batch_size \(2\) is not used"):
+        recipes.start(
+            recipes.Agentic,
+            "smoke",
+            tmp_path / "c",
+            verbose=False,
+            recipe_overrides={"grpo.rollout_micro_batch_size": 2},
+        )

@@ -42,6 +42,7 @@ __all__ = [
     "GRPOSettings",
     "HeldOut",
     "RolloutEngineUnavailable",
+    "batch_sizes",
     "build_grpo",
     "cluster",
     "check_rollout_engine",
@@ -72,6 +73,11 @@ class GRPOSettings:
     batch_size: int = 4  # prompts per step (batch_size * G rollouts)
     mini_batch_size: int | None = None  # prompts per policy update (default: batch_size)
     micro_batch_size: int | None = None  # prompts per forward/backward (memory)
+    # prompts per rollout call; None: the whole mini-batch, one sampler call a step. Decode reads
+    # every weight for each token whatever the rows, so one call of all rows costs about what one
+    # of a few rows costs; a smaller number only saves the rollout's memory (the plan's
+    # rollout_prefill/rollout_decode programs)
+    rollout_micro_batch_size: int | None = None
     num_steps: int = 3_000  # optimizer steps (the wall-clock budget may stop earlier)
     checkpoint_every: int = 100  # steps between checkpoints (resume restarts from the last)
     keep_checkpoints: int = 2
@@ -192,13 +198,7 @@ def cluster(
         out / "checkpoints", every_steps=settings.checkpoint_every, keep=settings.keep_checkpoints
     )
     training.wake_rl_checkpoints(ckpt_root)  # where tunix restores from
-    mini = settings.mini_batch_size or settings.batch_size
-    micro = settings.micro_batch_size or mini
-    for name, value in (("mini_batch_size", mini), ("micro_batch_size", micro)):
-        if settings.batch_size % value:
-            raise ValueError(
-                f"GRPOSettings.{name}={value} must divide batch_size={settings.batch_size}"
-            )
+    mini, micro, per_call = batch_sizes(settings)  # prompts: update, forward/backward, rollout
     roles = rl_cluster_lib.Role
     cluster_config = rl_cluster_lib.ClusterConfig(
         role_to_mesh={roles.ACTOR: mesh, roles.REFERENCE: mesh, roles.ROLLOUT: mesh},
@@ -218,7 +218,7 @@ def cluster(
             max_steps=settings.num_steps,
             mini_batch_size=mini,
             train_micro_batch_size=micro,
-            rollout_micro_batch_size=micro,
+            rollout_micro_batch_size=per_call,
             compute_logps_micro_batch_size=micro,
             metrics_logging_options=training.metrics_logging(out / "tensorboard", flush_every=10),
             checkpoint_root_directory=ckpt_root,
@@ -231,6 +231,30 @@ def cluster(
     )
     _compat.split_rollout_batches(cluster)
     return cluster
+
+
+def batch_sizes(settings: GRPOSettings) -> tuple[int, int, int]:
+    """Prompts per policy update (mini-batch), per forward/backward (micro-batch) and per rollout
+    call, as :func:`cluster` gives them to tunix: a rollout call never spans two mini-batches
+    (tunix gathers micro-batches for it, and flushes at each mini-batch's end).
+
+    >>> batch_sizes(GRPOSettings(batch_size=4, micro_batch_size=2))
+    (4, 2, 4)
+    >>> batch_sizes(GRPOSettings(batch_size=4, micro_batch_size=2, rollout_micro_batch_size=2))
+    (4, 2, 2)
+    """
+    mini = settings.mini_batch_size or settings.batch_size
+    micro = settings.micro_batch_size or mini
+    rollout = settings.rollout_micro_batch_size or mini
+    for name, value, whole in (
+        ("mini_batch_size", mini, "batch_size"),
+        ("micro_batch_size", micro, "batch_size"),
+        ("rollout_micro_batch_size", rollout, "the mini-batch"),
+    ):
+        of = settings.batch_size if whole == "batch_size" else mini
+        if of % value:
+            raise ValueError(f"GRPOSettings.{name}={value} must divide {whole} ({of})")
+    return mini, micro, rollout
 
 
 def updates_per_step(settings: GRPOSettings) -> int:

@@ -47,7 +47,8 @@ class Agentic(_Presets):
     judged: bool = False
 
     def validate(self) -> None:
-        """Training and the evaluations share one token budget per episode."""
+        """Training and the evaluations share one token budget per episode; no rollout
+        micro-batch (tunix's agentic learner has none)."""
         if self.eval.max_generation_steps != self.grpo.max_generation_steps:
             raise ValueError(
                 "Agentic: eval.max_generation_steps "
@@ -55,6 +56,12 @@ class Agentic(_Presets):
                 f"({self.grpo.max_generation_steps}) are both the episode's token budget (every "
                 "model turn and tool result, as tunix counts it in training): set them equal, "
                 "e.g. with the notebook's GENERATION_STEPS"
+            )
+        if self.grpo.rollout_micro_batch_size is not None:
+            raise ValueError(
+                "Agentic: grpo.rollout_micro_batch_size "
+                f"({self.grpo.rollout_micro_batch_size}) is not used: tunix's agentic learner "
+                "runs each prompt's episodes on their own; leave it None"
             )
 
     @classmethod

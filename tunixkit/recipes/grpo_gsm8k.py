@@ -100,7 +100,12 @@ class GRPO(_Presets):
         # (3.4 MiB per token of its 4 rows); 320 gives ~13.8 of the 14.4 GiB a v5e's plan allows.
         # GSM8K reasoning runs 150-300 tokens; the truncated share is in the evaluation.
         full = cls.full()
+        # Rollouts one prompt a call, as the plan was compiled (not the whole step: unplanned)
         settings = dataclasses.replace(
-            full.grpo, batch_size=2, micro_batch_size=1, max_generation_steps=320
+            full.grpo,
+            batch_size=2,
+            micro_batch_size=1,
+            rollout_micro_batch_size=1,
+            max_generation_steps=320,
         )
         return dataclasses.replace(full, grpo=settings)

@@ -263,7 +263,12 @@ class Pipeline(_Presets):
             sft_steps=8 * full.sft_steps,
             preference_batch_size=1,
             preference_steps=4 * full.preference_steps,
+            # rollouts one prompt a call, as the plan was compiled (not the whole step: unplanned)
             grpo=dataclasses.replace(
-                full.grpo, num_generations=2, batch_size=4, micro_batch_size=1
+                full.grpo,
+                num_generations=2,
+                batch_size=4,
+                micro_batch_size=1,
+                rollout_micro_batch_size=1,
             ),
         )

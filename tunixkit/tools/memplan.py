@@ -88,7 +88,8 @@ KNOBS = {  # what to turn down when a recipe does not fit, by recipe kind
     "dpo": "a smaller batch_size or max_response_length, or a lower LORA_RANK",
     "distill": "a smaller batch_size or max_len (the [batch, len, vocab] logits dominate)",
     "grpo": (
-        "a smaller micro_batch_size (rows = micro x G) or max_generation_steps, or NUM_GENERATIONS"
+        "a smaller micro_batch_size (rows = micro x G), rollout_micro_batch_size (the rollout's "
+        "rows = it x G) or max_generation_steps, or NUM_GENERATIONS"
     ),
 }
 
@@ -629,18 +630,16 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
         qlora=rec.qlora,
         modules=rec.lora_modules,
     )
-    mini = s.mini_batch_size or s.batch_size
-    micro = s.micro_batch_size or mini
-    rows = (
-        micro * s.num_generations
-    )  # rollout, reference and update micro-batches: micro prompts x G
+    mini, micro, rollout = rl.batch_sizes(s)
+    rows = micro * s.num_generations  # reference and update micro-batches: micro prompts x G
+    rollout_rows = rollout * s.num_generations  # a rollout call: its prompts x G
     config = rl_cluster_lib.RLTrainingConfig(
         actor_optimizer=None,
         eval_every_n_steps=10**9,
         max_steps=s.num_steps,
         mini_batch_size=mini,
         train_micro_batch_size=micro,
-        rollout_micro_batch_size=micro,
+        rollout_micro_batch_size=rollout,
         compute_logps_micro_batch_size=micro,
     )
     tx = training.optimizer(
@@ -698,7 +697,7 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
     sampler, state = _sampler(
         actor,
         cfg,
-        rows,
+        rollout_rows,
         turn,
         t,
         rc.kv_cache_size,
@@ -710,7 +709,7 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
     )
     params, shapes = (
         sampler._flattened_transformer_state,
-        f"{rows} rows, prompt {turn}, cache {rc.kv_cache_size}",
+        f"{rollout_rows} rows, prompt {turn}, cache {rc.kv_cache_size}",
     )
     during_rollout = _others(persistent, "backbone", "lora")
     reports = [
@@ -966,7 +965,10 @@ STAGE_KNOBS = {  # notebook 06's recipe fields to turn down, by stage
     "preference": (
         "PREFERENCE_BATCH (pairs a step) or GENERATION_STEPS (max_response_length), or LORA_RANK"
     ),
-    "grpo": "grpo.micro_batch_size or GENERATION_STEPS, or grpo.num_generations",
+    "grpo": (
+        "grpo.micro_batch_size, grpo.rollout_micro_batch_size (the rollout's prompts a call) or "
+        "GENERATION_STEPS, or grpo.num_generations"
+    ),
 }
 JUDGE_KNOBS = "the judge's batch (llm_grader's batch_size: judging.JUDGE_BATCH)"
 AGENTIC_KNOBS = {  # notebook 07's, by stage
@@ -1016,7 +1018,9 @@ def stage_recipes(rec) -> dict[str, tuple[str, Any]]:
                     lora_rank=rec.lora_rank,
                     qlora=False,
                     lora_modules=None,
-                    grpo=s,
+                    # tunix's agentic learner samples its turns in micro-batches, whatever the
+                    # rollout micro-batch says: planned at the training micro-batch's rows
+                    grpo=dataclasses.replace(s, rollout_micro_batch_size=s.micro_batch_size),
                     turn_prompt_length=s.max_prompt_length + s.max_generation_steps,
                     kv_cache_size=agentic.episode_cache_size(s),
                 ),
