@@ -161,6 +161,9 @@ def test_full_profile_runs_end_to_end_on_a_tiny_model(tmp_path, name, inputs):
     if name == "05_math_eval":  # a folder this session lacks is skipped and named, not an error
         assert "skipped gone: runs/02/export/hf is neither a model id nor a folder here" in said
     if name.startswith("06"):  # the default mix: every domain in every stage's data
+        # the judge model's scores reach the pipeline (its NumPy floats were once read as 0)
+        scores = [s["all"]["judged"] for s in summary["scores"].values()]
+        assert all(0 < s < 1 for s in scores), summary["scores"]
         every = set(recipes.Pipeline.full().domain_shares)
         for stage in ("sft", "improve", "pair_prompts", "grpo"):
             assert set(summary["data_by_domain"][stage]) == every, (stage, summary)
