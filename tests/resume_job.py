@@ -69,7 +69,8 @@ def _record_batches(trainer, path: pathlib.Path) -> None:
     trainer._prepare_inputs = recorded
 
 
-def grpo(out: pathlib.Path, mesh):
+def grpo(out: pathlib.Path, mesh, steps: int = STEPS, **settings):
+    """``settings``: GRPOSettings fields other than these (tests/test_compat.py's rollout test)."""
     reference = models.load_model("tiny-gemma3-sft", mesh=mesh, verbose=False)
     actor = models.apply_lora(reference.model, rank=8, alpha=16.0, mesh=mesh, verbose=False)
     settings = rl.GRPOSettings(
@@ -80,9 +81,10 @@ def grpo(out: pathlib.Path, mesh):
         batch_size=4,
         micro_batch_size=2,
         num_generations=2,
-        num_steps=STEPS,
+        num_steps=steps,
         checkpoint_every=EVERY,
         temperature=1.0,
+        **settings,
     )
 
     learner, _ = rl.build_grpo(
@@ -96,7 +98,7 @@ def grpo(out: pathlib.Path, mesh):
         eos_ids=reference.eos_ids,
         vocab_size=reference.config.num_embed,
     )
-    batches = data.grpo_dataset(_records(200, 0), batch_size=4, num_batches=STEPS, seed=0)
+    batches = data.grpo_dataset(_records(200, 0), batch_size=4, num_batches=steps, seed=0)
     return learner, batches, None, actor
 
 

@@ -16,7 +16,7 @@ from tunix.rl.agentic.agents.tool_agent import ToolAgent
 from tunix.rl.agentic.environments.tool_environment import ToolEnvironment
 from tunix.rl.agentic.parser.chat_template_parser.parser import GemmaChatTemplateParser
 
-from tunixkit import _compat, agentic, data, models, rewards, rl, runtime, testing, training
+from tunixkit import _compat, agentic, runtime, testing, training
 
 QUESTION = {"question": np.array(["What is 2 + 3?"]), "answer": np.array(["5"])}
 
@@ -317,9 +317,12 @@ def test_tunix_gemma_projects_every_position_the_choice_pass_only_the_last():
 
 @pytest.mark.parametrize("rollout, calls", [(None, [8, 8]), (2, [4, 4, 4, 4])])
 def test_a_grpo_step_samples_its_rollouts_in_one_call(tmp_path, monkeypatch, rollout, calls):
-    """Two GRPO steps of 4 prompts x G=2, updated in micro-batches of 2 prompts: by default each
-    step's rollouts are one sampler call of its 8 rows (decode re-reads every weight per token
-    whatever the rows); ``rollout_micro_batch_size=2`` gives two calls of 4, as before."""
+    """Two GRPO steps of 4 prompts x G=2, updated in micro-batches of 2 prompts (the kill-and-resume
+    tests' GRPO job): by default each step's rollouts are one sampler call of its 8 rows (decode
+    re-reads every weight per token whatever the rows); ``rollout_micro_batch_size=2`` gives two
+    calls of 4, as before."""
+    import resume_job
+
     rows = []
 
     def record(self, input_strings, **kwargs):
@@ -329,38 +332,10 @@ def test_a_grpo_step_samples_its_rollouts_in_one_call(tmp_path, monkeypatch, rol
     sampler_call = _compat.BatchShardedSampler.__call__
     monkeypatch.setattr(_compat.BatchShardedSampler, "__call__", record)
     mesh = runtime.make_mesh()
-    reference = models.load_model("tiny-gemma3-sft", mesh=mesh, verbose=False)
-    actor = models.apply_lora(
-        reference.model, family="gemma3", rank=4, alpha=8.0, mesh=mesh, verbose=False
+    learner, batches, _, _ = resume_job.grpo(
+        tmp_path, mesh, steps=2, rollout_micro_batch_size=rollout
     )
-    settings = rl.GRPOSettings(
-        learning_rate=1e-3,
-        max_prompt_length=128,
-        max_generation_steps=8,
-        batch_size=4,
-        micro_batch_size=2,
-        rollout_micro_batch_size=rollout,
-        num_generations=2,
-        num_steps=2,
-        checkpoint_every=2,
-    )
-    learner, _ = rl.build_grpo(
-        actor,
-        reference.model,
-        reference.tokenizer,
-        mesh=mesh,
-        settings=settings,
-        reward_fns=rewards.DEFAULT_REWARDS,
-        output_dir=tmp_path,
-        eos_ids=reference.eos_ids,
-        vocab_size=reference.config.num_embed,
-    )
-    records = data.to_records(testing.synthetic_gsm8k(16, seed=8), "s", verbose=False)[0]
     result = training.run(
-        learner,
-        data.grpo_dataset(records, batch_size=4, num_batches=2),
-        mesh=mesh,
-        metrics_file=tmp_path / "metrics.jsonl",
-        label="GRPO",
+        learner, batches, mesh=mesh, metrics_file=tmp_path / "metrics.jsonl", label="GRPO"
     )
     assert (result.steps, rows) == (2, calls)
