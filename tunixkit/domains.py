@@ -519,6 +519,9 @@ def act_on_calibration(
     return failed
 
 
+_CALIBRATED = ("reference", "other_prompt", "untagged")  # the answers calibration scores
+
+
 def calibration_table(calibration: Mapping[str, Any]) -> str:
     """Markdown of :func:`calibrate`: one row per domain, then its warnings.
 
@@ -529,6 +532,9 @@ def calibration_table(calibration: Mapping[str, Any]) -> str:
     | code | 4 | 0.90 | 0.30 | 0.75 |
     <BLANKLINE>
     **The judge does not tell these apart** (JUDGE_ID, or its rubric, needs a look): code: ...
+    >>> zero = {"n": 4, "reference": 0.0, "other_prompt": 0.0, "untagged": 0.0}
+    >>> print(calibration_table({"rows": {"code": zero}, "warnings": []}).splitlines()[-1])
+    **The judge scored every answer 0**: it is not grading (an error printed above, or replies ...
     """
     rows = [
         "| domain | n | reference answer | another prompt's answer | untagged reference |",
@@ -539,7 +545,13 @@ def calibration_table(calibration: Mapping[str, Any]) -> str:
             f"| {domain} | {r['n']} | {r['reference']:.2f} | {r['other_prompt']:.2f} "
             f"| {r['untagged']:.2f} |"
         )
-    if calibration["warnings"]:
+    if not any(r[k] for r in calibration["rows"].values() for k in _CALIBRATED):
+        rows += [
+            "",
+            "**The judge scored every answer 0**: it is not grading (an error printed above, or "
+            "replies that are not read as scores: see judging.Judge)",
+        ]
+    elif calibration["warnings"]:
         rows += [
             "",
             "**The judge does not tell these apart** (JUDGE_ID, or its rubric, needs a look): "
