@@ -12,6 +12,8 @@ McNemar's p, wall times) with the notebooks' plots beside it in ``bench/results/
     python scripts/real_270m.py 01            # QLoRA SFT of the base model into the format
     python scripts/real_270m.py 02 02-lr      # GRPO from 01's export, preset LR and README's LR
     python scripts/real_270m.py 03 04         # DPO from 01's export; 01's export as a teacher
+    python scripts/real_270m.py 06 07         # the pipeline (judged by the base model), agentic
+    python scripts/real_270m.py --collect 06  # read a finished run's results again
     python scripts/real_270m.py --list
     python scripts/real_270m.py --write      # the README's table "What the real model showed"
 
@@ -78,6 +80,13 @@ _DPO = {
         **EVAL,
     },
 }
+DATA = {
+    "gsm8k": "synthetic GSM8K-style problems in the hub's layout and schema (no hub here)",
+    "06": "traces of the six domains in the reasoning format (tunixkit.testing.synthetic_tasks: "
+    "short made-up tasks, as a prompt/response/domain JSONL file for TRACES) and synthetic "
+    "GSM8K-style problems in the hub's layout (no hub here)",
+}
+TRACE_ROWS = 240  # 06's traces file
 # a run that trains on another run's pairs (copied into its folder: 03's pair pass takes 14 min)
 REUSE_PAIRS = {"03-lr": "03"}
 # name: (notebook, parameters, what it shows)
@@ -123,6 +132,41 @@ RUNS_SPEC: dict[str, tuple[str, dict, str]] = {
         },
         "01's export as teacher of a smaller student sharing its vocabulary: the base model's "
         "first 12 of 18 layers, every weight trained, the preset's 5e-5",
+    ),
+    "06": (
+        "06_multidomain_pipeline",
+        {
+            "MODEL_ID": MODEL_ID,
+            "MODEL_PATH": str(RUNS / "01" / "export" / "hf"),
+            "JUDGE_ID": MODEL_ID,
+            "JUDGE_CHECK": "warn",
+            "TRAIN_TASKS": 144,
+            "HELDOUT_PER_DOMAIN": 6,
+            "IMPROVE_PROMPTS": 24,
+            "PAIR_PROMPTS": 24,
+            "GENERATION_STEPS": 96,
+            "SFT_STEPS": 30,
+            "GRPO_STEPS": 6,
+            "RECIPE_OVERRIDES": {
+                "batch_size": 4,
+                "max_len": 320,
+                "improve_steps": 10,
+                "preference_steps": 10,
+                "preference_batch_size": 2,
+                "samples": 2,
+                "eval_samples": 1,
+                "grpo.batch_size": 2,
+                "grpo.micro_batch_size": 2,
+                "grpo.max_prompt_length": 256,
+                "grpo.checkpoint_every": 3,
+                "eval.batch_size": 16,
+                "eval.max_prompt_length": 256,
+            },
+        },
+        "the competition pipeline from 01's export on traces of all six domains, the base model "
+        "as its judge: "
+        "30 LoRA SFT steps (1e-4), self-improvement (10 steps, 3e-5), SimPO (10 steps of 2 pairs, "
+        "5e-6), GRPO (6 steps, 3e-6), each stage judged against the model it started from",
     ),
     "07": (
         "07_agentic_calculator",
@@ -185,8 +229,8 @@ def _student(folder: pathlib.Path, layers: int = 12) -> None:
     tmp.rename(folder)
 
 
-def _inputs() -> dict[str, str]:
-    from tunixkit import testing
+def _inputs(notebook: str) -> dict:
+    from tunixkit import data, prompting, testing
 
     folder = RUNS / "inputs"
     gsm8k = folder / "gsm8k"
@@ -194,7 +238,25 @@ def _inputs() -> dict[str, str]:
         testing.write_gsm8k_hub(gsm8k, n_train=2048, n_test=256)
     if not (folder / "student-12-layers").is_dir():
         _student(folder / "student-12-layers")
-    return {"GSM8K_PATH": str(gsm8k)}
+    inputs: dict = {"GSM8K_PATH": str(gsm8k)}
+    if notebook.startswith("06"):  # traces of every domain, as a file of prompt/response/domain
+        traces = folder / "traces_06.jsonl"
+        if not traces.is_file():
+            rows = [t.record() for t in testing.synthetic_tasks(TRACE_ROWS, seed=6)]
+            end = prompting.END_OF_TURN
+            data.write_jsonl(
+                [
+                    {
+                        "prompt": r["prompt"],
+                        "response": r["response"].removesuffix(end),
+                        "domain": r["domain"],
+                    }
+                    for r in rows
+                ],
+                traces,
+            )
+        inputs["TRACES"] = str(traces)
+    return inputs
 
 
 def _rate(k: int, n: int) -> dict:
@@ -250,6 +312,96 @@ def _eval_block(out: pathlib.Path, before: str, after: str) -> dict:
     return block
 
 
+def _stages_block(out: pathlib.Path) -> dict:
+    """06: every evaluated stage's judged score (greedy, 95% interval), sampled score, format and
+    math accuracy on the held-out prompts of every domain; each stage's paired change against the
+    model it started from (greedy / sampled, 95% interval); what was adopted and why; the
+    judge's calibration. ``before``/``after``: the start model and the final (judged) model."""
+    s = json.loads((out / "summary.json").read_text())
+    stages = {}
+    for name, rows in s["scores"].items():
+        a, math = rows["all"], rows.get("math", {})
+        stages[name] = {
+            "judged": a["judged"],
+            "judged_ci": a["judged_ci"],
+            "sampled": a.get("sampled"),
+            "format": _rate(round(a["format"] * a["n"]), a["n"]),
+            "math_accuracy": _rate(round(math["accuracy"] * math["n"]), math["n"])
+            if "accuracy" in math
+            else None,
+            "mean_tokens_p50": a.get("tokens_p50"),
+        }
+    final = s["final_stage"] or "start"
+    block = {
+        "before": {
+            "format": stages["start"]["format"],
+            "accuracy": stages["start"]["math_accuracy"],
+        },
+        "after": {"format": stages[final]["format"], "accuracy": stages[final]["math_accuracy"]},
+        "stages": stages,
+        "changes": {
+            pair: {
+                kind: dict(zip(("change", "ci95", "prompts"), v["all"], strict=True))
+                for kind, v in by.items()
+            }
+            for pair, by in s["changes"].items()
+        },
+        "adoption": {n: (a or {}).get("why") for n, a in s["adoption"].items()},
+        "skipped": {n: st["skipped"] for n, st in s["stages"].items() if st.get("skipped")},
+        "final_stage": s["final_stage"],
+        "judge_calibration": s["judge_calibration"],
+        "judge_seconds_per_call": s["judge_seconds_per_call"],
+        "self_improvement": s["self_improvement"],
+        "reasoning": s.get("reasoning"),
+    }
+    # math: each held-out problem's answer checked as the notebook checks it, paired by problem
+    block["before"]["accuracy"], block["after"]["accuracy"], block["paired_accuracy"] = (
+        _paired_math(out, "start", final)
+    )
+    if final != "start":  # the judged score, the start model -> the final one, paired by prompt
+        from tunixkit import domains
+
+        change, ci, prompts = domains.paired_change(out, "start", final, "judged")["all"]
+        block["judged_change"] = {"change": change, "ci95": ci, "prompts": prompts}
+    return block
+
+
+def _paired_math(out: pathlib.Path, before: str, after: str) -> tuple[dict, dict, dict]:
+    """06's held-out math problems (GSM8K's, answers from its copy) answered by ``before`` and by
+    ``after`` (``domains_<name>.jsonl``), checked as :func:`tunixkit.domains.evaluate` checks them:
+    each one's accuracy and the paired change."""
+    from tunixkit import data, stats
+    from tunixkit.answers import is_correct
+
+    answers = {}
+    for split in ("train", "test"):
+        path = RUNS / "inputs" / "gsm8k" / "main" / f"{split}-00000-of-00001.parquet"
+        records, _ = data.to_records(data.read_rows(path), "rl", verbose=False)
+        answers |= {r["question"]: r["answer"] for r in records}
+
+    def read(name: str) -> dict[str, bool]:
+        lines = (out / f"domains_{name}.jsonl").read_text().splitlines()
+        rows = [json.loads(x) for x in lines if x]
+        return {
+            r["prompt"]: is_correct(r["completion"], answers[r["prompt"]], strict=True)
+            for r in rows
+            if r["domain"] == "math"
+        }
+
+    a, b = read(before), read(after)
+    assert a.keys() == b.keys(), "06's evaluations are not of the same math problems"
+    n = len(a)
+    lost = sum(a[q] and not b[q] for q in a)
+    gained = sum(b[q] and not a[q] for q in a)
+    paired = {
+        "difference": (gained - lost) / max(n, 1),
+        "only_before": lost,
+        "only_after": gained,
+        "mcnemar_p": stats.mcnemar_p(lost, gained),
+    }
+    return _rate(sum(a.values()), n), _rate(sum(b.values()), n), paired
+
+
 def _tool_block(out: pathlib.Path) -> dict:
     """07: the warm start's and the trained model's episodes with the tool, paired by question
     (format: an ``<answer>`` that parses), and each one's figures with and without the tool."""
@@ -284,7 +436,9 @@ def _tool_block(out: pathlib.Path) -> dict:
     return block
 
 
-def run(name: str) -> dict:
+def run(name: str) -> None:
+    """Execute run ``name``'s notebook into ``runs/real_270m/<name>/`` (its wall time in
+    ``run.json`` there)."""
     notebook, params, what = RUNS_SPEC[name]
     out = RUNS / name
     shutil.rmtree(out, ignore_errors=True)
@@ -292,7 +446,7 @@ def run(name: str) -> dict:
     if name in REUSE_PAIRS:  # notebook 03 reads the pairs it finds in OUTPUT_DIR
         for pairs in sorted((RUNS / REUSE_PAIRS[name]).glob("pairs_*.jsonl")):
             shutil.copy(pairs, out / pairs.name)
-    params = {"PROFILE": "full", "OUTPUT_DIR": str(out), **_inputs(), **params}
+    params = {"PROFILE": "full", "OUTPUT_DIR": str(out), **_inputs(notebook), **params}
     env = dict(
         os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=1"
     )
@@ -302,22 +456,37 @@ def run(name: str) -> dict:
     t0 = time.perf_counter()
     subprocess.run(cmd, cwd=ROOT / "notebooks", env=env, check=True)
     wall = time.perf_counter() - t0
+    (out / "run.json").write_text(json.dumps({"parameters": params, "wall_seconds": wall}))
+
+
+def collect(name: str) -> dict:
+    """Run ``name``'s results, read from its folder (``run.json``, ``summary.json``, the
+    evaluations' files), its plots copied beside the results file."""
+    notebook, _, what = RUNS_SPEC[name]
+    out = RUNS / name
+    ran = json.loads((out / "run.json").read_text())
+    params, wall = ran["parameters"], ran["wall_seconds"]
     summary = json.loads((out / "summary.json").read_text())
     PLOTS.mkdir(parents=True, exist_ok=True)
     for png in sorted(out.glob("*.png")):
         shutil.copy(png, PLOTS / f"{name}_{png.name}")
+    if notebook.startswith("06"):
+        block = _stages_block(out)
+    elif notebook.startswith("07"):
+        block = _tool_block(out)
+    else:
+        block = _eval_block(out, *EVAL_NAMES.get(name, ("before", "after")))
+    skip = ("OUTPUT_DIR", "GSM8K_PATH", "TRACES")
     result = {
         "notebook": notebook,
         "what": what,
-        "parameters": {k: v for k, v in params.items() if k not in ("OUTPUT_DIR", "GSM8K_PATH")},
-        "data": "synthetic GSM8K-style problems in the hub's layout and schema (no hub here)",
+        "parameters": {k: v for k, v in params.items() if k not in skip},
+        "data": DATA.get(notebook[:2], DATA["gsm8k"]),
         "wall_seconds": round(wall, 1),
         "train_seconds": summary.get("train_seconds"),
         "steps": summary.get("steps")
         or " + ".join(str(st.get("steps")) for st in summary.get("stages", {}).values()),
-        "eval": _tool_block(out)
-        if notebook.startswith("07")
-        else _eval_block(out, *EVAL_NAMES.get(name, ("before", "after"))),
+        "eval": block,
         "plots": sorted(p.name for p in PLOTS.glob(f"{name}_*.png")),
     }
     for key in (
@@ -376,6 +545,13 @@ def _own(r: dict) -> str:
             f"{r['student_kl_after']:.2f}; held-out loss {r['student_eval_loss_before']:.2f} -> "
             f"{r['student_eval_loss_after']:.2f} (teacher {r['teacher_eval_loss']:.2f})"
         )
+    if "stages" in r["eval"]:  # 06: each stage against the model it started from
+        e = r["eval"]
+        for pair, kinds in e["changes"].items():
+            cells = " / ".join(f"{v['change']:+.3f} (±{v['ci95']:.3f})" for v in kinds.values())
+            parts.append(f"{pair} {cells}")
+        parts.append(f"judged (greedy / sampled); final: {e['final_stage'] or 'start'}")
+        parts += [f"{n} skipped: {why}" for n, why in e["skipped"].items()]
     if "tool" in r["eval"]:
         t = r["eval"]["tool"]
         parts.append(
@@ -400,6 +576,22 @@ def table(results: dict | None = None) -> str:
     runs = sorted(results["runs"].items(), key=lambda kv: order.index(kv[0]))
     for name, r in runs:
         e = r["eval"]
+        if "stages" in e:  # 06: math accuracy on its few held-out problems; the judged change
+            acc = " -> ".join(
+                _pct(e[k]["accuracy"]) if e[k]["accuracy"] else "-" for k in ("before", "after")
+            )
+            jc = e.get("judged_change")
+            change = (
+                f"judged score {jc['change']:+.3f} (±{jc['ci95']:.3f}, {jc['prompts']} prompts)"
+                if jc
+                else "no stage adopted"
+            )
+            out.append(
+                f"| {name} | {r['what']} | {r['steps']} steps, {r['wall_seconds'] / 60:.0f} min | "
+                f"{_pct(e['before']['format'])} -> {_pct(e['after']['format'])} | "
+                f"math: {acc} | {change} | {_own(r)} |"
+            )
+            continue
         pa = e["paired_accuracy"]
         out.append(
             f"| {name} | {r['what']} | {r['steps']} steps, {r['wall_seconds'] / 60:.0f} min | "
@@ -424,6 +616,9 @@ def main() -> None:
     ap.add_argument("names", nargs="*", help=f"runs: {', '.join(RUNS_SPEC)}")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--write", action="store_true", help="render the README's table")
+    ap.add_argument(
+        "--collect", action="store_true", help="read the named runs' results again, not re-run"
+    )
     args = ap.parse_args()
     if args.write:
         write_readme()
@@ -438,20 +633,14 @@ def main() -> None:
         "(llama.cpp Q4_K_M), dequantized to float32"
     )
     for name in args.names:
-        result = run(name)
+        if not args.collect:
+            run(name)
+        result = collect(name)
         result["machine"] = f"{platform.machine()}, {os.cpu_count()} CPUs, no accelerator"
         result["date"] = time.strftime("%Y-%m-%d")
         results["runs"][name] = result
         RESULTS.write_text(json.dumps(results, indent=1) + "\n")
-        e = result["eval"]
-        print(
-            f"[{name}] {result['wall_seconds']:.0f} s: format "
-            f"{e['before']['format']['value']:.2f} -> {e['after']['format']['value']:.2f}, "
-            f"accuracy {e['before']['accuracy']['value']:.2f} -> "
-            f"{e['after']['accuracy']['value']:.2f} (McNemar p "
-            f"{e['paired_accuracy']['mcnemar_p']:.3g})",
-            flush=True,
-        )
+        print(f"[{name}] {result['wall_seconds']:.0f} s: {_own(result)}", flush=True)
 
 
 if __name__ == "__main__":
