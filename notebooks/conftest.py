@@ -1,4 +1,5 @@
-"""nbval settings for the notebooks: smoke profile, CPU with 4 emulated devices, offline.
+"""nbval settings for the notebooks: smoke profile, CPU with 2 emulated devices
+(``killing.NOTEBOOK_DEVICES``), offline.
 
 Set before any kernel starts, so every notebook kernel inherits them.
 """
@@ -12,7 +13,7 @@ import killing  # noqa: E402
 
 os.environ["TUNIXKIT_PROFILE"] = "smoke"
 os.environ["JAX_PLATFORMS"] = "cpu"
-os.environ.setdefault("XLA_FLAGS", killing.xla_flags(4))  # the tests' CPU flags, 4 devices
+os.environ.setdefault("XLA_FLAGS", killing.xla_flags(killing.NOTEBOOK_DEVICES))
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["WANDB_MODE"] = "disabled"

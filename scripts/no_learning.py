@@ -1,7 +1,7 @@
 """The no-learning control: every training notebook's smoke preset run twice, as it is and with
 training switched off (every learning rate of its recipe 0, through ``RECIPE_OVERRIDES``: the same
 steps, data, evaluations and checks, no weight moves), through the notebooks themselves (papermill,
-the smoke profile, CPU with 4 emulated devices, offline: what CI's nbval runs).
+the smoke profile, CPU with 2 emulated devices, offline: what CI's nbval runs).
 
 Each run's last cell writes ``checks.json`` (the figures it measured and what each of the recipe's
 bars gave). They are merged into ``bench/results/no_learning.json``; ``tests/test_no_learning.py``
@@ -77,7 +77,7 @@ def run(key: str, mode: str) -> dict:
         os.environ,
         TUNIXKIT_PROFILE="smoke",
         JAX_PLATFORMS="cpu",
-        XLA_FLAGS=killing.xla_flags(4),
+        XLA_FLAGS=killing.xla_flags(killing.NOTEBOOK_DEVICES),
         HF_HUB_OFFLINE="1",
         HF_DATASETS_OFFLINE="1",
         WANDB_MODE="disabled",

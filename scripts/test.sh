@@ -52,7 +52,7 @@ R="$TUNIXKIT_CI_REPORTS"
 echo "== gate 4: unit tests, API drift, doctests, every notebook's full profile on a tiny model (log: $R/unit.log)"
 ( $PY -m pytest -q -p no:cacheprovider tests tunixkit --deselect "$MIX06" --junitxml="$R/unit.xml" >"$R/unit.log" 2>&1 ) &
 unit=$!
-echo "== gate 5: notebooks under nbval (smoke profile, 4 emulated CPU devices, offline) from a clean notebooks/runs/ (log: $R/notebooks.log)"
+echo "== gate 5: notebooks under nbval (smoke profile, 2 emulated CPU devices, offline) from a clean notebooks/runs/ (log: $R/notebooks.log)"
 (
   set +e
   $PY -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env -p no:randomly notebooks/ \

@@ -32,6 +32,13 @@ def xla_flags(devices: int) -> str:
     )
 
 
+# The emulated devices of a notebook kernel under nbval (notebooks/conftest.py) and of the
+# no-learning control's runs (scripts/no_learning.py): a sharded mesh (fsdp 2), as on a TPU, at a
+# fraction of 4 devices' cost. On a 2-core machine each emulated device's share of a tiny model's
+# step is mostly overhead: 01's smoke run took 74 s on 4 devices, 57 on 2 and 43 on 1 (cold caches,
+# the machine otherwise idle, 2026-11-28).
+NOTEBOOK_DEVICES = 2
+
 # XLA's CPU pool for a child of 2 devices gets the 4 threads a 4-device child has: 2 devices' parts
 # and 2 compiles at once (the slack the all-gather abort above lacked).
 POOL_THREADS = 4
