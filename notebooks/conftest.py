@@ -13,7 +13,9 @@ import killing  # noqa: E402
 
 os.environ["TUNIXKIT_PROFILE"] = "smoke"
 os.environ["JAX_PLATFORMS"] = "cpu"
-os.environ.setdefault("XLA_FLAGS", killing.xla_flags(killing.NOTEBOOK_DEVICES))
+# the tests' CPU settings (XLA_FLAGS, PJRT_NPROC: killing.cpu_env) for the notebooks' devices
+for key, value in killing.cpu_env(killing.NOTEBOOK_DEVICES).items():
+    os.environ.setdefault(key, value)
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["WANDB_MODE"] = "disabled"

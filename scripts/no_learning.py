@@ -76,8 +76,7 @@ def run(key: str, mode: str) -> dict:
     env = dict(
         os.environ,
         TUNIXKIT_PROFILE="smoke",
-        JAX_PLATFORMS="cpu",
-        XLA_FLAGS=killing.xla_flags(killing.NOTEBOOK_DEVICES),
+        **killing.cpu_env(killing.NOTEBOOK_DEVICES),  # nbval's (notebooks/conftest.py)
         HF_HUB_OFFLINE="1",
         HF_DATASETS_OFFLINE="1",
         WANDB_MODE="disabled",
@@ -158,6 +157,19 @@ def write_docs() -> None:
     DOCS.write_text(f"{head}{BEGIN}\n{table()}\n{END}{tail}")
 
 
+def machine() -> str:
+    """This machine as the record names it: architecture, CPU model, cores, and the emulated
+    devices the notebooks ran on."""
+    info = pathlib.Path("/proc/cpuinfo")
+    lines = info.read_text().splitlines() if info.is_file() else []
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    cpu = names[0] if names else platform.processor() or "?"
+    devices = killing.NOTEBOOK_DEVICES
+    return (
+        f"{platform.machine()} ({cpu}), {os.cpu_count()} cores, {devices} emulated devices (smoke)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("keys", nargs="*", help=f"notebooks: {', '.join(NOTEBOOKS)} (default: all)")
@@ -175,7 +187,7 @@ def main() -> None:
         modes = [*MODES, *(m for m, _, _ in BASELINES.get(key, []))]
         for mode in [args.mode] if args.mode else modes:
             record[mode] = run(key, mode)
-            results["machine"] = f"{platform.machine()}, {os.cpu_count()} cores (CPU, smoke)"
+            results["machine"] = machine()
             results["date"] = datetime.date.today().isoformat()
             RESULTS.parent.mkdir(parents=True, exist_ok=True)
             RESULTS.write_text(json.dumps(results, indent=1) + "\n")

@@ -297,7 +297,7 @@ def test_tunix_gemma_projects_every_position_the_choice_pass_only_the_last():
         attn = model.get_attention_mask(ids, inputs_mask=mask)
         return model(ids, positions, None, attn)[0]
 
-    logits = full(model, ids, mask)
+    logits = nnx.jit(full)(model, ids, mask)
     assert logits.shape == (rows, width, vocab)  # what tunix computes for a scoring pass
     choices = jnp.asarray([5, 17, 300], jnp.int32)
     fn = _compat.choice_logprobs(model)
