@@ -4,12 +4,12 @@ device compute every row outside a ``with mesh:``.
 
 Two measurements:
 
-- **time, here** (default): the smoke model on 4 emulated CPU devices (the CI's mesh), at the judge's
-  former sampling shapes (:data:`JUDGE`: 16 prompts near 2,048 tokens, 16 greedy tokens) and an
-  evaluation's (32 prompts of a few hundred tokens, 64 tokens, greedy). Each variant is warmed once
-  (its compile), then timed ``--repeats`` rounds, interleaved (``bench/_repeats.py``); the texts of
-  both must be identical. Target: the split sampler at most ``TARGET`` of tunix's time (median of the
-  per-round ratios, its whole interval).
+- **time, here** (default): the smoke model on 4 emulated CPU devices (the CI notebooks' mesh when
+  measured; 2 since 2026-11-28), at the judge's former sampling shapes (:data:`JUDGE`: 16 prompts
+  near 2,048 tokens, 16 greedy tokens) and an evaluation's (32 prompts of a few hundred tokens, 64
+  tokens, greedy). Each variant is warmed once (its compile), then timed ``--repeats`` rounds,
+  interleaved (``bench/_repeats.py``); the texts of both must be identical. Target: the split
+  sampler at most ``TARGET`` of tunix's time (median of the per-round ratios, its whole interval).
 - **memory, on a TPU's compiler** (``--tpu-aot``, libtpu installed as in ``bench/memory_plan.py``):
   the judge's prefill for gemma-3-1b on a v5e-8 (``v5e:2x4``), compiled both ways (tunix's own needs
   more temporary memory than the chip has: the compile fails, and is recorded as such), and 03's
