@@ -66,8 +66,8 @@ def test_no_test_over_its_budget():
 
 
 def test_every_full_profile_case_ran_once():
-    """Every case of tests/test_full_profile.py ran, once (scripts/test.sh runs them in the unit
-    tests' stream; a deselected or doubled case fails here)."""
+    """Every case of tests/test_full_profile.py ran, once (scripts/test.sh runs most in the unit
+    tests' stream, 06's in the notebooks'; a deselected or doubled case fails here)."""
     import test_full_profile as full
 
     folder = pathlib.Path(os.environ.get("TUNIXKIT_CI_REPORTS", ".ci-reports"))
