@@ -98,6 +98,8 @@ def run(key: str, mode: str) -> dict:
         "recipe_overrides": overrides,
         "notebook_exit": done.returncode,
         "wall_seconds": round(time.perf_counter() - t0, 1),
+        "machine": machine(),
+        "date": datetime.date.today().isoformat(),
         "figures": record["figures"],
         "bars": record["bars"],
     }
@@ -187,8 +189,6 @@ def main() -> None:
         modes = [*MODES, *(m for m, _, _ in BASELINES.get(key, []))]
         for mode in [args.mode] if args.mode else modes:
             record[mode] = run(key, mode)
-            results["machine"] = machine()
-            results["date"] = datetime.date.today().isoformat()
             RESULTS.parent.mkdir(parents=True, exist_ok=True)
             RESULTS.write_text(json.dumps(results, indent=1) + "\n")
     write_docs()
