@@ -10,9 +10,7 @@ import killing  # noqa: E402
 # this process's XLA settings as its CPU children's: 2 devices, and a thread pool with slack over
 # them (PJRT_NPROC): with a pool of one thread per device, a device's part of a program can wait on
 # a busy thread past the collectives' limit (an abort in test_compat's eager pass over a 2-device
-# mesh, a CI run of 2026-11-28, while the notebooks' stream compiled beside it); its own compiles
-# fast (killing.FAST_COMPILE), while its CPU children and the notebooks set their XLA_FLAGS anew
-os.environ.setdefault("XLA_FLAGS", f"{killing.xla_flags(2)} {killing.FAST_COMPILE}")
+# mesh, a CI run of 2026-11-28, while the notebooks' stream compiled beside it)
 for key, value in killing.cpu_env(2).items():
     os.environ.setdefault(key, value)
 os.environ["JAX_PLATFORMS"] = "cpu"

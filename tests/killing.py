@@ -39,13 +39,6 @@ def xla_flags(devices: int) -> str:
 # the machine otherwise idle, 2026-11-28).
 NOTEBOOK_DEVICES = 2
 
-# XLA's backend optimisations off (LLVM at -O0; HLO passes, and so shardings, buffers and the
-# memory figures, unchanged): for the test process itself, whose tests compile many programs and
-# run each a few times. test_memplan, test_models and test_gemma2 took 158 s instead of 188 (empty
-# caches, the machine otherwise idle, 2026-11-28). Not for children that train for minutes or for
-# the notebooks: 01's smoke run took 99 s instead of 76.
-FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-
 # XLA's CPU pool for a child of 2 devices gets the 4 threads a 4-device child has: 2 devices' parts
 # and 2 compiles at once (the slack the all-gather abort above lacked).
 POOL_THREADS = 4
