@@ -17,6 +17,10 @@ Two measurements:
     .venv/bin/python bench/judge_score.py
     PYTHONPATH=/tmp/libtpu .venv/bin/python bench/judge_score.py --tpu-aot --topology v5e:2x4
 
+Since 2026-11-28 ``evaluation.make_sampler``'s prefill projects the last prompt position only
+(``_compat.prefill_last_position``): a rerun of the time part compares the score pass with that
+sampler, not the one the committed results used; the memory part keeps tunix's prefill.
+
 Results go to ``bench/results/judge_score.json`` and ``judge_score_tpu_aot.json`` (one entry per
 topology).
 """
@@ -138,6 +142,7 @@ def measure_memory(topology: str) -> dict:
         temperature=0.0,
         top_p=None,
         top_k=None,
+        last=False,  # the sampled reply as it was read: tunix's prefill, every position projected
     )
     state = _compat.place_sampling_batch(state, mesh)
     params = sampler._flattened_transformer_state

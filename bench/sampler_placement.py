@@ -18,6 +18,10 @@ Two measurements:
     .venv/bin/python bench/sampler_placement.py
     PYTHONPATH=$PWD /tmp/tpuaot/venv/bin/python bench/sampler_placement.py --tpu-aot
 
+Since 2026-11-28 (tenth session) the split sampler's prefill also projects the last prompt position
+only (``_compat.prefill_last_position``; measured on its own by ``bench/prefill_last_position.py``):
+a rerun measures both changes together; the committed results predate it.
+
 Writes ``bench/results/sampler_placement.json`` (``sampler_placement_tpu_aot.json``).
 """
 
@@ -137,6 +141,7 @@ def measure_memory(topology: str, layers: int) -> dict:
             temperature=0.0,
             top_p=None,
             top_k=None,
+            last=kind == "split",  # BatchShardedSampler's prefill projects the last position only
         )
         if kind == "split":
             state = _compat.place_sampling_batch(state, mesh)

@@ -44,6 +44,7 @@ def rows() -> list[str]:
         "sft_packing",
         "sampler_placement",
         "sampler_placement_tpu_aot",
+        "prefill_last_position",
         "judge_score",
         "judge_score_tpu_aot",
         "memplan",
@@ -134,6 +135,20 @@ def _rows(name: str) -> list[str]:
             f"tunix's `Sampler` ({t['devices']}, {len(t['shapes']['judge']['ratios'])} interleaved "
             f"rounds) | time ratio, median (interval): {found} "
             f"| <= {t['shapes']['judge']['target']}: {'/'.join(sorted(verdicts))} |"
+        )
+    if name == "prefill_last_position" and (t := _load("prefill_last_position")):
+        c = t["compiled"]
+        low, high = t["interval"]
+        out.append(
+            f"| `bench/prefill_last_position.py` | sampling with the prefill projecting the last "
+            f"prompt position only vs tunix's `Sampler`, {t['model']}, {t['rows']} x "
+            f"{t['prompt_tokens']} prompt tokens + {t['new_tokens']} new, {t['machine']} "
+            f"| prefill {c['tunix']['prefill_gflops']:,.0f} -> "
+            f"{c['last_position']['prefill_gflops']:,.0f} GFLOP, temporaries "
+            f"{c['tunix']['prefill_temp_mib']:,.0f} -> {c['last_position']['prefill_temp_mib']:,.0f}"
+            f" MiB; call time ratio median {t['median']:.2f} ({low:.2f}-{high:.2f}, "
+            f"{len(t['ratios'])} interleaved rounds); texts identical: {t['identical_texts']} "
+            f"| <= {t['target']}: {t['verdict']} |"
         )
     if name == "sampler_placement_tpu_aot" and (t := _load("sampler_placement_tpu_aot")):
 

@@ -315,6 +315,65 @@ def test_tunix_gemma_projects_every_position_the_choice_pass_only_the_last():
     assert theirs - ours > 0.9 * projection, (theirs, ours, projection)
 
 
+@pytest.mark.parametrize("model_id", ["tiny-gemma3-sft", "tiny-gemma2"])
+def test_tunix_sampler_prefill_projects_every_prompt_position_ours_the_last(model_id):
+    """tunix's Sampler passes ``decode_only_last_token`` only to a model that takes it, and its
+    Gemma3 and Gemma2 do not: the prefill projects every prompt position onto the vocabulary.
+    prefill_last_position's sampler gives the same tokens and log-probabilities, greedy and sampled
+    (Gemma2 with its final soft-cap), from a compiled prefill without that projection."""
+    import jax
+    from tunix.generate import sampler as sampler_lib
+
+    from tunixkit import models, runtime
+
+    mesh = runtime.make_mesh()  # 2 CPU devices
+    loaded = models.load_model(model_id, mesh=mesh, verbose=False)
+    cfg = loaded.config
+    cache = sampler_lib.CacheConfig(
+        cache_size=128,
+        num_layers=cfg.num_layers,
+        num_kv_heads=cfg.num_kv_heads,
+        head_dim=cfg.head_dim,
+    )
+    theirs = sampler_lib.Sampler(loaded.model, loaded.tokenizer, cache)
+    ours = sampler_lib.Sampler(loaded.model, loaded.tokenizer, cache)
+    assert not theirs._supports_decode_only_last_token
+    assert _compat.prefill_last_position(ours) and ours._supports_decode_only_last_token
+    prompts = [loaded.chat.prompt(f"What is {i} + {2 * i}?") for i in range(4)]
+    for kw in ({"temperature": 0.0}, {"temperature": 1.0, "top_p": 1.0, "seed": 3}):
+        a, b = (
+            s(prompts, max_generation_steps=16, max_prompt_length=64, return_logprobs=True, **kw)
+            for s in (theirs, ours)
+        )
+        assert a.text == b.text and a.tokens[0].tolist() == b.tokens[0].tolist()
+        np.testing.assert_allclose(
+            np.concatenate(a.logprobs), np.concatenate(b.logprobs), atol=1e-6
+        )
+
+    rows, width = 4, 64
+    flops = {}
+    for kind, sampler in (("theirs", theirs), ("ours", ours)):
+        state = sampler.init_sample_state(
+            np.zeros((rows, width), np.int32) + 5,
+            total_sampling_steps=128,
+            include_logits=False,
+            forbidden_token_ids=None,
+            temperature=0.0,
+            top_p=None,
+            top_k=None,
+            seed=jax.random.PRNGKey(0),
+            beam_size=None,
+        )
+        compiled = sampler._compiled_prefill_fn.lower(
+            sampler._flattened_transformer_state, state, None, echo=False
+        ).compile()
+        flops[kind] = compiled.cost_analysis()["flops"]
+    # the projection of every position but the last (2 x rows x positions x embed x vocabulary
+    # flops, shared by the devices) is what the two prefills differ by
+    projection = 2 * rows * (width - 1) * cfg.embed_dim * cfg.num_embed / mesh.size
+    assert flops["theirs"] - flops["ours"] > 0.9 * projection, (flops, projection)
+
+
 @pytest.mark.parametrize("rollout, calls", [(None, [8, 8]), (2, [4, 4, 4, 4])])
 def test_a_grpo_step_samples_its_rollouts_in_one_call(tmp_path, monkeypatch, rollout, calls):
     """Two GRPO steps of 4 prompts x G=2, updated in micro-batches of 2 prompts (the kill-and-resume
@@ -339,3 +398,19 @@ def test_a_grpo_step_samples_its_rollouts_in_one_call(tmp_path, monkeypatch, rol
         learner, batches, mesh=mesh, metrics_file=tmp_path / "metrics.jsonl", label="GRPO"
     )
     assert (result.steps, rows) == (2, calls)
+
+
+def test_the_real_model_figures_of_the_last_position_prefill():
+    """``bench/prefill_last_position.py``'s committed run (the real Gemma 3 270M, its 262,144-token
+    vocabulary, on a CPU like this one): the same tokens and log-probabilities as tunix's sampler,
+    from a prefill with fewer flops and temporaries, and a faster sampler call."""
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "bench/results/prefill_last_position.json"
+    found = json.loads(path.read_text())
+    assert found["model"].startswith("gemma-3-270m") and found["vocabulary"] == 262_144
+    assert found["identical_texts"] and found["max_logprob_difference"] < 1e-4
+    theirs, ours = found["compiled"]["tunix"], found["compiled"]["last_position"]
+    assert ours["prefill_gflops"] < theirs["prefill_gflops"]
+    assert ours["prefill_temp_mib"] < theirs["prefill_temp_mib"]
+    assert found["verdict"] == "met" and found["interval"][1] <= found["target"], found

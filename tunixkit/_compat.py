@@ -37,6 +37,13 @@ trainers for compiling without running; it keeps those tool-only patches to itse
   mesh's ``fsdp`` axis (:func:`place_sampling_batch`) when the batch divides it;
   :func:`split_rollout_batches` gives an RL cluster's rollout the same sampler (on a TPU its
   rollouts run inside the mesh already; on emulated CPU devices tunix skips the constraints).
+- :func:`prefill_last_position`: ``generate/sampler.py``'s ``Sampler`` asks a model for the last
+  prompt position's logits only (``decode_only_last_token``) when its ``__call__`` takes the flag;
+  only tunix's Gemma4 does, so its Gemma3 and Gemma2 project every prompt position onto the
+  vocabulary in each prefill (a GRPO step of gemma-3-1b's 16 rollouts of 256 prompt tokens: 2 GiB
+  of bfloat16 logits, to read 16 rows of them). The sampler merges its weights into a subclass
+  that takes the flag; the same tokens and log-probabilities
+  (``test_tunix_sampler_prefill_projects_every_prompt_position_ours_the_last``).
 - :class:`AnswerTokenLogitStrategy`: ``distillation/strategies/logit.py``'s ``LogitStrategy``
   averages its soft loss (the KL to the teacher) over every position of the batch, the prompt's
   and the padding's too, while its hard loss counts the answer tokens only (the labels mark
@@ -55,6 +62,7 @@ trainers for compiling without running; it keeps those tool-only patches to itse
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import itertools
 import threading
 import uuid
@@ -94,6 +102,7 @@ __all__ = [
     "gemma3_qk_norms",
     "mesh_of",
     "place_sampling_batch",
+    "prefill_last_position",
     "quiet_tool_parser",
     "split_rollout_batches",
     "split_rows",
@@ -283,10 +292,76 @@ def place_sampling_batch(state: _SamplingState, mesh: Mesh | None) -> _SamplingS
     return state.replace(**split_rows(rows, mesh))
 
 
+class _LastPositionPrefill:
+    """Mixed in before a tunix Gemma or Gemma2 class (:func:`prefill_last_position`): its
+    ``__call__`` takes tunix's ``decode_only_last_token``, and with it projects the last position
+    only (the final-normed hidden states through ``output_hidden_states``, as
+    :func:`choice_logprobs` reads them; the logits of every other position are dead code the
+    compiler drops). Without it, tunix's own ``__call__``."""
+
+    def __call__(
+        self,
+        tokens: jax.Array,
+        positions: jax.Array | None = None,
+        cache: Any = None,
+        attention_mask: jax.Array | None = None,
+        output_hidden_states: bool = False,
+        *,
+        decode_only_last_token: bool = False,
+    ) -> tuple[jax.Array, Any]:
+        forward = super().__call__  # type: ignore[misc]
+        if not decode_only_last_token or output_hidden_states:
+            return forward(tokens, positions, cache, attention_mask, output_hidden_states)
+        _, new_cache = forward(tokens, positions, cache, attention_mask, True)
+        hidden = nnx.pop(self, nnx.Intermediate)["all_hidden_states"].get_value()[-1]  # type: ignore[call-overload]
+        logits = self.embedder.decode(hidden[:, -1:])  # type: ignore[attr-defined]
+        cap = getattr(self, "final_logits_softcap", None)  # Gemma2's, as its __call__ applies it
+        if cap is not None:
+            logits = jnp.tanh(logits / cap) * cap
+        return logits, new_cache
+
+
+_LAST_POSITION_CLASSES: dict[type, type] = {}
+
+
+def prefill_last_position(sampler: Sampler) -> bool:
+    """Make ``sampler``'s prefill project the prompt's last position only; True when it does.
+
+    tunix 0.1.7's ``Sampler`` passes ``decode_only_last_token`` to a model whose ``__call__`` takes
+    it (``generate/sampler.py``, ``_prefill_fn``; only its Gemma4 does), and its Gemma3 and Gemma2
+    project every prompt position onto the vocabulary, to read the last. At gemma-3-1b's 262,144
+    tokens that is 16 rollouts x 256 prompt tokens x 262,144 logits (2 GiB in bfloat16) for a GRPO
+    step's prefill. Here the sampler merges its weights into a subclass of the model's class that
+    takes the flag (:class:`_LastPositionPrefill`); the weights, their tree and the decode steps
+    are tunix's. A model class without ``output_hidden_states`` is left as it is (False)."""
+    if sampler._supports_decode_only_last_token:
+        return True
+    graphdef = sampler._transformer_graphdef
+    root = graphdef.nodes[0]  # the model's own node: its class, which nnx.merge instantiates
+    cls = root.type
+    if "output_hidden_states" not in inspect.signature(cls.__call__).parameters:
+        return False
+    if cls not in _LAST_POSITION_CLASSES:
+        name = f"LastPosition{cls.__name__}"
+        _LAST_POSITION_CLASSES[cls] = type(
+            name, (_LastPositionPrefill, cls), {"__module__": __name__, "__qualname__": name}
+        )
+    sub = _LAST_POSITION_CLASSES[cls]
+    nodes = [dataclasses.replace(root, type=sub, metadata=sub), *graphdef.nodes[1:]]
+    sampler._transformer_graphdef = dataclasses.replace(graphdef, nodes=nodes)
+    sampler._supports_decode_only_last_token = True
+    return True
+
+
 class BatchShardedSampler(Sampler):
     """tunix's ``Sampler`` whose state is split by rows over the weights' mesh
-    (:func:`place_sampling_batch`): each device prefills and decodes its share of the batch.
-    Same tokens as tunix's (greedy and sampled alike, tests/test_compat.py)."""
+    (:func:`place_sampling_batch`): each device prefills and decodes its share of the batch; its
+    prefill projects the last prompt position only (:func:`prefill_last_position`). Same tokens as
+    tunix's (greedy and sampled alike, tests/test_compat.py)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        prefill_last_position(self)
 
     @property
     def ways(self) -> int:
@@ -308,6 +383,7 @@ def split_rollout_batches(cluster: RLCluster) -> None:
     sampler = getattr(cluster.rollout, "_sampler", None)
     if type(sampler) is Sampler:
         sampler.__class__ = BatchShardedSampler
+        prefill_last_position(sampler)
     elif not isinstance(sampler, BatchShardedSampler):  # tunix moved it: say so, never skip
         raise RuntimeError(
             f"tunix's VanillaRollout holds no Sampler in ._sampler (found {type(sampler).__name__})"

@@ -548,10 +548,13 @@ class _Tokenizer:  # what tunix's tokenizer adapter asks for; the compiled progr
         return PAD_ID
 
 
-def _sampler(model, cfg, rows, prompt, steps, cache_size, *, eos, logprobs=False, **sampling):
+def _sampler(
+    model, cfg, rows, prompt, steps, cache_size, *, eos, logprobs=False, last=True, **sampling
+):
     """A tunix ``Sampler`` over ``model`` and the state its prefill and decode take: ``rows``
     prompts of ``prompt`` tokens, ``steps`` new ones, a ``cache_size`` cache; ``sampling``:
-    temperature, top_p, top_k."""
+    temperature, top_p, top_k. ``last``: its prefill projects the last prompt position only, as
+    the RL cluster's rollouts do (``_compat.prefill_last_position``); else tunix's own."""
     import jax
     import jax.numpy as jnp
     from tunix.generate import sampler as sampler_lib
@@ -563,6 +566,8 @@ def _sampler(model, cfg, rows, prompt, steps, cache_size, *, eos, logprobs=False
         head_dim=cfg.head_dim,
     )
     sampler = sampler_lib.Sampler(model, _Tokenizer(), cache)
+    if last:
+        _compat.prefill_last_position(sampler)
     sampler.eos_ids = jnp.array(eos)
     state = jax.eval_shape(  # Sampler.__call__ builds this state eagerly, unsharded
         lambda ids, seed: sampler.init_sample_state(
