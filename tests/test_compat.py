@@ -137,6 +137,27 @@ def test_gemma3_query_and_key_norms_are_private_in_tunix_and_read_through_one_ac
     assert query_norm.scale.value.shape == key_norm.scale.value.shape == (cfg.head_dim,)
 
 
+def _compiled_prefill(sampler, ids: np.ndarray, total: int):
+    """``sampler``'s prefill, compiled for the greedy state of the left-padded prompts ``ids`` in a
+    ``total``-token buffer."""
+    import jax
+
+    state = sampler.init_sample_state(
+        ids,
+        total_sampling_steps=total,
+        include_logits=False,
+        forbidden_token_ids=None,
+        temperature=0.0,
+        top_p=None,
+        top_k=None,
+        seed=jax.random.PRNGKey(0),
+        beam_size=None,
+    )
+    return sampler._compiled_prefill_fn.lower(
+        sampler._flattened_transformer_state, state, None, echo=False
+    ).compile()
+
+
 def test_tunix_sampler_computes_every_row_on_every_device_the_batch_sharded_one_splits_them():
     import jax
     from tunix.generate import sampler as sampler_lib
@@ -162,20 +183,7 @@ def test_tunix_sampler_computes_every_row_on_every_device_the_batch_sharded_one_
         ids = np.stack(
             [np.pad(sampler.tokenize(p), (64 - len(sampler.tokenize(p)), 0)) for p in prompts]
         )
-        state = sampler.init_sample_state(
-            ids,
-            total_sampling_steps=72,
-            include_logits=False,
-            forbidden_token_ids=None,
-            temperature=0.0,
-            top_p=None,
-            top_k=None,
-            seed=jax.random.PRNGKey(0),
-            beam_size=None,
-        )
-        compiled = sampler._compiled_prefill_fn.lower(
-            sampler._flattened_transformer_state, state, None, echo=False
-        ).compile()
+        compiled = _compiled_prefill(sampler, ids, 72)
         placed[kind] = compiled.input_shardings[0][1].token_buffer
     assert placed["tunix"].is_fully_replicated  # each device prefills all 4 rows
     assert placed["split"].shard_shape((4, 72)) == (2, 72)  # 2 rows a device
@@ -321,7 +329,6 @@ def test_tunix_sampler_prefill_projects_every_prompt_position_ours_the_last(mode
     Gemma3 and Gemma2 do not: the prefill projects every prompt position onto the vocabulary.
     prefill_last_position's sampler gives the same tokens and log-probabilities, greedy and sampled
     (Gemma2 with its final soft-cap), from a compiled prefill without that projection."""
-    import jax
     from tunix.generate import sampler as sampler_lib
 
     from tunixkit import models, runtime
@@ -353,20 +360,7 @@ def test_tunix_sampler_prefill_projects_every_prompt_position_ours_the_last(mode
     rows, width = 4, 64
     flops = {}
     for kind, sampler in (("theirs", theirs), ("ours", ours)):
-        state = sampler.init_sample_state(
-            np.zeros((rows, width), np.int32) + 5,
-            total_sampling_steps=128,
-            include_logits=False,
-            forbidden_token_ids=None,
-            temperature=0.0,
-            top_p=None,
-            top_k=None,
-            seed=jax.random.PRNGKey(0),
-            beam_size=None,
-        )
-        compiled = sampler._compiled_prefill_fn.lower(
-            sampler._flattened_transformer_state, state, None, echo=False
-        ).compile()
+        compiled = _compiled_prefill(sampler, np.zeros((rows, width), np.int32) + 5, 128)
         flops[kind] = compiled.cost_analysis()["flops"]
     # the projection of every position but the last (2 x rows x positions x embed x vocabulary
     # flops, shared by the devices) is what the two prefills differ by
