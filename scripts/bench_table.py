@@ -45,6 +45,7 @@ def rows() -> list[str]:
         "sampler_placement",
         "sampler_placement_tpu_aot",
         "prefill_last_position",
+        "compile_count_06",
         "judge_score",
         "judge_score_tpu_aot",
         "memplan",
@@ -135,6 +136,17 @@ def _rows(name: str) -> list[str]:
             f"tunix's `Sampler` ({t['devices']}, {len(t['shapes']['judge']['ratios'])} interleaved "
             f"rounds) | time ratio, median (interval): {found} "
             f"| <= {t['shapes']['judge']['target']}: {'/'.join(sorted(verdicts))} |"
+        )
+    if name == "compile_count_06" and (c := _load("compile_count_06")):
+        t, r, dec = c["total"], c["repeated"], c["programs"]["_decode_fn"]
+        out.append(
+            f"| `bench/compile_count.py 06` | every compile a whole smoke run of 06 asks for, from an "
+            f"empty compilation cache ({c['machine']}) | {t['requests']:.0f} requests in a "
+            f"{c['run_seconds']:.0f} s run: {t['compiles']:.0f} compiled ({t['compile_s']:.1f} s), "
+            f"{t['cache_reads']:.0f} read from the cache; its passes built {dec['requests']:.0f} "
+            f"samplers of {dec['compiles']:.0f} shapes; building each once could save "
+            f"{r['seconds']:.1f} s ({r['seconds'] / c['run_seconds']:.1%}) "
+            f"| repeats read, not compiled: {'met' if dec['compiles'] < dec['requests'] else 'missed'} |"
         )
     if name == "prefill_last_position" and (t := _load("prefill_last_position")):
         c = t["compiled"]
