@@ -46,6 +46,7 @@ def rows() -> list[str]:
         "sampler_placement_tpu_aot",
         "prefill_last_position",
         "compile_count_06",
+        "speed_cpu",
         "judge_score",
         "judge_score_tpu_aot",
         "memplan",
@@ -136,6 +137,21 @@ def _rows(name: str) -> list[str]:
             f"tunix's `Sampler` ({t['devices']}, {len(t['shapes']['judge']['ratios'])} interleaved "
             f"rounds) | time ratio, median (interval): {found} "
             f"| <= {t['shapes']['judge']['target']}: {'/'.join(sorted(verdicts))} |"
+        )
+    if name == "speed_cpu" and (sp := _load("speed_cpu")):
+        bw, mm, dec = sp["bandwidth"], sp["matmul"], sp["decode"]
+        per = ", ".join(
+            f"{r['batch']}: {r['tokens_per_s']:,.0f} tokens/s ({r['share_of_bound']:.0%})"
+            for r in dec["rows"]
+        )
+        out.append(
+            f"| `bench/speed.py --model {dec['model']}` | this machine's read bandwidth and matmul "
+            f"peak, and greedy decode per batch against the bound that reading every weight once "
+            f"a step sets ({sp['device']}, {sp['cores']} cores) | read {bw['gb_per_s']:.0f} GB/s "
+            f"(copy {bw['copy']['gb_per_s']:.1f}); matmul bf16 {mm['bfloat16']['tflop_per_s']:.2f}"
+            f", f32 {mm['float32']['tflop_per_s']:.2f} TFLOP/s; decode by batch (share of the "
+            f"bound) {per}; step = {dec['fit']['a_s'] * 1e3:.1f} ms + "
+            f"{dec['fit']['b_s_per_row'] * 1e3:.2f} ms x batch | a figure, no target |"
         )
     if name == "compile_count_06" and (c := _load("compile_count_06")):
         t, r, dec = c["total"], c["repeated"], c["programs"]["_decode_fn"]
