@@ -323,27 +323,41 @@ def test_tunix_gemma_projects_every_position_the_choice_pass_only_the_last():
     assert theirs - ours > 0.9 * projection, (theirs, ours, projection)
 
 
-@pytest.mark.parametrize("model_id", ["tiny-gemma3-sft", "tiny-gemma2"])
-def test_tunix_sampler_prefill_projects_every_prompt_position_ours_the_last(model_id):
+@pytest.mark.parametrize(
+    "model_id, lora",
+    [("tiny-gemma3-sft", False), ("tiny-gemma2", False), ("tiny-gemma3-sft", True)],
+)
+def test_tunix_sampler_prefill_projects_every_prompt_position_ours_the_last(model_id, lora):
     """tunix's Sampler passes ``decode_only_last_token`` only to a model that takes it, and its
     Gemma3 and Gemma2 do not: the prefill projects every prompt position onto the vocabulary.
     prefill_last_position's sampler gives the same tokens and log-probabilities, greedy and sampled
-    (Gemma2 with its final soft-cap), from a compiled prefill without that projection."""
+    (Gemma2 with its final soft-cap; a LoRA model, as GRPO's rollouts sample, whose class qwix
+    has made a subclass of tunix's), from a compiled prefill without that projection."""
+    import jax
+    from flax import nnx
     from tunix.generate import sampler as sampler_lib
 
     from tunixkit import models, runtime
 
     mesh = runtime.make_mesh()  # 2 CPU devices
     loaded = models.load_model(model_id, mesh=mesh, verbose=False)
-    cfg = loaded.config
+    model, cfg = loaded.model, loaded.config
+    if lora:  # adapters that change the answers (a fresh LoRA's B is zero)
+        model = models.apply_lora(model, rank=4, alpha=8.0, mesh=mesh, verbose=False)
+        assert type(model) is not type(loaded.model)  # qwix's subclass of tunix's Gemma3
+        adapters = nnx.state(model, nnx.LoRAParam)
+        key = jax.random.PRNGKey(1)
+        nnx.update(
+            model, jax.tree.map(lambda x: x + 0.05 * jax.random.normal(key, x.shape), adapters)
+        )
     cache = sampler_lib.CacheConfig(
         cache_size=128,
         num_layers=cfg.num_layers,
         num_kv_heads=cfg.num_kv_heads,
         head_dim=cfg.head_dim,
     )
-    theirs = sampler_lib.Sampler(loaded.model, loaded.tokenizer, cache)
-    ours = sampler_lib.Sampler(loaded.model, loaded.tokenizer, cache)
+    theirs = sampler_lib.Sampler(model, loaded.tokenizer, cache)
+    ours = sampler_lib.Sampler(model, loaded.tokenizer, cache)
     assert not theirs._supports_decode_only_last_token
     assert _compat.prefill_last_position(ours) and ours._supports_decode_only_last_token
     prompts = [loaded.chat.prompt(f"What is {i} + {2 * i}?") for i in range(4)]
