@@ -18,7 +18,8 @@ what it measured):
   reading the weights and of the loop; b: each row's).
 
 Models: ``--model gemma-3-270m`` (the real checkpoint, installed from the package index: this CPU),
-``gemma-3-1b`` (random weights at the real shape and vocabulary: for a lent GPU or TPU), or
+``gemma-3-1b`` (random weights at the real shape; the real vocabulary and tokenizer where the
+270M's package is installed, else the smoke tokenizer's: for a lent GPU or TPU), or
 ``tiny`` (the smoke model, seconds: the test's mode).
 
     .venv/bin/python bench/speed.py --model gemma-3-270m           # this CPU, ~5 minutes
@@ -96,16 +97,21 @@ def _load(model: str):
         return models.load_model("tiny-gemma3-sft", mesh=runtime.make_mesh(), verbose=False)
     if model == "gemma-3-270m":
         return models.load_model("gemma-3-270m", source="package", verbose=False)
-    if model == "gemma-3-1b":  # random weights at the real shape and vocabulary
+    if model == "gemma-3-1b":  # random weights at the real shape
         import dataclasses
 
         from tunix.models.gemma3 import model as g3
 
         from tunixkit import testing
 
-        tiny = models.load_model("tiny-gemma3-sft", verbose=False)  # a tokenizer, for its ids
-        cfg = g3.ModelConfig.gemma3_1b()
-        return dataclasses.replace(tiny, model=testing.random_model(cfg), config=cfg)
+        cfg = g3.ModelConfig.gemma3_1b_it()
+        try:  # the real 262,144-token tokenizer, where the 270M's package is installed
+            words = models.load_model("gemma-3-270m", source="package", verbose=False)
+        except Exception as e:  # noqa: BLE001 - a device machine without the package
+            print(f"no Gemma 3 tokenizer ({e}); the smoke tokenizer and its vocabulary instead")
+            words = models.load_model("tiny-gemma3-sft", verbose=False)
+            cfg = dataclasses.replace(cfg, num_embed=words.config.num_embed)
+        return dataclasses.replace(words, model=testing.random_model(cfg), config=cfg)
     raise ValueError(f"--model {model!r}: expected tiny, gemma-3-270m or gemma-3-1b")
 
 
