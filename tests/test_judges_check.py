@@ -1,54 +1,59 @@
-"""The judges' check cell of notebooks 02 and 06, run as it is written, on the judged model.
+"""The judges' check (``tunixkit/tools/judges_check.py``, run by notebooks 02 and 06) on the
+judged model.
 
-The cell loads ``OUTPUT_DIR/ckpts/actor/<step>/model_params`` (:func:`checkpoints.write_judged`)
+The check loads ``OUTPUT_DIR/ckpts/actor/<step>/model_params`` (:func:`checkpoints.write_judged`)
 with tunix's own classes and Orbax alone (what the competition's judges run), so it cannot call
-tunixkit: here it runs with ``import tunixkit`` made impossible, from the notebook's own source, so
-the code a user copies into a submission is the code that was tested, for both families the
+tunixkit: here its file runs with ``import tunixkit`` made impossible, from its own source, so the
+code a user copies into a submission is the code that was tested, for both families the
 competition allows. Notebook 06's own judged model is checked by its full-profile test.
 """
 
+import ast
 import json
 import pathlib
 import sys
-import types
 
 import numpy as np
 import pytest
 
 from tunixkit import checkpoints, models, testing
+from tunixkit.tools import judges_check
 
-NOTEBOOKS = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
-
-
-def judges_cell(notebook: str) -> str:
-    """The source of ``notebook``'s judges' check code cell."""
-    cells = (NOTEBOOKS / notebook).read_text(encoding="utf-8").split("# %%")
-    start = next(i for i, c in enumerate(cells) if "## The judges' check" in c)
-    return cells[start + 1]
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
 
 
-def run_judges_cell(out_dir: pathlib.Path, system_prompt: str | None = None) -> dict:
-    """Execute the judges' cell on ``out_dir`` with tunixkit unimportable; returns its variables."""
-    source = judges_cell("02_grpo_gsm8k.py")
-    recipe = types.SimpleNamespace(eval=types.SimpleNamespace(system_prompt=system_prompt))
-    scope = {"out_dir": out_dir, "judged_root": out_dir, "recipe": recipe}
+def run_judges_check(root: pathlib.Path, argv: list[str]) -> dict:
+    """Run the check's file as a script (``python judges_check.py ARGV``) with tunixkit
+    unimportable; returns its module's variables."""
+    source = pathlib.Path(judges_check.__file__).read_text(encoding="utf-8")
+    scope = {"__name__": "judges_check_copy"}  # as a copied file: its functions, not its main
     saved = {k: v for k, v in sys.modules.items() if k == "tunixkit" or k.startswith("tunixkit.")}
     sys.modules.update({k: None for k in saved})  # `import tunixkit...` raises ImportError
     try:
-        exec(compile(source, "judges_cell", "exec"), scope)
+        exec(compile(source, "judges_check.py", "exec"), scope)
+        assert scope["main"]([str(root), *argv]) == 0
     finally:
         sys.modules.update(saved)
     return scope
 
 
-def test_02_and_06_have_the_same_judges_cell_without_tunixkit():
-    source = judges_cell("02_grpo_gsm8k.py")
-    assert source == judges_cell("06_multidomain_pipeline.py")
-    assert "tunixkit" not in source, "the judges' cell must not use tunixkit"
+def test_the_check_imports_no_tunixkit_and_02_and_06_run_it():
+    source = pathlib.Path(judges_check.__file__).read_text(encoding="utf-8")
+    imported = [
+        a.name if isinstance(n, ast.Import) else n.module
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names
+    ]
+    assert [m for m in imported if m.split(".")[0] == "tunixkit"] == []
+    call = "judges_check.check(judged_root, recipe.eval.system_prompt)"
+    for notebook in ("02_grpo_gsm8k.py", "06_multidomain_pipeline.py"):
+        assert call in (NOTEBOOKS / notebook).read_text(encoding="utf-8"), notebook
 
 
 @pytest.mark.parametrize("model_id", ["tiny-gemma3", "tiny-gemma2"])
-def test_the_judges_cell_loads_the_judged_model_with_tunix_alone(tmp_path, model_id):
+def test_the_judges_check_loads_the_judged_model_with_tunix_alone(tmp_path, model_id, capsys):
     base = models.load_model(model_id, verbose=False)
     testing.randomize_all(base.model, seed=3)
     exports = models.export(base.model, base, tmp_path / "export")
@@ -56,12 +61,11 @@ def test_the_judges_cell_loads_the_judged_model_with_tunix_alone(tmp_path, model
     judged = checkpoints.write_judged(exports["orbax"], tmp_path, step=12)  # a later one
     assert judged == tmp_path / "ckpts" / "actor" / "12" / "model_params"
     assert [p.name for p in (tmp_path / "ckpts" / "actor").iterdir()] == ["12"]
-    scope = run_judges_cell(tmp_path, system_prompt="Answer in <reasoning>/<answer> form.")
-    assert scope["judged_folder"].name == "12"
-    judged, _ = scope["load_judged"](scope["judged_folder"])
+    scope = run_judges_check(tmp_path, ["--system-prompt", "Answer in <reasoning>/<answer> form."])
+    assert f"the judged model: {judged.resolve()}" in capsys.readouterr().out  # the later one
+    judged, _ = scope["load_judged"](judged.parent)
     np.testing.assert_allclose(testing.logits(judged), testing.logits(base.model), atol=1e-5)
     rows = [json.loads(line) for line in (tmp_path / "judges_check.jsonl").read_text().splitlines()]
-    assert rows == scope["judged_answers"]
     # asked with the system prompt, then without one (the judges' own prompt may not carry it)
     domains = [domain for domain, _ in scope["JUDGED_PROMPTS"]]
     assert [(r["domain"], r["system_prompt"]) for r in rows] == [(d, True) for d in domains] + [
