@@ -7,7 +7,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from tunixkit import answers, judging, rewards  # judging registers its rubric rewards too
+from tunixkit import answers, judging, rewards
 
 text = st.one_of(
     st.text(max_size=200),

@@ -18,7 +18,8 @@ the answer format
 data and files
   session      the session clock, recipe.json, RESUME_FROM continuation, Kaggle Model upload
   data         GSM8K records from any source, SFT pairs, GRPO batches
-  rewards      GRPO reward functions (a registry the property tests walk)
+  rewards      every GRPO reward function: answers, format, rubric checks, relevance, weights
+               (a registry the property tests walk)
   checkpoints  HF-layout writer and validation, Orbax save/restore, LoRA merge, the judged artifact
 converted checkpoints
   packaged     real models from the package index (GGUF), converted once into the HF layout
@@ -28,7 +29,7 @@ training and models
   evaluation   batched generation and the GSM8K evaluator, paired comparisons
   mix          06's default public data mix, converters that count what they skip
 algorithms
-  judging      rewards without a ground truth: rubric checks, an LLM judge, relevance, weights
+  judging      the LLM judge (or any grader) against a rubric, as a reward and a score
   rl           GRPO wiring (RLCluster + GRPOLearner), curves, held-out reward, rollout engines
   preferences  DPO/ORPO/SimPO pairs (on-policy or a dataset), tokenization, held-out scores
   distill      logit distillation: vocabulary check, LogitStrategy, held-out losses

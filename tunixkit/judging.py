@@ -1,23 +1,17 @@
-"""Rewards for answers without a ground truth: rubric checks, an LLM judge, prompt relevance,
-weights.
+"""Judging answers without a ground truth: an LLM judge (or any grader) against a rubric.
 
-All are TRL-style reward functions, ``fn(prompts, completions, **kwargs) -> list[float]``, as
-tunix's ``GRPOLearner`` calls them and as :mod:`tunixkit.rewards` defines them; each is registered
-with its bounds in :data:`tunixkit.rewards.REWARDS`, so the property tests feed it any string.
-
-- rubric: :func:`length_limit`, :func:`structure`, :func:`repetition`, :func:`no_boilerplate`;
 - :class:`Judge`: a judge model (:func:`llm_grader`: loaded with the same loader, its expected
   score read from the probabilities of the score digits) or any grader scoring each completion
-  against a rubric, batched, never re-judging a completion it has seen, timing itself;
-  :func:`parse_score` turns any text reply, garbage included, into a number in [0, 1];
-- :func:`relevance`: TF-IDF cosine between prompt and answer, for when no judge fits;
-- :func:`weighted`: a reward scaled by its weight under its own name, so each is logged on its own.
+  against a rubric (:class:`JudgeRubric`), batched, never re-judging a completion it has seen,
+  timing itself; it is a TRL-style reward function, as tunix's ``GRPOLearner`` calls them;
+- :func:`parse_score` turns any text reply, garbage included, into a number in [0, 1].
+
+The rubric rewards that need no judge (structure, length, repetition, boilerplate, relevance) and
+:func:`~tunixkit.rewards.weighted` live with every other reward in :mod:`tunixkit.rewards`.
 """
 
 from __future__ import annotations
 
-import collections
-import functools
 import math
 import numbers
 import re
@@ -28,9 +22,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tunixkit import evaluation
-from tunixkit.answers import ANSWER_TAG_RE
-from tunixkit.prompting import ANSWER_END, ANSWER_START
-from tunixkit.rewards import TAGS, RewardFn, has_format, reward
 
 if TYPE_CHECKING:
     from tunixkit.models import LoadedModel
@@ -41,152 +32,8 @@ __all__ = [
     "Judge",
     "JudgeRubric",
     "expected_score",
-    "length_target",
     "llm_grader",
-    "relevance",
-    "repetition",
-    "structure",
-    "weighted",
 ]
-
-BOILERPLATE = (
-    "as an ai language model",
-    "as an ai",
-    "i'm sorry, but",
-    "i cannot help",
-    "i am unable to",
-    "as a language model",
-    "i don't have personal",
-)
-_WORD_RE = re.compile(r"[a-z0-9]+")
-
-
-def answer_text(completion: str) -> str:
-    """The text of the last ``<answer>`` block, or the whole completion when there is none.
-
-    >>> answer_text("<reasoning>r</reasoning><answer> Paris </answer>"), answer_text("just text")
-    ('Paris', 'just text')
-    """
-    found = ANSWER_TAG_RE.findall(completion or "")
-    return (found[-1] if found else completion or "").strip()
-
-
-@reward(-1.0, 0.0)
-def length_limit(
-    prompts: Sequence[str], completions: Sequence[str], *, max_chars: int = 4000, **kwargs: Any
-) -> list[float]:
-    """0 within ``max_chars`` (the 1K-token answers the judges allow are ~4,000 characters), then
-    falling linearly to -1 at twice the limit.
-
-    >>> length_limit(["q", "q"], ["short", "x" * 6000])
-    [0.0, -0.5]
-    """
-    return [0.0 - min(1.0, max(0, len(c or "") - max_chars) / max_chars) for c in completions]
-
-
-@reward(-1.0, 0.0)
-def length_target(
-    prompts: Sequence[str],
-    completions: Sequence[str],
-    *,
-    target_chars: int = 2400,
-    cap_chars: int = 3200,
-    **kwargs: Any,
-) -> list[float]:
-    """Length shaping under a 768-token generation limit (~3,200 characters): 0 up to
-    ``target_chars`` (~600 tokens), then falling linearly to -1 at ``cap_chars``; an answer left
-    open (an ``<answer>`` with no ``</answer>`` after it, or none at all past the target: what
-    hitting the limit leaves) gets -1 whatever its length.
-
-    >>> length_target(["q"] * 4, ["<answer>a</answer>", "<answer>" + "x" * 2983 + "</answer>",
-    ...                           "<reasoning>r</reasoning><answer>cut off", "x" * 2500])
-    [0.0, -0.75, -1.0, -1.0]
-    """
-    out = []
-    for c in completions:
-        c = c or ""
-        last = c.rfind(ANSWER_START)
-        unclosed = ANSWER_END not in c[last:] if last >= 0 else len(c) > target_chars
-        over = max(0, len(c) - target_chars) / max(1, cap_chars - target_chars)
-        out.append(-1.0 if unclosed else 0.0 - min(1.0, over))
-    return out
-
-
-@reward(0.0, 1.0)
-def structure(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any) -> list[float]:
-    """1 for the exact ``<reasoning>``/``<answer>`` structure, 0.5 when both blocks are there but
-    out of shape, 0 otherwise.
-
-    >>> structure(["q"] * 3, ["<reasoning>r</reasoning><answer>a</answer>",
-    ...                       "<answer>a</answer><reasoning>r</reasoning>", "a"])
-    [1.0, 0.5, 0.0]
-    """
-    out = []
-    for c in completions:
-        c = c or ""
-        both = all(t in c for t in TAGS)
-        out.append(1.0 if has_format(c) else 0.5 if both else 0.0)
-    return out
-
-
-@reward(-1.0, 0.0)
-def repetition(
-    prompts: Sequence[str], completions: Sequence[str], *, n: int = 3, **kwargs: Any
-) -> list[float]:
-    """Minus the share of repeated word ``n``-grams: 0 for text that never repeats itself, towards
-    -1 for a loop.
-
-    >>> repetition(["q", "q"], ["one two three four five", "go on go on go on go on go on"])
-    [0.0, -0.75]
-    """
-    out = []
-    for c in completions:
-        words = _WORD_RE.findall((c or "").lower())
-        grams = [tuple(words[i : i + n]) for i in range(max(0, len(words) - n + 1))]
-        out.append(len(set(grams)) / len(grams) - 1.0 if grams else 0.0)
-    return out
-
-
-@reward(-1.0, 0.0)
-def no_boilerplate(
-    prompts: Sequence[str], completions: Sequence[str], **kwargs: Any
-) -> list[float]:
-    """-1 for the "As an AI language model" kind of phrase (:data:`BOILERPLATE`), else 0.
-
-    >>> no_boilerplate(["q", "q"], ["As an AI language model, I think so.", "I think so."])
-    [-1.0, 0.0]
-    """
-    return [-1.0 if any(p in (c or "").lower() for p in BOILERPLATE) else 0.0 for c in completions]
-
-
-@reward(0.0, 1.0)
-def relevance(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any) -> list[float]:
-    """TF-IDF cosine similarity between each prompt and its answer (IDF over this batch): a cheap
-    signal that the answer is about the question, with no judge model.
-
-    >>> [round(x, 2) for x in relevance(["the moon orbits earth", "bake bread"],
-    ...                                 ["the moon orbits", "tax law"])]
-    [0.81, 0.0]
-    """
-    docs = [
-        _WORD_RE.findall((t or "").lower())
-        for t in [*prompts, *(answer_text(c) for c in completions)]
-    ]
-    df = collections.Counter(w for d in docs for w in set(d))
-    idf = {w: math.log((1 + len(docs)) / (1 + n)) + 1.0 for w, n in df.items()}
-
-    def vec(words: list[str]) -> dict[str, float]:
-        tf = collections.Counter(words)
-        return {w: c * idf[w] for w, c in tf.items()}
-
-    out = []
-    for p, c in zip(docs[: len(prompts)], docs[len(prompts) :], strict=True):
-        a, b = vec(p), vec(c)
-        dot = sum(v * b.get(w, 0.0) for w, v in a.items())
-        norm = math.sqrt(sum(v * v for v in a.values()) * sum(v * v for v in b.values()))
-        out.append(min(1.0, dot / norm) if norm else 0.0)
-    return out
-
 
 _SCORE_RE = re.compile(
     r"(-?\d+(?:\.\d+)?)\s*(?:/|out of)\s*(\d+(?:\.\d+)?)"
@@ -474,21 +321,3 @@ class Judge:
     ) -> list[float]:
         questions = kwargs.get("question", prompts)
         return self.scores([str(q) for q in questions], completions)
-
-
-def weighted(fn: RewardFn, weight: float, name: str | None = None) -> RewardFn:
-    """``fn`` times ``weight``, keeping a name of its own so tunix logs it as its own curve.
-
-    >>> w = weighted(length_limit, 2.0)
-    >>> w.__name__, w(["q"], ["x" * 6000])
-    ('length_limit_x2', [-1.0])
-    """
-
-    @functools.wraps(fn)
-    def scaled(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any) -> list[float]:
-        return [weight * float(v) for v in fn(prompts, completions, **kwargs)]
-
-    scaled.__name__ = name or f"{getattr(fn, '__name__', 'reward')}_x{weight:g}"
-    if hasattr(fn, "bounds"):
-        scaled.bounds = tuple(sorted(weight * b for b in fn.bounds))  # type: ignore[attr-defined]
-    return scaled

@@ -600,7 +600,7 @@ def weighted_rewards(weights: dict[str, float], judge: judging.Judge) -> list[An
     unknown = sorted(n for n in weights if n not in known)
     if unknown:
         raise ValueError(f"reward_weights: unknown reward(s) {unknown}; known: {sorted(known)}")
-    return [judging.weighted(known[n], w, name=n) for n, w in weights.items() if w]
+    return [rewards.weighted(known[n], w, name=n) for n, w in weights.items() if w]
 
 
 def _rank(recipe, name: str) -> int | None:

@@ -23,8 +23,7 @@ from collections.abc import Callable, Sequence
 from tunixkit import data, prompting
 from tunixkit.answers import is_correct
 from tunixkit.domains import DOMAINS
-from tunixkit.judging import answer_text
-from tunixkit.rewards import has_format
+from tunixkit.rewards import answer_text, has_format
 
 _NAMES = ("Tom", "Ann", "Bob", "Mia", "Sam", "Lea", "Max", "Zoe", "Ben", "Eva")
 _ITEMS = ("apples", "pens", "books", "coins", "cards", "eggs", "shells", "stamps")
