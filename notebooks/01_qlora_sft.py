@@ -255,7 +255,8 @@ print(
 # Written before the final evaluation, so a session that runs out of time still leaves a model.
 # `export/hf`: the adapters merged into the base weights in the Hugging Face layout (loads in tunix
 # and `transformers`; 02_grpo_gsm8k's `MODEL_PATH`). `export/orbax`: params, their tunix config and
-# the tokenizer, for a Kaggle Model; with `KAGGLE_MODEL` set it is uploaded.
+# the tokenizer, for a Kaggle Model; with `KAGGLE_MODEL` set the judged model's is uploaded after
+# the final evaluation (below).
 # `ckpts/actor/<step>/model_params`: the merged model where the competition's template writes its
 # last checkpoint, the judged model (02 and 06 load it with tunix alone).
 
@@ -271,16 +272,13 @@ with clock.timed("export"):
     )
     judged_path = checkpoints.write_judged(exports["orbax"], clock.judged_dir(), step=trained.steps)
 print(f"the judged model: {judged_path}")
-unrestricted_kaggle_model = session.publish(
-    exports["orbax"], KAGGLE_MODEL, notes=f"SFT, {trained.steps} steps", rehearsal=REHEARSAL
-)
-print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %% [markdown]
 # ## After training
 # The same questions as before training (fewer, and said so, if the session is short of time).
 # The export stays the judged model unless it got fewer right than the start model and a paired
 # test (McNemar's) says that is not chance: then the start model is the judged model again.
+# With `KAGGLE_MODEL` set, the judged model's Orbax export is uploaded then.
 
 # %%
 n = clock.fit(len(test_records))
@@ -302,6 +300,7 @@ adoption = pipeline.keep_better(
     before.first(n),
     after,
     judged=judged_path,
+    orbax=exports["orbax"],
     start=base,
     out_dir=out_dir,
     judged_dir=clock.judged_dir(),
@@ -309,6 +308,14 @@ adoption = pipeline.keep_better(
     mesh=mesh,
 )
 judged_path = adoption.judged
+# uploaded after the decision, so a Kaggle Model holds the judged model (the trained or the start's)
+unrestricted_kaggle_model = session.publish(
+    adoption.orbax,
+    KAGGLE_MODEL,
+    notes=f"SFT, {trained.steps} steps"
+    + ("" if adoption.adopted else ": not adopted, the start model"),
+    rehearsal=REHEARSAL,
+)
 
 # %% [markdown]
 # ## Memory

@@ -318,10 +318,6 @@ with clock.timed("export"):
     judged_path = checkpoints.write_judged(exports["orbax"], clock.judged_dir(), step=trained.steps)
 print(f"the judged model: {judged_path}")
 judged_root = clock.judged_dir()  # its ckpts/actor: /kaggle/working on Kaggle, else OUTPUT_DIR
-unrestricted_kaggle_model = session.publish(
-    exports["orbax"], KAGGLE_MODEL, notes=f"GRPO, {trained.steps} steps", rehearsal=REHEARSAL
-)
-print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %% [markdown]
 # ## The judges' check: the judged model, with tunix alone
@@ -349,6 +345,7 @@ judged_answers, judged_folder = judges_check.check(judged_root, recipe.eval.syst
 # questions (it says how many), and the comparison uses the same questions on both sides. The
 # export stays the judged model unless it got fewer right than the start model and a paired test
 # (McNemar's) says that is not chance: then the start model is the judged model again.
+# With `KAGGLE_MODEL` set, the judged model's Orbax export is uploaded then.
 
 # %%
 n = clock.fit(len(test_records))  # fewer questions only if the session is short of time
@@ -379,6 +376,7 @@ adoption = pipeline.keep_better(
     before.first(n),
     after,
     judged=judged_path,
+    orbax=exports["orbax"],
     start=reference,
     out_dir=out_dir,
     judged_dir=clock.judged_dir(),
@@ -386,6 +384,14 @@ adoption = pipeline.keep_better(
     mesh=mesh,
 )
 judged_path = adoption.judged
+# uploaded after the decision, so a Kaggle Model holds the judged model (the trained or the start's)
+unrestricted_kaggle_model = session.publish(
+    adoption.orbax,
+    KAGGLE_MODEL,
+    notes=f"GRPO, {trained.steps} steps"
+    + ("" if adoption.adopted else ": not adopted, the start model"),
+    rehearsal=REHEARSAL,
+)
 heldout_after
 
 # %% [markdown]

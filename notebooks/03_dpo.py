@@ -306,20 +306,14 @@ with clock.timed("export"):
     )
     judged_path = checkpoints.write_judged(exports["orbax"], clock.judged_dir(), step=trained.steps)
 print(f"the judged model: {judged_path}")
-unrestricted_kaggle_model = session.publish(
-    exports["orbax"],
-    KAGGLE_MODEL,
-    notes=f"{recipe.algorithm.upper()}, {trained.steps} steps",
-    rehearsal=REHEARSAL,
-)
-print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %% [markdown]
 # ## After training
 # Preference figures on the held-out pairs, then greedy generation: preference tuning can raise the
 # preference metrics while damaging generation, so both are shown. The export stays the judged
 # model unless it answers fewer questions right than the start model and a paired test (McNemar's)
-# says that is not chance: then the start model is the judged model again.
+# says that is not chance: then the start model is the judged model again. With `KAGGLE_MODEL` set,
+# the judged model's Orbax export is uploaded then.
 
 # %%
 with clock.timed("held-out scoring", items=n_heldout):
@@ -351,6 +345,7 @@ adoption = pipeline.keep_better(
     before.first(n),
     after,
     judged=judged_path,
+    orbax=exports["orbax"],
     start=reference,
     out_dir=out_dir,
     judged_dir=clock.judged_dir(),
@@ -358,6 +353,14 @@ adoption = pipeline.keep_better(
     mesh=mesh,
 )
 judged_path = adoption.judged
+# uploaded after the decision, so a Kaggle Model holds the judged model (the trained or the start's)
+unrestricted_kaggle_model = session.publish(
+    adoption.orbax,
+    KAGGLE_MODEL,
+    notes=f"{recipe.algorithm.upper()}, {trained.steps} steps"
+    + ("" if adoption.adopted else ": not adopted, the start model"),
+    rehearsal=REHEARSAL,
+)
 
 # %%
 margins = metrics["train"]["rewards/margin"][1]

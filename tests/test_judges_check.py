@@ -128,16 +128,27 @@ def test_a_trained_model_worse_than_its_start_is_not_the_judged_one(tmp_path, ca
     right = [dict(row, question=f"q{i}", num_tokens=9) for i in range(12)]
     wrong = [dict(r, category="wrong_number", partial=False) for r in right]
     before = evaluation.result_from("before", right)
-    kw = dict(judged=trained_judged, start=start, out_dir=tmp_path, judged_dir=tmp_path, step=8)
+    trained_orbax = tmp_path / "export" / "orbax"
+    kw = dict(
+        judged=trained_judged,
+        orbax=trained_orbax,
+        start=start,
+        out_dir=tmp_path,
+        judged_dir=tmp_path,
+        step=8,
+    )
     # a few questions lost: could be chance, the trained model stays
     kept = pipeline.keep_better(
         before, evaluation.result_from("after", wrong[:3] + right[3:]), **kw
     )
     assert kept.adopted and kept.judged == trained_judged and "McNemar p = 0.25" in kept.why
+    assert kept.orbax == trained_orbax  # what a Kaggle Model upload takes: the trained export
     assert not (tmp_path / "start").exists()
     # every question lost: the start model is judged again, where the trained one was
     lost = pipeline.keep_better(before, evaluation.result_from("after", wrong), **kw)
     assert not lost.adopted and lost.judged == trained_judged
+    assert lost.orbax == tmp_path / "start" / "export" / "orbax"  # the start's, uploaded instead
+    assert (lost.orbax / "params").is_dir()
     assert "NOT adopted" in capsys.readouterr().out
     from tunixkit import runlog
 

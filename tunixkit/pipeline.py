@@ -655,12 +655,13 @@ def finish_stage(
 
 @dataclasses.dataclass(frozen=True)
 class Adoption:
-    """Whether training's model stays the judged one (:func:`keep_better`), why, and where the
-    judged model is."""
+    """Whether training's model stays the judged one (:func:`keep_better`), why, where the
+    judged model is, and its Orbax export (what a Kaggle Model upload takes)."""
 
     adopted: bool
     why: str
     judged: pathlib.Path
+    orbax: pathlib.Path
 
 
 def keep_better(
@@ -668,6 +669,7 @@ def keep_better(
     after: evaluation.EvalResult,
     *,
     judged: pathlib.Path,
+    orbax: pathlib.Path,
     start: LoadedModel,
     out_dir: str | pathlib.Path,
     judged_dir: str | pathlib.Path,
@@ -680,7 +682,8 @@ def keep_better(
     ``start``'s evaluation, ``after``: the export's): fewer right, and McNemar's paired test says
     that is unlikely to be chance (p < ``alpha``). Then ``start``, exported once into
     ``out_dir/start/export``, is written as the judged model in its place (``judged_dir``, at
-    ``step``), and the run ends with the better model. Printed either way."""
+    ``step``), and the run ends with the better model. Printed either way. ``orbax``: the trained
+    model's Orbax export; the :class:`Adoption` names the better model's, the one to upload."""
     p = evaluation.paired(before, after)
     worse = p.difference < 0 and p.p_value < alpha
     why = (
@@ -690,7 +693,7 @@ def keep_better(
     )
     if not worse:
         print(f"adopted: {why}; the judged model is the trained one: {judged}")
-        return Adoption(True, why, judged)
+        return Adoption(True, why, judged, pathlib.Path(orbax))
     export_dir = pathlib.Path(out_dir) / "start" / "export"
     orbax = export_dir / "orbax"
     if not (orbax / "params").is_dir():
@@ -701,7 +704,7 @@ def keep_better(
     path = checkpoints.write_judged(orbax, judged_dir, step)
     why += f", worse with p < {alpha}"
     print(f"NOT adopted: {why}; the judged model is the start model again: {path}")
-    return Adoption(False, why, path)
+    return Adoption(False, why, path, orbax)
 
 
 def adopt(
