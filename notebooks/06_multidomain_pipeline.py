@@ -147,7 +147,6 @@ from tunixkit import (
     domains,
     evaluation,
     judging,
-    mix,
     models,
     pipeline,
     prompting,
@@ -224,38 +223,18 @@ recipe
 # model write their reasoning (below); no row trains on a reasoning text the data did not write.
 
 # %%
-if rt.smoke:
-    task_list = testing.synthetic_tasks(recipe.train_tasks, seed=0)
-    records = [t.record() for t in task_list]
-else:
-    # enough rows of each domain for its share of train_tasks
-    shares = recipe.domain_shares or dict.fromkeys(domains.DOMAINS, 1.0)
-    per_domain = {d: -(-recipe.train_tasks * w // sum(shares.values())) for d, w in shares.items()}
-    if TRACES is None:  # the default public mix
-        family = models.get_spec(recipe.model_id).family
-        with runtime.parameter_for_a_copy("MIX_PATHS", "a copy of each data set (by its id)"):
-            traces = mix.load_mix(
-                int(max(per_domain.values())),
-                paths=MIX_PATHS,
-                family=family,
-                noncommercial=MIX_NONCOMMERCIAL,
-            )
-    else:
-        with runtime.parameter_for_a_copy("TRACES"):  # offline: the error names the parameter
-            traces = domains.load_traces(
-                TRACES, fields=TRACE_FIELDS, domain_field=DOMAIN_FIELD, limit=recipe.train_tasks
-            )
-    gsm = recipes.gsm8k(
-        rt,
-        "train",
-        data_dir=out_dir / "data",
-        path=GSM8K_PATH,
-        limit=max(1, int(per_domain.get("math", 0))),
-    )
-    gsm_test = recipes.gsm8k(
-        rt, "test", data_dir=out_dir / "data", path=GSM8K_PATH, limit=recipe.heldout_per_domain
-    )
-    records = traces + domains.math_tasks(gsm + gsm_test)
+tasks = recipes.pipeline_tasks(  # smoke: synthetic tasks of every domain, made offline
+    rt,
+    recipe,
+    out_dir / "data",
+    traces=TRACES,
+    trace_fields=TRACE_FIELDS,
+    domain_field=DOMAIN_FIELD,
+    mix_paths=MIX_PATHS,
+    mix_noncommercial=MIX_NONCOMMERCIAL,
+    gsm8k_path=GSM8K_PATH,
+)
+records = tasks.records
 heldout, train = domains.split_heldout(records, recipe.heldout_per_domain)
 n_heldout = len(heldout)
 heldout = domains.balanced(heldout, clock.sized(n_heldout))  # a rehearsal: a few of each domain
@@ -286,8 +265,8 @@ display(Markdown(domains.examples(train)))
 mesh = runtime.make_mesh()
 stages = pipeline.Stages(out_dir, recipe.shares, clock)  # what a rerun or RESUME_FROM has done
 memplan.check_stages(recipe, mesh, stages=stages.to_do())
-if recipe.judge_id is None:
-    judge = judging.Judge(testing.rubric_grader(task_list), name="judge")
+if recipe.judge_id is None:  # smoke: the synthetic tasks' rubric plays the judge
+    judge = judging.Judge(tasks.grader, name="judge")
 else:
     judge_model = models.load_model(recipe.judge_id, mesh=mesh)
     # each question is graded with its domain's criteria (judging.JudgeRubric.CRITERIA)

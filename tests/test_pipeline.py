@@ -901,3 +901,41 @@ def test_reasoning_the_data_did_not_write_is_the_models_and_the_judge_picks_the_
     out = capsys.readouterr().out
     assert "for 2 of 4 rows without reasoning" in out and "2 left out" in out
     assert pipeline.write_reasoning(loaded, [math], judge, config)[0] == [math]  # nothing to do
+
+
+def test_06s_tasks_by_profile_smoke_made_offline_full_from_traces_and_gsm8k(tmp_path):
+    """recipes.pipeline_tasks: smoke makes every domain's tasks and the grader that plays the
+    judge (its replies as a judge model's, "Score: N" of 10); full reads the traces through the traces loader and adds GSM8K's math (a local copy in
+    the hub's layout), each row with its domain, math rows with their answer."""
+    from tunixkit import recipes
+
+    smoke_rt = runtime.Runtime(
+        profile="smoke",
+        reason="test",
+        backend="cpu",
+        environment="other",
+        device_count=1,
+        process_count=1,
+    )
+    smoke = recipes.pipeline_tasks(smoke_rt, recipes.Pipeline.smoke(), tmp_path / "data")
+    assert len(smoke.records) == recipes.Pipeline.smoke().train_tasks
+    assert {r["domain"] for r in smoke.records} == set(domains.DOMAINS)
+    (reply,) = smoke.grader([smoke.records[0]["prompt"]], [smoke.records[0]["response"]])
+    assert reply == "Score: 10"  # the reference answer, graded by its task's own rubric
+    full_rt = dataclasses.replace(smoke_rt, profile="full")
+    recipe = dataclasses.replace(
+        recipes.Pipeline.full(),
+        train_tasks=24,
+        heldout_per_domain=3,
+        domain_shares={"creative": 1.0, "math": 1.0},  # 12 rows of each
+    )
+    traces = testing.write_trace_rows(tmp_path / "traces.jsonl", 16)
+    gsm = testing.write_gsm8k_hub(tmp_path / "gsm8k", n_train=40, n_test=8)
+    full = recipes.pipeline_tasks(
+        full_rt, recipe, tmp_path / "data", traces=str(traces), gsm8k_path=gsm
+    )
+    assert full.grader is None  # the judge is a model in full
+    math = [r for r in full.records if r["domain"] == "math" and "answer" in r]
+    assert len(full.records) == 16 + len(math) and len(math) == 12 + 3  # train share, held out
+    with pytest.raises(runtime.DownloadError, match="MIX_PATHS"):  # no traces, offline: the mix
+        recipes.pipeline_tasks(full_rt, recipe, tmp_path / "data", gsm8k_path=gsm)

@@ -41,8 +41,6 @@ __all__ = [
     "evaluate",
     "examples",
     "classify",
-    "load_traces",
-    "math_tasks",
     "plot",
     "side_by_side",
     "stage_changes",

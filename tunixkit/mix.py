@@ -42,7 +42,7 @@ from typing import Any
 
 from tunixkit import data, prompting
 
-__all__ = ["SOURCES", "Skip", "Source", "convert", "load_mix"]
+__all__ = ["SOURCES", "Skip", "Source", "convert"]
 
 DOLLY_DOMAINS = {
     "creative_writing": "creative",

@@ -4,8 +4,9 @@ full profile has one chip (Colab), ``one_chip()``; one file per notebook.
 The profile is the one dial: ``Recipe.for_runtime(rt)`` picks the preset, and a notebook's
 parameters override single fields through :func:`start` (every notebook's setup cell) instead of
 branching on ``if smoke:``. A recipe shows as a table in a notebook. Also here: where each profile's
-GSM8K data comes from (:func:`gsm8k`), so notebooks never branch on it either. How the presets'
-values were chosen (the runs behind them) is in ``docs/tuning.md``.
+GSM8K data comes from (:func:`gsm8k`), and 06's tasks (:func:`pipeline_tasks`), so notebooks never
+branch on them either. How the presets' values were chosen (the runs behind them) is in
+``docs/tuning.md``.
 
 ==========================  =====================================================
 notebook                    preset (file)
@@ -33,7 +34,7 @@ from tunixkit.recipes.dpo import DPO
 from tunixkit.recipes.grpo_gsm8k import GRPO
 from tunixkit.recipes.logit_distillation import Distill
 from tunixkit.recipes.math_eval import MathEval
-from tunixkit.recipes.multidomain_pipeline import Pipeline
+from tunixkit.recipes.multidomain_pipeline import Pipeline, Tasks, pipeline_tasks
 from tunixkit.recipes.qlora_sft import SFT
 from tunixkit.recipes.quickstart import Quickstart
 
@@ -48,7 +49,9 @@ __all__ = [
     "Pipeline",
     "Quickstart",
     "Start",
+    "Tasks",
     "competition_note",
     "gsm8k",
+    "pipeline_tasks",
     "start",
 ]

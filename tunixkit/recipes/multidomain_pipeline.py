@@ -1,15 +1,19 @@
-"""The presets of notebook 06_multidomain_pipeline: :class:`Pipeline`."""
+"""The presets of notebook 06_multidomain_pipeline (:class:`Pipeline`), and its tasks for the
+profile (:func:`pipeline_tasks`)."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+import pathlib
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
 
-from tunixkit import evaluation, prompting, rl
+from tunixkit import domains, evaluation, mix, models, prompting, rl, runtime
 from tunixkit.evaluation import Bar
-from tunixkit.recipes._base import _MLP_LORA, _Presets
+from tunixkit.recipes._base import _MLP_LORA, _Presets, gsm8k
+from tunixkit.runtime import Runtime
 
-__all__ = ["Pipeline"]
+__all__ = ["Pipeline", "Tasks", "pipeline_tasks"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -272,3 +276,58 @@ class Pipeline(_Presets):
                 rollout_micro_batch_size=1,
             ),
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class Tasks:
+    """06's prompts with their reference answers (``records``: prompt, response, domain; math rows
+    carry their ``answer``), and in smoke the grader that plays the judge (``grader``: a
+    deterministic rubric of the synthetic tasks; None in full, where the judge is a model)."""
+
+    records: list[dict[str, Any]]
+    grader: Callable[..., Any] | None = None
+
+
+def pipeline_tasks(
+    rt: Runtime,
+    recipe: Pipeline,
+    data_dir: str | pathlib.Path,
+    *,
+    traces: str | None = None,
+    trace_fields: Sequence[str] = ("prompt", "response"),
+    domain_field: str = "domain",
+    mix_paths: dict[str, str] | None = None,
+    mix_noncommercial: bool = False,
+    gsm8k_path: str | pathlib.Path | None = None,
+) -> Tasks:
+    """06's tasks for the profile. Smoke: ``recipe.train_tasks`` synthetic tasks of every domain,
+    made offline, and their rubric grader. Full: enough rows of each domain for its share of
+    ``train_tasks`` (``recipe.domain_shares``), from ``traces`` (a file or a Hugging Face id:
+    :func:`tunixkit.domains.load_traces`) or, without them, the default public mix
+    (:func:`tunixkit.mix.load_mix`, ``mix_paths`` for local copies), plus GSM8K's train and test
+    rows as math (``gsm8k_path``: a local copy). Offline, the error names the notebook parameter to
+    set (``TRACES``, ``MIX_PATHS``, ``GSM8K_PATH``)."""
+    if rt.smoke:
+        kit = runtime.smoke_kit()
+        made = kit.synthetic_tasks(recipe.train_tasks, seed=0)
+        return Tasks([t.record() for t in made], kit.rubric_grader(made))
+    shares = recipe.domain_shares or dict.fromkeys(domains.DOMAINS, 1.0)
+    per_domain = {d: -(-recipe.train_tasks * w // sum(shares.values())) for d, w in shares.items()}
+    if traces is None:  # the default public mix
+        family = models.get_spec(recipe.model_id).family
+        with runtime.parameter_for_a_copy("MIX_PATHS", "a copy of each data set (by its id)"):
+            rows = mix.load_mix(
+                int(max(per_domain.values())),
+                paths=mix_paths,
+                family=family,
+                noncommercial=mix_noncommercial,
+            )
+    else:
+        with runtime.parameter_for_a_copy("TRACES"):  # offline: the error names the parameter
+            rows = domains.load_traces(
+                traces, fields=trace_fields, domain_field=domain_field, limit=recipe.train_tasks
+            )
+    load = dict(data_dir=data_dir, path=gsm8k_path)
+    math = gsm8k(rt, "train", limit=max(1, int(per_domain.get("math", 0))), **load)
+    math += gsm8k(rt, "test", limit=recipe.heldout_per_domain, **load)
+    return Tasks(rows + domains.math_tasks(math))
