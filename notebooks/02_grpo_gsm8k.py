@@ -101,6 +101,7 @@ RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, 
 ROLLOUT_ENGINE = (
     None  # None: tunix's own sampler ("vanilla"); "vllm" / "sglang_jax": see the Train section
 )
+TRACE_STEPS = 3  # first GRPO steps traced: where the time goes (trace/, step_time.png)
 
 # %%
 import dataclasses
@@ -114,6 +115,7 @@ from tunixkit import (
     evaluation,
     models,
     pipeline,
+    profiling,
     prompting,
     recipes,
     rewards,
@@ -264,6 +266,7 @@ heldout_before
 # imported unless chosen).
 
 # %%
+trace = profiling.StepTrace(out_dir / "trace", TRACE_STEPS)  # the first steps, then it stops
 learner, cluster = rl.build_grpo(
     actor,
     reference.model,
@@ -276,6 +279,7 @@ learner, cluster = rl.build_grpo(
     vocab_size=reference.config.num_embed,
     family=reference.family,
     schedule_steps=clock.schedule_steps(recipe.grpo.num_steps, label="GRPO"),
+    trace=trace,
 )
 batches = data.grpo_dataset(
     train_records,
@@ -296,6 +300,23 @@ window = max(1, min(10, len(rewards_seen) // 4))
 fig = rl.plot_curves(
     series, out_dir / "curves.png", smooth=window, title=f"GRPO, {recipe.model_id}"
 )
+
+# %% [markdown]
+# ## Where a step's time goes
+# The first `TRACE_STEPS` steps of this session ran under tunix's perf tracer: seconds per phase of
+# each step (rollout, the reference's log-probabilities for the KL term, the rewards and advantages,
+# the update), `other` for the rest of the step on the host (checkpoints, metrics). The first step
+# compiles. `trace/trace.json` holds every span, per thread and device: open it in
+# ui.perfetto.dev or chrome://tracing. A step bound by its rollout gains most from a shorter answer
+# limit (`max_generation_steps`) or fewer answers per prompt (`NUM_GENERATIONS`).
+
+# %%
+step_time = trace.finish()  # written after the traced steps, or here if training ended first
+if step_time:
+    display(Markdown(profiling.table(step_time)))
+    fig = profiling.plot(
+        step_time, out_dir / "step_time.png", title=f"GRPO steps, {recipe.model_id}"
+    )
 
 # %% [markdown]
 # ## Export
@@ -425,6 +446,7 @@ summary = {
     "eval": {"before": before.first(n).summary(), "after": after.summary()},
     "weights_digest": runlog.digest(actor),
     "exports": {k: str(v) for k, v in exports.items()},
+    "step_time": step_time,  # the traced steps' seconds by phase (trace/steps.json)
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
     "adoption": {"adopted": adoption.adopted, "why": adoption.why, "judged": str(judged_path)},
 }
@@ -461,6 +483,13 @@ checks.must(
     trained,
 )
 checks.must(trained.steps == recipe.grpo.num_steps or trained.stopped != "done", trained)
+checks.must(  # a run that trained traced its first steps, each phase timed
+    not TRACE_STEPS
+    or trained.trained == 0
+    or len(step_time) == min(TRACE_STEPS, trained.trained)
+    and all(r["rollout"] > 0 and r["update"] > 0 for r in step_time),
+    f"the first {TRACE_STEPS} GRPO steps were not traced: {step_time}",
+)
 checks.must(
     {(a["domain"], a["prompt"]) for a in judged_answers} == set(judges_check.JUDGED_PROMPTS)
     and all(a["answer"].strip() for a in judged_answers),

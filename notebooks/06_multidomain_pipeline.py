@@ -135,6 +135,7 @@ GUARD = None  # a stage that lowers the judged score (paired interval below 0) i
 JUDGE_CHECK = None  # a domain the judge fails calibration on: "ignore", "stop", "warn"
 SYSTEM_PROMPT = None  # the system prompt of every stage and evaluation; None: the profile's
 KAGGLE_MODEL = None  # to upload the final export: "<user>/<model>/jax/<variation>"; None: no upload
+TRACE_STEPS = 3  # first GRPO steps traced: where the time goes (grpo/trace/, grpo_step_time.png)
 RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, "eval.batch_size": 8}
 
 # %%
@@ -149,6 +150,7 @@ from tunixkit import (
     judging,
     models,
     pipeline,
+    profiling,
     prompting,
     recipes,
     rl,
@@ -484,6 +486,9 @@ if stages.done("preference") and not stages.skipped("preference"):
 # answer for the checker (`answer_match`); the other domains are rewarded by the judge and rubric. The rewards and their weights (`reward_weights`): the
 # judge, the rubric checks, TF-IDF relevance between prompt and answer (the cheap signal for when no
 # judge fits), and the numeric answer on math prompts. Each is logged as its own curve.
+# The stage's first `TRACE_STEPS` steps in this session run under tunix's perf tracer: seconds per
+# phase of each (the judge's calls are in `rewards`), and every span in `grpo/trace/trace.json`
+# (ui.perfetto.dev or chrome://tracing).
 
 # %%
 reward_fns = pipeline.weighted_rewards(recipe.reward_weights, judge)
@@ -492,6 +497,7 @@ contested = pipeline.contested(
 )
 grpo_records = pipeline.grpo_records(contested)
 data_by_domain["grpo"] = domains.by_domain(grpo_records)
+trace = profiling.StepTrace(out_dir / "grpo" / "trace", TRACE_STEPS)  # its first steps
 grpo_export = pipeline.grpo_stage(
     stages,
     "grpo",
@@ -501,6 +507,7 @@ grpo_export = pipeline.grpo_stage(
     system_prompt=recipe.eval.system_prompt,
     base_path=MODEL_PATH,
     mesh=mesh,
+    trace=trace,
 )
 if grpo_export:
     evaluate_stage("grpo")
@@ -509,6 +516,9 @@ if (out_dir / "grpo" / "metrics.jsonl").is_file():
     fig = rl.plot_curves(
         series, out_dir / "grpo_curves.png", smooth=5, title=f"GRPO stage, {recipe.model_id}"
     )
+if trace.rows:  # where this session's first GRPO steps spent their time (the judge: "rewards")
+    display(Markdown(profiling.table(trace.rows)))
+    fig = profiling.plot(trace.rows, out_dir / "grpo_step_time.png", title="GRPO stage's steps")
 
 # %% [markdown]
 # ## Every stage, every domain

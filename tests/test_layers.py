@@ -24,7 +24,7 @@ LAYERS = (
     ("the answer format", ("prompting",)),
     ("data and files", ("session", "data", "rewards", "checkpoints")),
     ("converted checkpoints", ("packaged",)),
-    ("training and models", ("training", "models", "evaluation", "mix")),
+    ("training and models", ("training", "models", "evaluation", "mix", "profiling")),
     ("algorithms", ("judging", "rl", "preferences", "distill", "domains")),
     ("stages", ("pipeline",)),
     ("agentic", ("agentic",)),

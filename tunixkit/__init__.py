@@ -28,6 +28,8 @@ training and models
   models       load_model (HF / Kaggle / local / smoke) onto a mesh; LoRA and QLoRA; export
   evaluation   batched generation and the GSM8K evaluator, paired comparisons
   mix          06's default public data mix, converters that count what they skip
+  profiling    where a GRPO step's time goes: tunix's perf tracer over the first steps, a Chrome
+               trace, seconds by phase
 algorithms
   judging      the LLM judge (or any grader) against a rubric, as a reward and a score
   rl           GRPO wiring (RLCluster + GRPOLearner), curves, held-out reward, rollout engines
@@ -68,6 +70,7 @@ __all__ = [
     "packaged",
     "pipeline",
     "preferences",
+    "profiling",
     "prompting",
     "recipes",
     "rewards",

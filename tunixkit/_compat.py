@@ -37,6 +37,10 @@ trainers for compiling without running; it keeps those tool-only patches to itse
   mesh's ``fsdp`` axis (:func:`place_sampling_batch`) when the batch divides it;
   :func:`split_rollout_batches` gives an RL cluster's rollout the same sampler (on a TPU its
   rollouts run inside the mesh already; on emulated CPU devices tunix skips the constraints).
+- :func:`stop_perf_tracing`: ``rl/rl_cluster.py`` builds its perf tracer once and hands it to the
+  actor's trainer; nothing turns it off, and it keeps every span of every step in memory. A run
+  that traces its first steps (:class:`tunixkit.profiling.StepTrace`) swaps both for tunix's
+  ``NoopTracer`` once they are written.
 - :func:`prefill_last_position`: ``generate/sampler.py``'s ``Sampler`` asks a model for the last
   prompt position's logits only (``decode_only_last_token``) when its ``__call__`` takes the flag;
   only tunix's Gemma4 does, so its Gemma3 and Gemma2 project every prompt position onto the
@@ -106,6 +110,7 @@ __all__ = [
     "quiet_tool_parser",
     "split_rollout_batches",
     "split_rows",
+    "stop_perf_tracing",
     "without_aux_metric",
 ]
 
@@ -431,3 +436,13 @@ class AnswerTokenLogitStrategy(LogitStrategy):
             "distill/teacher_loss": teacher,
         }
         return combined, metrics
+
+
+def stop_perf_tracing(cluster: RLCluster) -> None:
+    """Stop ``cluster``'s perf tracing: its tracer, and the one its actor trainer was handed, become
+    tunix's ``NoopTracer`` (the learner reads ``cluster.perf`` at every span)."""
+    from tunix.perf.trace import NoopTracer
+
+    noop = NoopTracer()
+    cluster._perf = noop
+    cluster.actor_trainer._perf_tracer = noop

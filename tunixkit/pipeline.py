@@ -33,6 +33,7 @@ from tunixkit import (
     judging,
     models,
     preferences,
+    profiling,
     prompting,
     rewards,
     rl,
@@ -979,8 +980,11 @@ def grpo_stage(
     system_prompt: str,
     base_path: str | pathlib.Path | None = None,
     mesh: Mesh | None = None,
+    trace: profiling.StepTrace | None = None,
 ) -> str | None:
-    """A GRPO stage (LoRA on the shared reference, KL) with ``reward_fns``; returns its export."""
+    """A GRPO stage (LoRA on the shared reference, KL) with ``reward_fns``; returns its export.
+    ``trace``: where the time of its first steps goes (written when they are done, or when the
+    stage's training ends first)."""
     if stages.done(name):
         return stages.state[name]["export"]
     if not stages.ready(name):
@@ -1006,6 +1010,7 @@ def grpo_stage(
         vocab_size=base.config.num_embed,
         family=base.family,
         schedule_steps=stages.session.schedule_steps(recipe.grpo.num_steps, label=name),
+        trace=trace,
     )
     limit = recipe.grpo.max_prompt_length
     prompts = {
@@ -1030,4 +1035,6 @@ def grpo_stage(
         session=stages.clock(name),
         label=name,
     )
+    if trace:
+        trace.finish()
     return finish_stage(stages, name, lora, base, recipe, mesh, result)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tunixkit import _compat, evaluation, runlog, training
+from tunixkit import _compat, evaluation, profiling, runlog, training
 from tunixkit.rewards import RewardFn
 
 if TYPE_CHECKING:
@@ -183,13 +183,15 @@ def cluster(
     vocab_size: int,
     family: str = "gemma3",
     schedule_steps: int | None = None,
+    perf_config: Any = None,
     **rollout: Any,
 ) -> rl_cluster_lib.RLCluster:
     """tunix's ``RLCluster`` for ``settings``: actor, reference and rollout on ``mesh``; checkpoints
     in ``output_dir/checkpoints`` (resumed from when the same folder is used again), TensorBoard
     logs in ``output_dir/tensorboard``. ``rollout``: more :func:`rollout_config` options.
     ``schedule_steps``: the steps the learning-rate schedule spans (None: ``settings.num_steps``;
-    see :meth:`tunixkit.session.Session.schedule_steps`)."""
+    see :meth:`tunixkit.session.Session.schedule_steps`). ``perf_config``: tunix's
+    ``PerfMetricsConfig`` (:meth:`tunixkit.profiling.StepTrace.perf_config`), None: no tracing."""
     from tunix.rl import rl_cluster as rl_cluster_lib
 
     check_rollout_engine(settings.rollout_engine, family)
@@ -227,7 +229,11 @@ def cluster(
         rollout_config=rollout_config(settings, eos_ids=eos_ids, vocab_size=vocab_size, **rollout),
     )
     cluster = rl_cluster_lib.RLCluster(
-        actor=actor, reference=reference, tokenizer=tokenizer, cluster_config=cluster_config
+        actor=actor,
+        reference=reference,
+        tokenizer=tokenizer,
+        cluster_config=cluster_config,
+        perf_config=perf_config,
     )
     _compat.split_rollout_batches(cluster)
     return cluster
@@ -276,11 +282,13 @@ def build_grpo(
     vocab_size: int,
     family: str = "gemma3",
     schedule_steps: int | None = None,
+    trace: profiling.StepTrace | None = None,
 ) -> tuple[grpo_learner.GRPOLearner, rl_cluster_lib.RLCluster]:
     """A ready ``GRPOLearner`` (call ``.train(dataset)``) and its ``RLCluster`` (:func:`cluster`).
 
     ``actor`` and ``reference`` may share a backbone (LoRA applied on the reference object, see
-    :func:`tunixkit.models.apply_lora`). ``schedule_steps``: as in :func:`cluster`.
+    :func:`tunixkit.models.apply_lora`). ``schedule_steps``: as in :func:`cluster`. ``trace``:
+    where the time of the first steps goes (:class:`tunixkit.profiling.StepTrace`).
     """
     from tunix.rl.grpo import grpo_learner
 
@@ -295,7 +303,10 @@ def build_grpo(
         vocab_size=vocab_size,
         family=family,
         schedule_steps=schedule_steps,
+        perf_config=trace.perf_config() if trace else None,
     )
+    if trace:
+        trace.attach(rl_cluster)
     algo = grpo_learner.GRPOConfig(
         num_generations=settings.num_generations,
         num_iterations=settings.num_iterations,

@@ -1,0 +1,86 @@
+"""Where a GRPO step's time goes (tunixkit.profiling): tunix's perf tracer over a tiny GRPO run.
+
+The trace of the first steps is written with every phase the learner names, its rows add up to
+the step, and tracing stops after them; a run that ends before the traced steps are done writes
+what it traced when :meth:`StepTrace.finish` is called.
+"""
+
+import json
+
+import pytest
+
+from tunixkit import data, models, profiling, rewards, rl, runtime, testing, training
+
+
+def grpo_run(tmp_path, trace_steps: int, steps: int):
+    """A tiny GRPO run of ``steps`` steps (a KL term and two iterations: every phase) traced for
+    ``trace_steps``; returns (its trace, its cluster)."""
+    mesh = runtime.make_mesh()
+    reference = models.load_model("tiny-gemma3-sft", mesh=mesh, verbose=False)
+    actor = models.apply_lora(reference.model, rank=4, alpha=8.0, mesh=mesh, verbose=False)
+    settings = rl.GRPOSettings(
+        learning_rate=1e-3,
+        beta=0.1,
+        max_prompt_length=96,
+        max_generation_steps=12,
+        batch_size=2,
+        num_generations=2,
+        num_iterations=2,
+        num_steps=steps * 2,  # optimizer steps: two a GRPO step
+        checkpoint_every=10**6,
+    )
+    trace = profiling.StepTrace(tmp_path / "trace", trace_steps)
+    learner, cluster = rl.build_grpo(
+        actor,
+        reference.model,
+        reference.tokenizer,
+        mesh=mesh,
+        settings=settings,
+        reward_fns=rewards.DEFAULT_REWARDS,
+        output_dir=tmp_path,
+        eos_ids=reference.eos_ids,
+        vocab_size=reference.config.num_embed,
+        trace=trace,
+    )
+    records, _ = data.to_records(testing.synthetic_gsm8k(16, seed=0), "synthetic", verbose=False)
+    batches = data.grpo_dataset(records, batch_size=2, num_batches=steps)
+    result = training.run(
+        learner, batches, mesh=mesh, metrics_file=tmp_path / "metrics.jsonl", label="GRPO"
+    )
+    assert result.steps == steps
+    return trace, cluster
+
+
+def test_the_first_steps_are_traced_by_phase_then_tracing_stops(tmp_path):
+    from tunix.perf.trace import NoopTracer
+
+    trace, cluster = grpo_run(tmp_path, trace_steps=2, steps=3)
+    assert trace.done and isinstance(cluster.perf, NoopTracer)  # the third step ran untraced
+    assert isinstance(cluster.actor_trainer._perf_tracer, NoopTracer)
+    assert len(trace.query().main().all_groups("global_step").get()) == 2
+    events = json.loads((tmp_path / "trace" / "trace.json").read_text())["traceEvents"]
+    names = {e["name"] for e in events if e["ph"] == "X"}
+    spans = {name for _, name, _ in profiling.PHASES} - {"weight_sync"}  # LoRA: no copy
+    assert spans | {"global_step", "peft_train_step"} <= names
+    assert {e["cat"] for e in events if e["ph"] == "X"} == {"group", "host", "device"}
+    rows = json.loads((tmp_path / "trace" / "steps.json").read_text())
+    assert rows == trace.rows and [r["step"] for r in rows] == [1, 2]
+    for r in rows:  # every phase measured, and the phases fit in the step they belong to
+        assert all(r[c] > 0 for c in ("rollout", "reference", "old policy", "rewards", "update"))
+        parts = sum(r[c] for c, _, _ in profiling.PHASES)
+        assert r["other"] == pytest.approx(r["seconds"] - parts) and parts <= r["seconds"] * 1.01
+    assert rows[0]["seconds"] > rows[1]["seconds"]  # the first step compiles
+    table = profiling.table(rows)
+    assert "| 1 (compiles) |" in table and "share after step 1" in table
+    profiling.plot(rows, tmp_path / "step_time.png")
+    assert (tmp_path / "step_time.png").stat().st_size > 0
+
+
+def test_a_run_that_ends_first_writes_what_it_traced(tmp_path):
+    trace, cluster = grpo_run(tmp_path, trace_steps=5, steps=2)
+    assert not trace.done and not (tmp_path / "trace" / "trace.json").exists()
+    rows = trace.finish()  # after training, as the notebooks call it
+    assert [r["step"] for r in rows] == [1, 2] and trace.done
+    assert json.loads((tmp_path / "trace" / "steps.json").read_text()) == rows
+    assert trace.finish() == rows  # once
+    assert profiling.StepTrace(tmp_path / "none", 0).perf_config() is None  # 0: not traced

@@ -1,0 +1,257 @@
+"""Where a GRPO step's time goes: tunix's own perf tracer over the first steps of a run.
+
+tunix 0.1.7's ``RLCluster`` records spans around each part of a GRPO step when it is given a
+``PerfMetricsConfig`` (``perf/trace.py``; the learner's ``rl_learner.py`` and ``grpo_learner.py``
+open them): on the learner's producer thread ``rollout``, ``refer_inference`` (the reference's
+log-probabilities, with a KL term), ``old_actor_inference`` (with ``num_iterations`` > 1) and
+``advantage_computation`` (the rewards, a judge's calls included, and the advantages); on the main
+thread the ``actor_training`` groups (forward, backward, optimizer) and their ``peft_train_step``;
+each device gets a span that ends when its arrays are ready. Every timeline carries the step's
+``global_step`` group, so the k-th one of each is the same step.
+
+:class:`StepTrace` hands tunix the config, keeps what it records for the first ``steps`` GRPO
+steps, then writes them and stops tracing (:func:`tunixkit._compat.stop_perf_tracing`: the tracer
+keeps every span in memory otherwise). It writes to its folder:
+
+- ``trace.json``: the Chrome trace event format (open it in ``ui.perfetto.dev`` or
+  ``chrome://tracing``): host threads (the step's groups and spans) and devices;
+- ``steps.json``: per traced step, the seconds of each phase of :data:`PHASES` and ``other``, the
+  rest of the step's time on the host (checkpoints, metrics, Python between the parts).
+
+The first traced step of a run includes compiling. :func:`table` and :func:`plot` show the rows.
+Agentic GRPO (07) is not traced: tunix 0.1.7's agentic learner never calls the tracer's export.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tunixkit import _compat
+
+if TYPE_CHECKING:
+    from tunix.perf.metrics import PerfMetricsConfig, PerfSpanQuery
+    from tunix.rl.rl_cluster import RLCluster
+
+__all__ = ["PHASES", "StepTrace", "plot", "table"]
+
+# (column, tunix's span name, what it is); "update" is a group of spans, the rest are spans
+PHASES = (
+    ("rollout", "rollout", "sampling the answers"),
+    ("reference", "refer_inference", "the reference model's log-probabilities (the KL term)"),
+    ("old policy", "old_actor_inference", "the policy's log-probabilities before the update"),
+    ("rewards", "advantage_computation", "the rewards (a judge's calls too) and advantages"),
+    ("update", "actor_training", "forward, backward and the optimizer step"),
+    ("weight sync", "weight_sync", "the trained weights copied to the sampler"),
+    ("data", "data_loading", "the next batch of prompts"),
+)
+GROUP_PHASES = ("actor_training",)
+
+
+def _walk(node: Any) -> Iterator[Any]:
+    """``node`` and everything below it (a tunix ``SpanGroup``'s tree of groups and spans)."""
+    yield node
+    for inner in getattr(node, "inner", ()):
+        yield from _walk(inner)
+
+
+def _is_group(node: Any) -> bool:
+    return hasattr(node, "inner")
+
+
+def _seconds(groups: Sequence[Any], name: str, *, group: bool) -> float:
+    return sum(
+        n.duration
+        for g in groups
+        for n in _walk(g)
+        if n is not g and n.name == name and _is_group(n) == group
+    )
+
+
+def breakdown(query: PerfSpanQuery) -> list[dict[str, float]]:
+    """Per ``global_step`` of ``query`` (a tunix ``PerfSpanQuery``): ``step`` (its index in the
+    trace, from 1), ``seconds`` (the whole step, on the main thread), each phase of
+    :data:`PHASES` and ``other`` (what the phases leave of the step)."""
+    threads = [t for t in query.get_timeline_ids() if t.startswith("thread-")]
+    rows = []
+    for k, step in enumerate(query().main().all_groups("global_step").get()):
+        if step.end == float("inf"):
+            continue  # a step still running when the trace was written
+        groups = [query().timeline(t).nth_group("global_step", k).get() for t in threads]
+        host = [g for found in groups for g in found]
+        row = {"step": k + 1, "seconds": step.duration}
+        for column, name, _ in PHASES:
+            if name in GROUP_PHASES:  # the main thread's (every timeline repeats its groups)
+                row[column] = _seconds([step], name, group=True)
+            else:
+                row[column] = _seconds(host, name, group=False)
+        row["other"] = step.duration - sum(row[c] for c, _, _ in PHASES)
+        rows.append(row)
+    return rows
+
+
+def chrome_trace(query: PerfSpanQuery) -> dict[str, Any]:
+    """``query``'s spans in the Chrome trace event format: one process for the host's threads
+    (groups and spans), one for the devices (their spans), times in microseconds from the first."""
+    main = query.get_main_thread_id()
+    ids = query.get_timeline_ids()
+    hosts = [main] + sorted(t for t in ids if t.startswith("thread-") and t != main)
+    devices = sorted(t for t in ids if not t.startswith("thread-"))
+    nodes = []
+    for tid, timeline in enumerate(hosts + devices, start=1):
+        root = query().timeline(timeline).get()[0]
+        pid = 1 if timeline in hosts else 2
+        nodes += [
+            (pid, tid, n)
+            for n in _walk(root)
+            if n is not root and n.end != float("inf") and (pid == 1 or not _is_group(n))
+        ]
+    start = min((n.begin for _, _, n in nodes), default=0.0)
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "host"}},
+        {"ph": "M", "name": "process_name", "pid": 2, "args": {"name": "devices"}},
+    ]
+    for tid, timeline in enumerate(hosts + devices, start=1):
+        label = f"main ({timeline})" if timeline == main else timeline
+        pid = 1 if timeline in hosts else 2
+        events.append(
+            {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": label}}
+        )
+    for pid, tid, n in nodes:
+        events.append(
+            {
+                "name": n.name,
+                "cat": "group" if _is_group(n) else "device" if pid == 2 else "host",
+                "ph": "X",
+                "pid": pid,
+                "tid": tid,
+                "ts": round((n.begin - start) * 1e6, 3),
+                "dur": round(n.duration * 1e6, 3),
+            }
+        )
+    return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+
+class StepTrace:
+    """Trace the first ``steps`` GRPO steps of a run (0: none) with tunix's perf tracer, then
+    write ``trace.json`` and ``steps.json`` to ``folder`` and stop tracing.
+
+    Give :meth:`perf_config` to the ``RLCluster`` and :meth:`attach` the cluster
+    (:func:`tunixkit.rl.build_grpo` does both with ``trace=``). tunix calls the export after every
+    step; the trace is written after the ``steps``-th, or by :meth:`finish` when training ended
+    first (the session clock, the last batch): call it after training either way."""
+
+    def __init__(self, folder: str | pathlib.Path, steps: int) -> None:
+        self.folder = pathlib.Path(folder)
+        self.steps = max(0, int(steps))
+        self.cluster: RLCluster | None = None
+        self.query: PerfSpanQuery | None = None
+        self.seen = 0
+        self.rows: list[dict[str, float]] = []
+        self.done = self.steps == 0
+
+    def perf_config(self) -> PerfMetricsConfig | None:
+        """The ``perf_config`` for tunix's ``RLCluster`` (None when nothing is traced)."""
+        if self.done:
+            return None
+        from tunix.perf.metrics import PerfMetricsConfig
+
+        return PerfMetricsConfig(custom_export_fn=self._export)
+
+    def attach(self, cluster: RLCluster) -> None:
+        """The cluster built with :meth:`perf_config` (its tracer is stopped when written)."""
+        self.cluster = cluster
+
+    def _export(self, query: PerfSpanQuery) -> dict[str, Any]:
+        """tunix's export hook, called on the main thread after every GRPO step."""
+        if not self.done:
+            self.query, self.seen = query, self.seen + 1
+            if self.seen >= self.steps:
+                self.finish()
+        return {}  # no metrics of its own: the figures go to steps.json
+
+    def finish(self) -> list[dict[str, float]]:
+        """Write what was traced and stop tracing (once); returns the rows of ``steps.json``."""
+        if self.done or self.query is None or self.cluster is None:
+            return self.rows
+        self.cluster.perf.synchronize()  # the device spans still waiting for their arrays
+        self.rows = breakdown(self.query)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / "trace.json").write_text(json.dumps(chrome_trace(self.query)))
+        (self.folder / "steps.json").write_text(json.dumps(self.rows, indent=1))
+        _compat.stop_perf_tracing(self.cluster)
+        self.done = True
+        print(
+            f"traced {len(self.rows)} GRPO step(s): {self.folder / 'trace.json'} "
+            "(ui.perfetto.dev or chrome://tracing), seconds by phase in "
+            f"{self.folder / 'steps.json'}; tracing stopped"
+        )
+        return self.rows
+
+
+def _columns(rows: Sequence[dict[str, float]]) -> list[str]:
+    """The phases with any time in ``rows`` (a run without a KL term has no reference pass)."""
+    return [c for c, _, _ in PHASES if any(r[c] > 0 for r in rows)] + ["other"]
+
+
+def table(rows: Sequence[dict[str, float]]) -> str:
+    """A Markdown table of :func:`breakdown`'s rows: seconds by phase and each phase's share of
+    the steps after the first (the first compiles); "" without rows.
+
+    >>> rows = [{"step": 1, "seconds": 9.0, "rollout": 5.0, "update": 3.0, "other": 1.0},
+    ...         {"step": 2, "seconds": 2.0, "rollout": 1.5, "update": 0.4, "other": 0.1}]
+    >>> rows = [dict({c: 0.0 for c, _, _ in PHASES}, **r) for r in rows]
+    >>> print(table(rows))
+    | step | seconds | rollout | update | other |
+    |---|---|---|---|---|
+    | 1 (compiles) | 9.00 | 5.00 | 3.00 | 1.00 |
+    | 2 | 2.00 | 1.50 | 0.40 | 0.10 |
+    | share after step 1 | | 75% | 20% | 5% |
+    """
+    if not rows:
+        return ""
+    columns = _columns(rows)
+    out = [
+        "| step | seconds | " + " | ".join(columns) + " |",
+        "|---|---|" + "---|" * len(columns),
+    ]
+    for r in rows:
+        step = f"{r['step']:.0f}" + (" (compiles)" if r["step"] == 1 else "")
+        cells = " | ".join(f"{r[c]:.2f}" for c in columns)
+        out.append(f"| {step} | {r['seconds']:.2f} | {cells} |")
+    later = [r for r in rows if r["step"] > 1]
+    total = sum(r["seconds"] for r in later)
+    if total > 0:
+        shares = " | ".join(f"{sum(r[c] for r in later) / total:.0%}" for c in columns)
+        out.append(f"| share after step 1 | | {shares} |")
+    return "\n".join(out)
+
+
+def plot(rows: Sequence[dict[str, float]], path: str | pathlib.Path, title: str = "") -> Any:
+    """Each traced step as a bar of its phases' seconds (stacked), saved to ``path``; the first
+    step (compiling) beside the others on a scale of its own."""
+    import matplotlib.pyplot as plt
+
+    columns = _columns(rows)
+    later = [r for r in rows if r["step"] > 1]
+    panels = [("step 1 (compiles)", [r for r in rows if r["step"] == 1])]
+    panels += [("the steps after", later)] if later else []
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.6), squeeze=False)
+    colors = plt.get_cmap("tab10").colors
+    for ax, (name, part) in zip(axes[0], panels, strict=True):
+        labels = [str(int(r["step"])) for r in part]
+        bottom = [0.0] * len(part)
+        for i, c in enumerate(columns):
+            values = [r[c] for r in part]
+            ax.bar(labels, values, bottom=bottom, label=c, color=colors[i % len(colors)])
+            bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+        ax.set_title(name)
+        ax.set_xlabel("traced step")
+        ax.set_ylabel("seconds")
+    axes[0][-1].legend(fontsize=8, loc="upper right")
+    fig.suptitle(title or "Where each traced GRPO step's time went")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return fig
