@@ -40,7 +40,7 @@ trainers for compiling without running; it keeps those tool-only patches to itse
 - :func:`stop_perf_tracing`: ``rl/rl_cluster.py`` builds its perf tracer once and hands it to the
   actor's trainer; nothing turns it off, and it keeps every span of every step in memory. A run
   that traces its first steps (:class:`tunixkit.profiling.StepTrace`) swaps both for tunix's
-  ``NoopTracer`` once they are written.
+  ``NoopTracer`` once they are written (``tests/test_profiling.py``).
 - :func:`prefill_last_position`: ``generate/sampler.py``'s ``Sampler`` asks a model for the last
   prompt position's logits only (``decode_only_last_token``) when its ``__call__`` takes the flag;
   only tunix's Gemma4 does, so its Gemma3 and Gemma2 project every prompt position onto the
