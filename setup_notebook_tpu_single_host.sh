@@ -67,7 +67,8 @@ if [[ -n "$KERNEL_PY" ]]; then
   "$PY" -m pip install -q --no-deps --force-reinstall "${isolation[@]}" "$src"
   # Light dependencies these images may lack; --no-deps so nothing upgrades jax.
   # (Found without importing them: one Python start, not four imports; grain's alone takes seconds.)
-  for pkg in $("$PY" -c "import importlib.util as u; print(*[p for p in ('humanize', 'grain', 'safetensors', 'sentencepiece') if u.find_spec(p) is None])"); do
+  # (module:package; math-verify reads MATH-500's LaTeX answers, sympy under it is in the images)
+  for pkg in $("$PY" -c "import importlib.util as u; print(*[p for m, p in (x.split(':') for x in 'humanize:humanize grain:grain safetensors:safetensors sentencepiece:sentencepiece math_verify:math-verify latex2sympy2_extended:latex2sympy2_extended antlr4:antlr4-python3-runtime'.split()) if u.find_spec(m) is None])"); do
     "$PY" -m pip install -q --no-deps "$(pin "$pkg")"
   done
   # tunix, qwix and flax at the versions tunixkit was tested with, whatever the image has; jax and

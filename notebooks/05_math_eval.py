@@ -11,7 +11,7 @@
 # ---
 
 # %% [markdown]
-# # 05 · Math evaluation: GSM8K accuracy with confidence intervals, several models side by side
+# # 05 · Math evaluation: GSM8K, MATH-500 and MATH accuracy with confidence intervals, several models side by side
 #
 # Greedy generation that stops at `<end_of_turn>`, prompts sorted by length into fixed-shape batches,
 # and answer checking that reads `<answer>` tags, `\boxed{}`, "The answer is", `####` and the last
@@ -24,6 +24,11 @@
 #
 # The full profile scores the whole GSM8K test set (1,319 questions): about +/-2.7 points at 60%,
 # where the 64-100 questions of the upstream notebooks give +/-10.
+#
+# **MATH-500 and MATH** (`BENCHMARKS`; the full profile adds MATH-500, the 500 problems of MATH's
+# test set that OpenAI's PRM800K kept): answers in LaTeX (fractions, radicals, intervals, sets,
+# text), read from `<answer>` or `\boxed{}` and checked by math-verify, with accuracy per subject
+# and per difficulty level. `MATH500_PATH` / `MATH_PATH`: a local copy in the hub's layout.
 #
 # Models: `MODELS` maps a display name to a model id from `tunixkit.models.MODELS`, or to a local
 # Hugging Face-layout folder (a merged export such as `runs/02_grpo_gsm8k/export/hf`).
@@ -74,7 +79,10 @@ GSM8K_PATH = (
     None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
 )
 MODELS = None  # {"name": model id or folder}; None: the profile's default pair
-LIMIT = None  # evaluate only the first LIMIT questions (None: all)
+LIMIT = None  # evaluate only the first LIMIT questions of each benchmark (None: all)
+BENCHMARKS = None  # beside GSM8K: ["math500", "math"] (LaTeX answers); None: the profile's
+MATH500_PATH = None  # full: a local copy of HuggingFaceH4/MATH-500 (folder or file); None: download
+MATH_PATH = None  # full: a local copy of EleutherAI/hendrycks_math (folder or file); None: download
 
 # %%
 import dataclasses
@@ -83,10 +91,14 @@ import pathlib
 
 from IPython.display import Markdown, display
 
-from tunixkit import evaluation, models, recipes, runtime
+from tunixkit import evaluation, models, prompting, recipes, runtime
 
 rt, recipe, out_dir, clock = recipes.start(
-    recipes.MathEval, PROFILE, OUTPUT_DIR, inputs={"models": MODELS, "limit": LIMIT}
+    recipes.MathEval,
+    PROFILE,
+    OUTPUT_DIR,
+    inputs={"models": MODELS, "limit": LIMIT},
+    benchmarks=tuple(BENCHMARKS) if BENCHMARKS is not None else None,
 )
 # A folder that does not exist here (another notebook's output, not attached to this session) is
 # skipped and named; model ids are downloaded.
@@ -106,15 +118,26 @@ recipe
 questions = recipes.gsm8k(
     rt, "test", data_dir=out_dir / "data", source=DATA_SOURCE, path=GSM8K_PATH, limit=LIMIT
 )
-print(f"{len(questions)} questions")
+paths = {"math500": MATH500_PATH, "math": MATH_PATH}
+problems = {  # MATH-style: problem, LaTeX answer, subject, level
+    b: recipes.math_benchmark(rt, b, data_dir=out_dir / "data", path=paths.get(b), limit=LIMIT)
+    for b in recipe.benchmarks
+}
+print(f"GSM8K: {len(questions)} questions", *(f"{b}: {len(p)}" for b, p in problems.items()))
 
 # %% [markdown]
 # ## Evaluate each model
-# One model in memory at a time. Predictions go to `OUTPUT_DIR/predictions_<name>.jsonl`.
+# One model in memory at a time, on GSM8K and then each MATH-style benchmark (asked for its answer
+# in LaTeX, `prompting.LATEX_MATH_SYSTEM_PROMPT`, and checked by math-verify: `\frac{1}{2}` is
+# 0.5, `2\sqrt{3}` is `\sqrt{12}`, a set in any order; an answer that hedges between candidates
+# is wrong). Predictions go to `OUTPUT_DIR/predictions_<name>.jsonl` (GSM8K) and
+# `predictions_<benchmark>_<name>.jsonl`.
 
 # %%
 mesh = runtime.make_mesh()
-results = []
+results = []  # GSM8K
+math_results = {bench: [] for bench in problems}
+latex_eval = dataclasses.replace(recipe.eval, system_prompt=prompting.LATEX_MATH_SYSTEM_PROMPT)
 for name, ref in to_evaluate.items():
     loaded = models.load_model(
         **models.load_args(ref, base_id=recipe.base_id, source=SOURCE), mesh=mesh
@@ -124,6 +147,13 @@ for name, ref in to_evaluate.items():
     )
     print(f"{name}: accuracy {result.accuracy:.3f} ({result.ci_low:.3f}-{result.ci_high:.3f})")
     results.append(result)
+    for bench, rows in problems.items():
+        found = evaluation.evaluate(
+            loaded, rows, name=f"{bench}_{name}", config=latex_eval, output_dir=out_dir, latex=True
+        )
+        found.name = name  # the model's name in the tables
+        math_results[bench].append(found)
+        print(f"{name} on {bench}: accuracy {found.accuracy:.3f}")
     del loaded
 
 # %% [markdown]
@@ -161,12 +191,36 @@ for p in evaluation.worst_errors(results[-1], k=4):
     print(f"[{p['category']}] gold {p['gold']}, extracted {p['extracted']}")
     print(f"Q: {p['question']}\nA: {p['completion']}\n")
 
+# %% [markdown]
+# ## MATH-500 and MATH
+# Per benchmark: each model's accuracy (95% interval), format and error categories, the paired
+# test against the first model, then accuracy by subject and by difficulty level (1-5).
+
+# %%
+for bench, found in math_results.items():
+    display(Markdown(f"### {bench}\n\n" + evaluation.comparison_table(found)))
+    for c in [evaluation.paired(found[0], r) for r in found[1:]]:
+        print(f"{bench}: {c.b} vs {c.a}: {c.difference:+.3f}, McNemar p = {c.p_value:.3g}")
+    display(Markdown(evaluation.group_table(found, "subject")))
+    display(Markdown(evaluation.group_table(found, "level")))
+    fig = evaluation.plot_comparison(found, out_dir / f"comparison_{bench}.png", title=bench)
+
 # %%
 summary = {
     "profile": rt.profile,
     "questions": len(questions),
     "models": {r.name: r.summary() for r in results},
     "paired": {c.b: dataclasses.asdict(c) for c in pairs},
+    "benchmarks": {  # MATH-style, beside GSM8K
+        bench: {
+            "problems": len(problems[bench]),
+            "models": {r.name: r.summary() for r in found},
+            "paired": {
+                r.name: dataclasses.asdict(evaluation.paired(found[0], r)) for r in found[1:]
+            },
+        }
+        for bench, found in math_results.items()
+    },
 }
 (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
 (out_dir / "comparison.md").write_text(evaluation.comparison_table(results) + "\n")

@@ -39,6 +39,7 @@ def inputs(tmp_path_factory):
             folder / "chat_long.jsonl", 120, preface_words=300, long_words=1000
         ),
         "tiny": testing.materialize("tiny-gemma3-sft"),
+        "math500": testing.write_math500(folder / "math500", 12),  # HuggingFaceH4/MATH-500's layout
         # the default mix's data sets in their real schemas (MIX_PATHS), 8 rows of each kind
         "mix": testing.write_mix_sources(folder / "mix", 8),
     }
@@ -51,6 +52,7 @@ CASES = {  # notebook: parameters beyond PROFILE, OUTPUT_DIR and GSM8K_PATH (inp
     "05_math_eval": {
         "MODELS": {"random": "tiny-gemma3", "sft": "tiny-gemma3-sft", "gone": "runs/02/export/hf"},
         "LIMIT": 4,
+        "MATH500_PATH": "math500",  # the full preset's MATH-500, from a local copy
     },
     # 32 tokens a turn, not the preset's 512: the same path (4 turns of 1,024-token prompts) in
     # 2 steps of GRPO, without the tiny model's 512-token babble
@@ -160,6 +162,9 @@ def test_full_profile_runs_end_to_end_on_a_tiny_model(tmp_path, name, inputs):
     assert summary["profile"] == "full", summary
     if name == "05_math_eval":  # a folder this session lacks is skipped and named, not an error
         assert "skipped gone: runs/02/export/hf is neither a model id nor a folder here" in said
+        math500 = summary["benchmarks"]["math500"]  # read from the local copy, both models
+        assert math500["problems"] == 4 and set(math500["models"]) == {"random", "sft"}
+        assert (tmp_path / "run" / "predictions_math500_sft.jsonl").is_file()
     if name.startswith("06"):  # the default mix: every domain in every stage's data
         # the judge model's scores reach the pipeline (its NumPy floats were once read as 0)
         scores = [s["all"]["judged"] for s in summary["scores"].values()]

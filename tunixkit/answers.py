@@ -38,6 +38,13 @@ Extraction(value=None, method='answer_tag', text='7 or 8', hedge=(7.0, 8.0))
 >>> cases = [("1.5e3", 1500), ("1.5 × 10^3", 1500), ("3 1/2", 3.5), ("7 or 7", 7)]
 >>> [is_correct(f"<answer>{text}</answer>", gold) for text, gold in cases]
 [True, True, True, True]
+
+**MATH-style answers** (MATH, MATH-500: fractions, radicals, intervals, sets, text) are LaTeX, not
+one number: :func:`latex_answer` finds the statement (the last ``<answer>`` block, its ``\\boxed{}``
+if it has one; without a block, unless ``strict``, the ``\\boxed{}``), and
+:func:`latex_correct` decides equivalence with math-verify (``math_verify.parse`` and ``verify``,
+sympy underneath). A hedge is wrong here too: several blocks or boxes that differ, or an "or"
+between candidates (math-verify alone would take the last candidate and could score it right).
 """
 
 from __future__ import annotations
@@ -47,8 +54,18 @@ import math
 import re
 import unicodedata
 from fractions import Fraction
+from typing import Any
 
-__all__ = ["Extraction", "extract_answer", "is_correct", "last_number", "numbers", "read_answer"]
+__all__ = [
+    "Extraction",
+    "LatexAnswer",
+    "extract_answer",
+    "is_correct",
+    "last_number",
+    "latex_correct",
+    "numbers",
+    "read_answer",
+]
 
 _SEP = " \u00a0\u2009\u202f"  # a thousands separator or the gap of a mixed number: one space
 _GROUPS = rf"\d{{1,3}}(?:,\d{{3}}(?!\d))+|\d{{1,3}}(?:[{_SEP}]\d{{3}}(?!\d))+"
@@ -337,3 +354,117 @@ def format_number(value: float) -> str:
     if float(value).is_integer():
         return str(int(value))
     return f"{value:.6g}"
+
+
+# MATH-style (LaTeX) answers, checked by math-verify
+
+_TEXT_RE = re.compile(r"\\(?:text|textbf|mathrm|mbox)\s*\{[^{}]*\}")
+_OR_RE = re.compile(r"(?<![\\a-zA-Z])or(?![a-zA-Z])", re.I)
+LATEX_MAX_CHARS = 400  # a longer statement is not read (math-verify runs sympy on what it parses)
+
+
+def last_boxed(text: str) -> str | None:
+    r"""The content of the last ``\boxed{...}`` (or ``\fbox{}``) in ``text``, braces balanced at
+    any depth; None when there is none.
+
+    >>> last_boxed(r"so \boxed{\left(\frac{1}{2},\frac{\sqrt{3}}{2}\right)}.")
+    '\\left(\\frac{1}{2},\\frac{\\sqrt{3}}{2}\\right)'
+    >>> last_boxed("no box"), last_boxed(r"\boxed{unclosed")
+    (None, None)
+    """
+    found = _boxes(text)
+    return found[-1] if found else None
+
+
+def _boxes(text: str) -> list[str]:
+    out = []
+    for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text or ""):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        if depth == 0:
+            out.append(text[m.end() : i - 1].strip())
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class LatexAnswer:
+    """A MATH-style answer: its LaTeX ``text`` (None when there is no single one), how it was
+    found, and the different candidates of a hedge."""
+
+    text: str | None
+    method: str
+    hedge: tuple[str, ...] = ()
+
+
+def _statement(statement: str, method: str) -> LatexAnswer:
+    boxes = _boxes(statement)
+    if len({b.replace(" ", "") for b in boxes}) > 1:
+        return LatexAnswer(None, method, tuple(boxes))
+    text = (boxes[0] if boxes else statement).strip().strip("$").strip().rstrip(".").strip()
+    if _OR_RE.search(_TEXT_RE.sub("", text)):
+        return LatexAnswer(None, method, tuple(p.strip() for p in _OR_RE.split(text)))
+    if not text or len(text) > LATEX_MAX_CHARS:
+        return LatexAnswer(None, "none" if not text else "too_long")
+    return LatexAnswer(text, method)
+
+
+def latex_answer(completion: str, *, strict: bool = False) -> LatexAnswer:
+    r"""The final LaTeX answer of a completion to a MATH-style problem (the policy: module
+    docstring).
+
+    >>> latex_answer(r"<reasoning>r</reasoning><answer>\boxed{\frac{1}{2}}</answer>")
+    LatexAnswer(text='\\frac{1}{2}', method='answer_tag', hedge=())
+    >>> latex_answer(r"<answer>3 or 4</answer>").hedge, latex_answer(r"so \boxed{5}.").text
+    (('3', '4'), '5')
+    >>> latex_answer(r"<answer>1</answer><answer>2</answer>").hedge
+    ('1', '2')
+    >>> latex_answer(r"so \boxed{5}.", strict=True).text is None
+    True
+    """
+    completion = completion or ""
+    tags = [t.strip() for t in ANSWER_TAG_RE.findall(completion)]
+    if len({t.replace(" ", "") for t in tags}) > 1:
+        return LatexAnswer(None, "answer_tag", tuple(tags))
+    if tags:
+        return _statement(tags[-1], "answer_tag")
+    if strict:
+        return LatexAnswer(None, "none")
+    boxes = _boxes(completion)
+    if len({b.replace(" ", "") for b in boxes}) > 1:  # boxes that differ: a hedge
+        return LatexAnswer(None, "boxed", tuple(boxes))
+    return _statement(boxes[-1], "boxed") if boxes else LatexAnswer(None, "none")
+
+
+def _parse(latex: str) -> list[Any]:
+    """math-verify's reading of one LaTeX answer (its timeouts use signals: main thread only)."""
+    import threading
+
+    from math_verify import parse
+
+    main = threading.current_thread() is threading.main_thread()
+    return parse("\\boxed{" + latex + "}", parsing_timeout=5 if main else None)
+
+
+def latex_correct(completion: str, gold: str, *, strict: bool = False) -> bool:
+    r"""Whether the completion's final answer (:func:`latex_answer`) equals the LaTeX ``gold``
+    answer, as math-verify decides (a hedge never does).
+
+    >>> [latex_correct(f"<answer>{a}</answer>", g) for a, g in [
+    ...     ("0.5", r"\frac{1}{2}"), (r"\sqrt{12}", r"2\sqrt{3}"), ("(1,2)", "(1,2]"),
+    ...     (r"\{2,1\}", r"\{1,2\}"), (r"\text{Monday}", r"\text{Monday}"), ("3 or 4", "4")]]
+    [True, True, False, True, True, False]
+    """
+    import threading
+
+    from math_verify import verify
+
+    found = latex_answer(completion, strict=strict)
+    if found.text is None:
+        return False
+    gold_parsed, found_parsed = _parse(str(gold)), _parse(found.text)
+    if not gold_parsed or not found_parsed:
+        return False
+    main = threading.current_thread() is threading.main_thread()
+    return bool(verify(gold_parsed, found_parsed, timeout_seconds=5 if main else None))

@@ -21,14 +21,23 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tunixkit import runtime
-from tunixkit.answers import format_number, parse_number
+from tunixkit.answers import format_number, last_boxed, parse_number
 from tunixkit.prompting import MATH_SYSTEM_PROMPT, format_completion, format_prompt
 
 if TYPE_CHECKING:
     import grain
     import numpy as np
 
-__all__ = ["DataError", "LoadReport", "columns", "grpo_dataset", "load_rows", "sft_pair", "spread"]
+__all__ = [
+    "DataError",
+    "LoadReport",
+    "columns",
+    "grpo_dataset",
+    "load_math",
+    "load_rows",
+    "sft_pair",
+    "spread",
+]
 
 KAGGLE_GSM8K = "thedevastator/grade-school-math-8k-q-a"
 _CALC_RE = re.compile(r"<<[^>]*>>")
@@ -271,6 +280,94 @@ def gsm8k_file(path: str | pathlib.Path, split: str) -> pathlib.Path:
             f"found {listed}"
         )
     return found[0]
+
+
+# MATH-style benchmarks: name -> (Hugging Face id, its subsets, the columns of a row)
+MATH_BENCHMARKS = {
+    "math500": (
+        "HuggingFaceH4/MATH-500",
+        (None,),
+        ("problem", "solution", "answer", "subject", "level"),
+    ),
+    "math": (
+        "EleutherAI/hendrycks_math",
+        (
+            "algebra",
+            "counting_and_probability",
+            "geometry",
+            "intermediate_algebra",
+            "number_theory",
+            "prealgebra",
+            "precalculus",
+        ),
+        ("problem", "solution", "level", "type"),
+    ),
+}
+
+
+def load_math(
+    benchmark: str = "math500", *, path: str | pathlib.Path | None = None, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """The test problems of a MATH-style ``benchmark`` (:data:`MATH_BENCHMARKS`) as records
+    ``{"question", "solution", "answer", "subject", "level"}`` (``answer`` LaTeX, ``level`` 1-5 or
+    None), from the Hugging Face hub or ``path``: a copy in the hub's layout (MATH-500's
+    ``test.jsonl``; MATH's ``<subject>/test-*.parquet``) or one ``.jsonl``/``.json``/``.csv``/
+    ``.parquet`` file of the same columns. MATH has no answer column: its answer is the last
+    ``\\boxed{}`` of the solution. A row without an answer is counted and said, never kept."""
+    if benchmark not in MATH_BENCHMARKS:
+        raise ValueError(
+            f"unknown benchmark {benchmark!r}; expected one of {list(MATH_BENCHMARKS)}"
+        )
+    hub_id, subsets, needed = MATH_BENCHMARKS[benchmark]
+    parts: list[tuple[str, Iterable[Mapping[str, Any]]]] = []
+    if path is not None:
+        path = pathlib.Path(path)
+        suffixes = (".parquet", ".jsonl", ".json", ".csv")
+        files = (
+            [path]
+            if path.is_file()
+            else sorted(p for p in path.rglob("*test*") if p.suffix in suffixes)
+        )
+        if not files:
+            raise DataError(
+                f"{path}: no {benchmark} test file (expected {hub_id}'s layout, or one "
+                f".jsonl/.json/.csv/.parquet file with columns {list(needed)})"
+            )
+        parts = [(str(f), read_rows(f, needed)) for f in files]
+    else:
+        import datasets
+
+        with runtime.downloading(
+            f"{hub_id} from Hugging Face",
+            f"attach a copy of {hub_id} and load it with path=<its folder or file>",
+        ):
+            parts = [
+                (f"{hub_id}:{sub or 'test'}", datasets.load_dataset(hub_id, sub, split="test"))
+                for sub in subsets
+            ]
+    records, skipped = [], 0
+    for name, rows in parts:
+        for i, row in enumerate(rows, start=1):
+            missing = [c for c in needed if c not in row and not (c == "type" and "subject" in row)]
+            if missing:
+                raise DataError(f"{name}: row {i} lacks {missing}; expected columns {list(needed)}")
+            answer = row.get("answer") or last_boxed(str(row.get("solution") or ""))
+            if not answer:
+                skipped += 1
+                continue
+            level = re.search(r"\d", str(row.get("level", "")))
+            records.append(
+                {
+                    "question": str(row["problem"]),
+                    "solution": str(row.get("solution") or ""),
+                    "answer": str(answer),
+                    "subject": str(row.get("subject") or row.get("type") or ""),
+                    "level": int(level.group()) if level else None,
+                }
+            )
+    if skipped:
+        print(f"{benchmark}: {skipped} problem(s) without a boxed answer in the solution, left out")
+    return records[:limit] if limit is not None else records
 
 
 def sft_pair(

@@ -23,7 +23,7 @@ from flax import nnx
 from tqdm.auto import tqdm
 
 from tunixkit import _compat, session, stats
-from tunixkit.answers import extract_answer, is_correct
+from tunixkit.answers import extract_answer, is_correct, latex_answer, latex_correct
 from tunixkit.prompting import MATH_SYSTEM_PROMPT
 from tunixkit.rewards import has_format
 
@@ -45,6 +45,7 @@ __all__ = [
     "comparison_table",
     "evaluate",
     "generate",
+    "group_table",
     "make_sampler",
     "paired",
     "plot_comparison",
@@ -504,8 +505,10 @@ def sample_groups(
     return groups
 
 
-def categorize(text: str, gold: str, truncated: bool) -> str:
-    """One of :data:`CATEGORIES` for a completion.
+def categorize(text: str, gold: str, truncated: bool, *, latex: bool = False) -> str:
+    """One of :data:`CATEGORIES` for a completion; ``latex``: a MATH-style answer, read by
+    :func:`tunixkit.answers.latex_answer` and checked by math-verify (``wrong_number``: a wrong
+    answer).
 
     >>> categorize("<reasoning>r</reasoning><answer>4</answer>", "4", False)
     'correct'
@@ -514,12 +517,13 @@ def categorize(text: str, gold: str, truncated: bool) -> str:
     >>> categorize("<reasoning>r</reasoning><answer>4 or 5</answer>", "4", False)  # a hedge
     'wrong_number'
     """
-    if is_correct(text, gold, strict=True) and has_format(text):
+    right = latex_correct(text, gold, strict=True) if latex else is_correct(text, gold, strict=True)
+    if right and has_format(text):
         return "correct"
     if truncated:
         return "truncated"
-    found = extract_answer(text)
-    if found.value is None and not found.hedge:
+    found = latex_answer(text) if latex else extract_answer(text)
+    if (found.text if latex else found.value) is None and not found.hedge:
         return "no_answer"
     if not has_format(text):
         return "broken_format"
@@ -569,8 +573,11 @@ def evaluate(
     progress: bool = True,
     sampler: Sampler | None = None,
     reuse: bool = False,
+    latex: bool = False,
 ) -> EvalResult:
     """Generate for every record and score it; writes ``<output_dir>/predictions_<name>.jsonl``.
+    ``latex``: the answers are MATH-style LaTeX (:func:`tunixkit.data.load_math`), checked by
+    math-verify; a record's ``subject`` and ``level`` are kept with its prediction.
 
     ``accuracy`` counts a completion only with the exact format and the right number in
     ``<answer>``; ``partial_accuracy`` accepts the right number found anywhere (``####``,
@@ -591,18 +598,21 @@ def evaluate(
     gens = generate(loaded, prompts, config, progress=progress, sampler=sampler)
     preds = []
     for r, g in zip(records, gens, strict=True):
-        cat = categorize(g.text, r["answer"], g.truncated)
+        cat = categorize(g.text, r["answer"], g.truncated, latex=latex)
         preds.append(
             {
                 "question": r["question"],
                 "gold": r["answer"],
                 "completion": g.text,
-                "extracted": extract_answer(g.text).value,
+                "extracted": latex_answer(g.text).text if latex else extract_answer(g.text).value,
                 "category": cat,
-                "partial": is_correct(g.text, r["answer"]),
+                "partial": latex_correct(g.text, r["answer"])
+                if latex
+                else is_correct(g.text, r["answer"]),
                 "format": has_format(g.text),
                 "num_tokens": g.num_tokens,
             }
+            | {k: r[k] for k in ("subject", "level") if k in r}
         )
     if stored is not None:
         stored.parent.mkdir(parents=True, exist_ok=True)
@@ -629,6 +639,36 @@ def result_from(name: str, preds: Sequence[dict[str, Any]]) -> EvalResult:
         categories={c: sum(p["category"] == c for p in preds) for c in CATEGORIES},
         predictions=list(preds),
     )
+
+
+def group_table(results: Sequence[EvalResult], key: str) -> str:
+    """Accuracy (95% Wilson interval) per value of the predictions' ``key`` (MATH's ``subject`` or
+    ``level``), one column per model; "" when no prediction has the key.
+
+    >>> row = {"category": "correct", "partial": True, "format": True, "num_tokens": 5}
+    >>> preds = [dict(row, level=1), dict(row, level=2, category="wrong_number")]
+    >>> print(group_table([result_from("m", preds)], "level"))
+    | level | m |
+    |---|---|
+    | 1 | 1.00 (0.21-1.00), n=1 |
+    | 2 | 0.00 (0.00-0.79), n=1 |
+    """
+    values = sorted(
+        {p[key] for r in results for p in r.predictions if p.get(key) is not None}, key=str
+    )
+    if not values:
+        return ""
+    out = [f"| {key} | " + " | ".join(r.name for r in results) + " |"]
+    out.append("|---|" + "---|" * len(results))
+    for v in values:
+        cells = []
+        for r in results:
+            rows = [p for p in r.predictions if p.get(key) == v]
+            k = sum(p["category"] == "correct" for p in rows)
+            lo, hi = stats.wilson_interval(k, len(rows))
+            cells.append(f"{k / max(1, len(rows)):.2f} ({lo:.2f}-{hi:.2f}), n={len(rows)}")
+        out.append(f"| {v} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from tunix.perf.metrics import PerfMetricsConfig, PerfSpanQuery
     from tunix.rl.rl_cluster import RLCluster
 
-__all__ = ["PHASES", "StepTrace", "plot", "table"]
+__all__ = ["StepTrace", "plot", "table"]
 
 # (column, tunix's span name, what it is); "update" is a group of spans, the rest are spans
 PHASES = (

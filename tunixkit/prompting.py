@@ -15,6 +15,7 @@ __all__ = [
     "without_system",
     "CALCULATOR_SYSTEM_PROMPT",
     "DOMAINS_SYSTEM_PROMPT",
+    "LATEX_MATH_SYSTEM_PROMPT",
     "MATH_SYSTEM_PROMPT",
     "REASONING_START",
     "SHORT_TOOL_PROMPT",
@@ -30,6 +31,11 @@ MATH_SYSTEM_PROMPT = (  # GSM8K: one number in the answer
     f"You are given a problem. Think about the problem and provide your reasoning. Place it "
     f"between {REASONING_START} and {REASONING_END}. Then, provide the final answer (i.e., just "
     f"one numerical value) between {ANSWER_START} and {ANSWER_END}."
+)
+LATEX_MATH_SYSTEM_PROMPT = (  # MATH, MATH-500: the answer in LaTeX (a fraction, an interval, a set)
+    f"You are given a problem. Think about the problem and provide your reasoning. Place it "
+    f"between {REASONING_START} and {REASONING_END}. Then, provide the final answer (just the "
+    f"answer, in LaTeX, e.g. \\frac{{3}}{{4}}) between {ANSWER_START} and {ANSWER_END}."
 )
 # The judged domains (notebook 06): any answer, reasoning first.
 DOMAINS_SYSTEM_PROMPT = (

@@ -27,6 +27,7 @@ from tunixkit.recipes._base import (
     Start,
     competition_note,
     gsm8k,
+    math_benchmark,
     start,
 )
 from tunixkit.recipes.agentic_calculator import Agentic
@@ -52,6 +53,7 @@ __all__ = [
     "Tasks",
     "competition_note",
     "gsm8k",
+    "math_benchmark",
     "pipeline_tasks",
     "start",
 ]

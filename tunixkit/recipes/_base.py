@@ -20,7 +20,14 @@ from tunixkit.runtime import Runtime, resolve
 # attention)
 _MLP_LORA = ".*gate_proj|.*up_proj|.*down_proj"
 
-__all__ = ["COMPETITION_MODELS", "Start", "competition_note", "gsm8k", "start"]
+__all__ = [
+    "COMPETITION_MODELS",
+    "Start",
+    "competition_note",
+    "gsm8k",
+    "math_benchmark",
+    "start",
+]
 
 # The models the Kaggle Tunix competition accepts as the judged checkpoint.
 COMPETITION_MODELS = ("gemma-3-1b-it", "gemma-2-2b-it")
@@ -309,4 +316,31 @@ def gsm8k(
         raise runtime.DownloadError(
             f"{exc} In the notebook: attach a copy of GSM8K (the openai/gsm8k folder, or its "
             "split's .parquet/.jsonl file) and set GSM8K_PATH to it."
+        ) from exc
+
+
+def math_benchmark(
+    rt: Runtime,
+    benchmark: str,
+    *,
+    data_dir: str | pathlib.Path,
+    path: str | pathlib.Path | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """The test problems of a MATH-style ``benchmark`` (``"math500"`` or ``"math"``,
+    :data:`tunixkit.data.MATH_BENCHMARKS`) for the profile: the real data set (full: from the
+    Hugging Face hub, or ``path``, a local copy) or synthetic problems written to ``data_dir`` in
+    the same layout (smoke); both go through :func:`tunixkit.data.load_math`."""
+    if rt.smoke:
+        kit = runtime.smoke_kit()
+        write = {"math500": kit.write_math500, "math": kit.write_hendrycks_math}[benchmark]
+        return data.load_math(
+            benchmark, path=write(pathlib.Path(data_dir) / benchmark), limit=limit
+        )
+    parameter = {"math500": "MATH500_PATH", "math": "MATH_PATH"}.get(benchmark, "its path")
+    try:
+        return data.load_math(benchmark, path=path, limit=limit)
+    except runtime.DownloadError as exc:  # say it in the notebook's words
+        raise runtime.DownloadError(
+            f"{exc} In the notebook: attach a copy of it and set {parameter} to its folder or file."
         ) from exc

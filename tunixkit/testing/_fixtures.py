@@ -255,6 +255,91 @@ def write_gsm8k_hub(
     return folder
 
 
+MATH_SUBJECTS = (
+    "Algebra",
+    "Counting & Probability",
+    "Geometry",
+    "Intermediate Algebra",
+    "Number Theory",
+    "Prealgebra",
+    "Precalculus",
+)
+
+
+def synthetic_math(n: int, *, seed: int = 0) -> list[dict[str, Any]]:
+    r"""``n`` MATH-style problems with LaTeX answers of the kinds MATH has (a fraction, a radical,
+    an interval, a set, a text answer, an ordered pair, an integer): ``problem``, ``solution``
+    (ending in ``\boxed{answer}``), ``answer``, ``subject``, ``level`` (1-5)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        a, b = (int(x) for x in rng.integers(2, 9, size=2))
+        kind = i % 7
+        if kind == 0:
+            q, ans = f"Simplify $\\frac{{{a * b}}}{{{b * (a + 1)}}}$.", f"\\frac{{{a}}}{{{a + 1}}}"
+        elif kind == 1:
+            c = (2, 3, 5, 6, 7)[i % 5]  # no square factor: the radical stays
+            q, ans = f"Simplify $\\sqrt{{{a * a * c}}}$.", f"{a}\\sqrt{{{c}}}"
+        elif kind == 2:
+            q, ans = f"Solve ${a} < x \\le {a + b}$ as an interval.", f"({a},{a + b}]"
+        elif kind == 3:
+            q, ans = (
+                f"Which $x$ satisfy $(x-{a})(x-{a + b})=0$? Give the set.",
+                f"\\{{{a},{a + b}\\}}",
+            )
+        elif kind == 4:
+            day = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+            q, ans = (
+                f"Today is Monday. What day is it in {7 * b + a % 7} days?",
+                f"\\text{{{day[a % 7]}}}",
+            )
+        elif kind == 5:
+            q, ans = f"Give the point $(x, y)$ with $x = {a}$ and $y = x + {b}$.", f"({a},{a + b})"
+        else:
+            q, ans = f"Compute ${a}^2 + {b}$.", str(a * a + b)
+        out.append(
+            {
+                "problem": q,
+                "solution": f"Working it through gives $\\boxed{{{ans}}}$.",
+                "answer": ans,
+                "subject": MATH_SUBJECTS[i % len(MATH_SUBJECTS)],
+                "level": 1 + i % 5,
+                "unique_id": f"test/synthetic/{i}.json",
+            }
+        )
+    return out
+
+
+def write_math500(folder: str | pathlib.Path, n: int = 24) -> pathlib.Path:
+    """``folder`` as a copy of ``HuggingFaceH4/MATH-500`` (``test.jsonl``: ``problem``,
+    ``solution``, ``answer``, ``subject``, ``level``, ``unique_id``), synthetic rows."""
+    folder = pathlib.Path(folder)
+    data.write_jsonl(synthetic_math(n, seed=5), folder / "test.jsonl")
+    return folder
+
+
+def write_hendrycks_math(folder: str | pathlib.Path, n: int = 28) -> pathlib.Path:
+    """``folder`` as a copy of ``EleutherAI/hendrycks_math``:
+    ``<subject>/test-00000-of-00001.parquet`` per subject, with ``problem``, ``level`` ("Level 3"),
+    ``type`` and ``solution`` (the answer only as its last ``\\boxed{}``), synthetic rows."""
+    folder = pathlib.Path(folder)
+    rows = synthetic_math(n, seed=6)
+    for subject in sorted({r["subject"] for r in rows}):
+        part = [
+            {
+                "problem": r["problem"],
+                "level": f"Level {r['level']}",
+                "type": subject,
+                "solution": r["solution"],
+            }
+            for r in rows
+            if r["subject"] == subject
+        ]
+        name = subject.lower().replace(" & ", "_and_").replace(" ", "_")
+        _parquet(part, folder / name / "test-00000-of-00001.parquet")
+    return folder
+
+
 def write_trace_rows(path: str | pathlib.Path, n: int = 32, *, seed: int = 0) -> pathlib.Path:
     """SFT traces as a ``.jsonl`` of ``prompt``/``response`` rows, the response in the reasoning
     format (as a distilled-trace data set holds them)."""

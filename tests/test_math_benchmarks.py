@@ -1,0 +1,102 @@
+"""MATH-style benchmarks (MATH-500, MATH): LaTeX answers checked by math-verify, hedges wrong,
+the data sets' real layouts read through one loader, and the profile's source of each."""
+
+import dataclasses
+
+import pytest
+
+from tunixkit import answers, data, evaluation, recipes, runtime, testing
+
+# (gold, the completion's answer, equivalent): the kinds of answer MATH has
+CASES = [
+    (r"\frac{1}{2}", "0.5", True),
+    (r"\frac{1}{2}", r"\dfrac{1}{2}", True),
+    (r"\frac{1}{2}", r"\frac{2}{4}", True),
+    (r"\frac{1}{2}", r"\frac{1}{3}", False),
+    (r"2\sqrt{3}", r"\sqrt{12}", True),
+    (r"2\sqrt{3}", r"3\sqrt{2}", False),
+    ("(1,2]", r"(1,2]", True),
+    ("(1,2]", "(1,2)", False),
+    (r"\{1,2\}", r"\{2,1\}", True),
+    (r"\{1,2\}", r"\{1,3\}", False),
+    (r"\text{Monday}", r"\text{Monday}", True),
+    (r"\text{Monday}", r"\text{Tuesday}", False),
+    ("(3,7)", "(3, 7)", True),
+    ("10", "10.0", True),
+    (r"5\text{ cm}", "5", True),
+]
+
+
+@pytest.mark.parametrize("gold,said,same", CASES)
+def test_latex_answers_are_equal_as_math_verify_decides(gold, said, same):
+    for completion in (f"<reasoning>r</reasoning><answer>{said}</answer>", rf"so \boxed{{{said}}}"):
+        assert answers.latex_correct(completion, gold) is same, completion
+
+
+@pytest.mark.parametrize("gold", ["3", "4"])
+def test_listing_several_answers_is_never_right(gold):
+    """A hedge earns nothing, whichever candidate is right (math-verify alone takes one)."""
+    hedges = [
+        "<answer>3 or 4</answer>",
+        r"<answer>\boxed{3}, \boxed{4}</answer>",
+        "<answer>3</answer><answer>4</answer>",
+        r"it is \boxed{3} or \boxed{4}",
+    ]
+    for text in hedges:
+        assert not answers.latex_correct(text, gold), text
+        assert evaluation.categorize(text, gold, False, latex=True) in (
+            "wrong_number",
+            "broken_format",
+        )
+    assert answers.latex_correct(f"<answer>{gold}</answer>", gold)  # one answer: right
+
+
+def test_strict_reads_the_answer_block_only_and_no_answer_is_said():
+    assert not answers.latex_correct(r"so \boxed{5}", "5", strict=True)
+    done = r"<reasoning>r</reasoning><answer>\frac{1}{2}</answer>"
+    assert evaluation.categorize(done, r"\frac{1}{2}", False, latex=True) == "correct"
+    assert evaluation.categorize("<reasoning>r</reasoning>", "5", False, latex=True) == "no_answer"
+    assert answers.latex_answer("x" * 500 + r"\boxed{" + "1" * 500 + "}").text is None  # too long
+
+
+def test_both_data_sets_load_from_their_real_layouts_and_bad_rows_are_named(tmp_path):
+    math500 = data.load_math("math500", path=testing.write_math500(tmp_path / "m500", 14))
+    assert len(math500) == 14 and {r["level"] for r in math500} == {1, 2, 3, 4, 5}
+    assert all(answers.latex_correct(r["solution"], r["answer"]) for r in math500)
+    # MATH: no answer column, the answer is the solution's last box; one folder per subject
+    folder = testing.write_hendrycks_math(tmp_path / "math", 21)
+    math = data.load_math("math", path=folder)
+    assert len(math) == 21 and len({r["subject"] for r in math}) == 7
+    assert all(r["answer"] and isinstance(r["level"], int) for r in math)
+    one = sorted(folder.rglob("*.parquet"))[0]
+    assert len(data.load_math("math", path=one)) == 3  # one file of the same columns
+    rows = data.read_rows(one)
+    data.write_jsonl(
+        [*rows, dict(rows[0], solution="no box here")], tmp_path / "test_boxless.jsonl"
+    )
+    assert len(data.load_math("math", path=tmp_path / "test_boxless.jsonl")) == 3  # counted, said
+    data.write_jsonl([{"problem": "p", "answer": "1"}], tmp_path / "bad" / "test.jsonl")
+    with pytest.raises(data.DataError, match=r"test.jsonl: row 1 lacks \['solution', 'subject'"):
+        data.load_math("math500", path=tmp_path / "bad")
+    with pytest.raises(ValueError, match="unknown benchmark 'gsm'"):
+        data.load_math("gsm")
+
+
+def test_the_profile_picks_the_source(tmp_path, monkeypatch):
+    rt = runtime.Runtime(
+        profile="smoke",
+        reason="test",
+        backend="cpu",
+        environment="other",
+        device_count=1,
+        process_count=1,
+    )
+    smoke = recipes.math_benchmark(rt, "math", data_dir=tmp_path / "data", limit=5)
+    assert len(smoke) == 5 and (tmp_path / "data" / "math").is_dir()  # written, then read
+    full = dataclasses.replace(rt, profile="full")
+    copy = testing.write_math500(tmp_path / "copy", 6)
+    assert len(recipes.math_benchmark(full, "math500", data_dir=tmp_path, path=copy)) == 6
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    with pytest.raises(runtime.DownloadError, match="set MATH500_PATH"):
+        recipes.math_benchmark(full, "math500", data_dir=tmp_path)
