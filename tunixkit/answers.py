@@ -52,6 +52,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import threading
 import unicodedata
 from fractions import Fraction
 from typing import Any
@@ -439,9 +440,7 @@ def latex_answer(completion: str, *, strict: bool = False) -> LatexAnswer:
 
 def _parse(latex: str) -> list[Any]:
     """math-verify's reading of one LaTeX answer (its timeouts use signals: main thread only)."""
-    import threading
-
-    from math_verify import parse
+    from math_verify import parse  # sympy under it: imported when a LaTeX answer is first read
 
     main = threading.current_thread() is threading.main_thread()
     return parse("\\boxed{" + latex + "}", parsing_timeout=5 if main else None)
@@ -456,8 +455,6 @@ def latex_correct(completion: str, gold: str, *, strict: bool = False) -> bool:
     ...     (r"\{2,1\}", r"\{1,2\}"), (r"\text{Monday}", r"\text{Monday}"), ("3 or 4", "4")]]
     [True, True, False, True, True, False]
     """
-    import threading
-
     from math_verify import verify
 
     found = latex_answer(completion, strict=strict)
