@@ -17,7 +17,7 @@ import sys
 import killing
 import pytest
 
-from tunixkit import session
+from tunixkit import _compat, session
 
 JOB = pathlib.Path(__file__).with_name("resume_job.py")
 STEPS = 6
@@ -226,7 +226,7 @@ def test_a_grpo_learners_schedule_is_ended_by_the_pace_through_its_actor(tmp_pat
     assert training.learning_rate(learner) == pytest.approx(3e-4, rel=1e-5)  # decayed to its end
     # the actor's rate of each update is logged (with its loss), ending where the schedule does
     steps, rates = runlog.read_metrics(tmp_path / "m.jsonl")["train"]["learning_rate"]
-    assert len(steps) == resume_job.STEPS * learner.tunixkit_updates_per_step, steps
+    assert len(steps) == resume_job.STEPS * _compat.updates_per_step(learner), steps
     assert rates.max() > rates[-1] == pytest.approx(3e-4, rel=1e-5), rates
 
 

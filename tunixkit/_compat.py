@@ -37,6 +37,16 @@ trainers for compiling without running; it keeps those tool-only patches to itse
   mesh's ``fsdp`` axis (:func:`place_sampling_batch`) when the batch divides it;
   :func:`split_rollout_batches` gives an RL cluster's rollout the same sampler (on a TPU its
   rollouts run inside the mesh already; on emulated CPU devices tunix skips the constraints).
+- :func:`set_updates_per_step` / :func:`updates_per_step`: ``rl/rl_learner.py`` counts a GRPO
+  learner's progress in its actor's optimizer updates (``actor_trainer.train_steps``: one per
+  iteration and mini-batch), and what a GRPO step is, in updates, is known only to the settings
+  that built it; the builders record it here (by the learner, weakly), never as an attribute
+  injected into tunix's object.
+- :func:`make_eval_due`: ``sft/peft_trainer.py`` evaluates when the step divides
+  ``config.eval_every_n_steps``, read at every step, and has no way to ask for an eval at the last
+  step of a run that the session clock ends early; the interval is set to that step
+  (``tests/test_kill_resume.py::test_session_clock_stop_leaves_a_checkpoint_of_the_last_step``: the
+  eval loss at step 3 of an interval of 10**6).
 - :func:`stop_perf_tracing`: ``rl/rl_cluster.py`` builds its perf tracer once and hands it to the
   actor's trainer; nothing turns it off, and it keeps every span of every step in memory. A run
   that traces its first steps (:class:`tunixkit.profiling.StepTrace`) swaps both for tunix's
@@ -70,6 +80,7 @@ import inspect
 import itertools
 import threading
 import uuid
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -104,13 +115,16 @@ __all__ = [
     "data_ways",
     "fresh_seed_per_call",
     "gemma3_qk_norms",
+    "make_eval_due",
     "mesh_of",
     "place_sampling_batch",
     "prefill_last_position",
     "quiet_tool_parser",
+    "set_updates_per_step",
     "split_rollout_batches",
     "split_rows",
     "stop_perf_tracing",
+    "updates_per_step",
     "without_aux_metric",
 ]
 
@@ -446,3 +460,38 @@ def stop_perf_tracing(cluster: RLCluster) -> None:
     noop = NoopTracer()
     cluster._perf = noop
     cluster.actor_trainer._perf_tracer = noop
+
+
+_UPDATES_PER_STEP: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+def set_updates_per_step(learner: Any, updates: int) -> None:
+    """Record that one GRPO step of ``learner`` is ``updates`` optimizer updates."""
+    _UPDATES_PER_STEP[learner] = int(updates)
+
+
+def updates_per_step(trainer: Any) -> int:
+    """The optimizer updates of one step of ``trainer`` (1 unless its builder said otherwise).
+
+    >>> class Learner: ...
+    >>> learner = Learner()
+    >>> set_updates_per_step(learner, 4)
+    >>> updates_per_step(learner), updates_per_step(Learner())
+    (4, 1)
+    """
+    return _UPDATES_PER_STEP.get(trainer, 1)
+
+
+def make_eval_due(trainer: Any, step: int) -> None:
+    """Have tunix's trainer evaluate after ``step`` (it reads ``config.eval_every_n_steps`` each
+    step), unless its interval already falls there.
+
+    >>> import types
+    >>> trainer = types.SimpleNamespace(config=types.SimpleNamespace(eval_every_n_steps=10))
+    >>> make_eval_due(trainer, 20); trainer.config.eval_every_n_steps
+    10
+    >>> make_eval_due(trainer, 7); trainer.config.eval_every_n_steps
+    7
+    """
+    if step % trainer.config.eval_every_n_steps:
+        trainer.config.eval_every_n_steps = step

@@ -545,7 +545,7 @@ def build(
         env_class=CalculatorEnvironment,
         env_kwargs={"tool_map": TOOLS, "episodes": episodes, "max_steps": max_turns},
     )
-    learner.tunixkit_updates_per_step = rl.updates_per_step(settings)
+    _compat.set_updates_per_step(learner, rl.updates_per_step(settings))
     return learner, cluster, episodes
 
 

@@ -318,7 +318,7 @@ def build_grpo(
     fns = [_logging(reward_fns[0], path, rl_cluster), *reward_fns[1:]]
     learner = grpo_learner.GRPOLearner(rl_cluster=rl_cluster, algo_config=algo, reward_fns=fns)
     # optimizer updates per batch of prompts: tunixkit.training.steps_done counts GRPO steps by it
-    learner.tunixkit_updates_per_step = updates_per_step(settings)
+    _compat.set_updates_per_step(learner, updates_per_step(settings))
     return learner, rl_cluster
 
 

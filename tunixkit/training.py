@@ -37,7 +37,7 @@ import numpy as np
 import optax
 from flax.struct import dataclass as flax_dataclass
 
-from tunixkit import runtime
+from tunixkit import _compat, runtime
 from tunixkit.runlog import MetricsFile, RLMetricsFile
 from tunixkit.session import Clock
 from tunixkit.tokenizer import Tokenizer
@@ -464,8 +464,7 @@ def steps_done(trainer: Any) -> int:
     """Optimizer steps a tunix trainer has done, restored ones included; for a ``GRPOLearner``,
     GRPO steps (one batch of prompts each, whatever its inner updates)."""
     if hasattr(trainer, "rl_cluster"):
-        updates = getattr(trainer, "tunixkit_updates_per_step", 1)
-        return trainer.rl_cluster.actor_trainer.train_steps // updates
+        return trainer.rl_cluster.actor_trainer.train_steps // _compat.updates_per_step(trainer)
     return trainer.train_steps
 
 
@@ -561,9 +560,8 @@ class _Feed:
             self.step_seconds.append((now - self.last) / (steps - self.last_steps))
         self.last, self.last_steps = now, steps
         self.decided = steps < len(self.batches) and self._must_stop(steps)
-        every = trainer.config.eval_every_n_steps
-        if self.eval_at_end and (steps >= len(self.batches) or self.decided) and steps % every:
-            trainer.config.eval_every_n_steps = steps
+        if self.eval_at_end and (steps >= len(self.batches) or self.decided):
+            _compat.make_eval_due(trainer, steps)
 
     def size_schedule(self, trainer: Any) -> None:
         """Before a step, in the thread that trains: once :data:`PACE_STEPS` steps after the first
@@ -580,7 +578,7 @@ class _Feed:
         horizon = None if more is None else schedule_horizon(self.trainer)
         if more is None or horizon is None:
             return
-        updates = getattr(self.trainer, "tunixkit_updates_per_step", 1)
+        updates = _compat.updates_per_step(self.trainer)
         steps = steps_done(self.trainer)
         fit = min(len(self.batches), steps + more)
         paced = f"{self.label}: {pace:.2f} s a step (the median of the steps after the first)"
@@ -713,7 +711,7 @@ def _checkpoint_every(trainer: Any) -> int | None:
         config = trainer.rl_cluster.cluster_config.training_config
     options = getattr(config, "checkpointing_options", None)
     every = getattr(options, "save_interval_steps", None)
-    updates = getattr(trainer, "tunixkit_updates_per_step", 1)
+    updates = _compat.updates_per_step(trainer)
     return max(1, every // updates) if every else None
 
 
@@ -721,7 +719,7 @@ def _check_grpo_skip(learner: Any, resumed_from: int) -> None:
     """tunix 0.1.7 fast-forwards ``actor.iter_steps`` micro-batches on resume, which is the right
     number of prompt batches only with one update per batch (``num_iterations=1``, no
     mini-batches)."""
-    if resumed_from and getattr(learner, "tunixkit_updates_per_step", 1) != 1:
+    if resumed_from and _compat.updates_per_step(learner) != 1:
         raise NotImplementedError(
             "resuming GRPO with num_iterations > 1 or mini_batch_size < batch_size: tunix 0.1.7 "
             "would skip the wrong number of batches; train without them, or start this run afresh"
