@@ -147,16 +147,14 @@ def test_every_notebook_data_download_names_its_parameter(monkeypatch):
     with pytest.raises(runtime.DownloadError, match=r"Internet on.*set DATASET to its path"):
         with runtime.parameter_for_a_copy("DATASET"):
             data.load_rows("someone/some-sft-set", "train")
-    notebooks = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
-    for name, parameter in (
-        ("01_qlora_sft", "DATASET"),
-        ("03_dpo", "PAIRS"),
-        ("06_multidomain_pipeline", "TRACES"),
-        ("06_multidomain_pipeline", "MIX_PATHS"),
+    root = pathlib.Path(__file__).resolve().parents[1]
+    for where, parameter in (  # 06's tasks are loaded by its recipe's pipeline_tasks
+        ("notebooks/01_qlora_sft.py", "DATASET"),
+        ("notebooks/03_dpo.py", "PAIRS"),
+        ("tunixkit/recipes/multidomain_pipeline.py", "TRACES"),
+        ("tunixkit/recipes/multidomain_pipeline.py", "MIX_PATHS"),
     ):
-        assert (
-            f'runtime.parameter_for_a_copy("{parameter}"' in (notebooks / f"{name}.py").read_text()
-        )
+        assert f'runtime.parameter_for_a_copy("{parameter}"' in (root / where).read_text(), where
 
 
 def test_a_gated_model_that_refuses_names_its_consent_page(monkeypatch):

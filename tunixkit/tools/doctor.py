@@ -181,7 +181,14 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ),
     ("tunix.rl.common", "build_positions_from_mask", ()),
     ("tunix.rl.common", "make_causal_attn_mask", ()),
-    ("tunix.rl.rl_cluster", "RLCluster", ("actor", "reference", "tokenizer", "cluster_config")),
+    (
+        "tunix.rl.rl_cluster",
+        "RLCluster",
+        ("actor", "reference", "tokenizer", "cluster_config", "perf_config"),
+    ),
+    ("tunix.perf.metrics", "PerfMetricsConfig", ("custom_export_fn",)),
+    ("tunix.perf.metrics", "PerfSpanQuery", ()),
+    ("tunix.perf.trace", "NoopTracer", ()),
     ("tunix.rl.rl_cluster", "RLCluster.with_external_metrics_logger", ("external_metrics_logger",)),
     (
         "tunix.rl.rl_cluster",
