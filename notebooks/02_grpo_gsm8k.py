@@ -305,8 +305,10 @@ fig = rl.plot_curves(
 # ## Where a step's time goes
 # The first `TRACE_STEPS` steps of this session ran under tunix's perf tracer: seconds per phase of
 # each step (rollout, the reference's log-probabilities for the KL term, the rewards and advantages,
-# the update), `other` for the rest of the step on the host (checkpoints, metrics). The first step
-# compiles. `trace/trace.json` holds every span, per thread and device: open it in
+# the update), `other` for the rest of the step on the host (checkpoints, metrics), as the host
+# waited for them: a part dispatched without waiting (the reference's pass) is charged to the part
+# that waits for its result, so the device's own time of each is given below the table. The
+# first step compiles. `trace/trace.json` holds every span, per thread and device: open it in
 # ui.perfetto.dev or chrome://tracing. A step bound by its rollout gains most from a shorter answer
 # limit (`max_generation_steps`) or fewer answers per prompt (`NUM_GENERATIONS`).
 

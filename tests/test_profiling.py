@@ -69,9 +69,12 @@ def test_the_first_steps_are_traced_by_phase_then_tracing_stops(tmp_path):
         assert all(r[c] > 0 for c in ("rollout", "reference", "old policy", "rewards", "update"))
         parts = sum(r[c] for c, _, _ in profiling.PHASES)
         assert r["other"] == pytest.approx(r["seconds"] - parts) and parts <= r["seconds"] * 1.01
+        # the device's own time of the parts with a device span (the first device's)
+        assert all(r[f"device {c}"] > 0 for c in ("rollout", "reference", "old policy", "update"))
     assert rows[0]["seconds"] > rows[1]["seconds"]  # the first step compiles
     table = profiling.table(rows)
     assert "| 1 (compiles) |" in table and "share after step 1" in table
+    assert "On the device, a step after the first (mean): rollout" in table
     profiling.plot(rows, tmp_path / "step_time.png")
     assert (tmp_path / "step_time.png").stat().st_size > 0
 

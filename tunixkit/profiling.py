@@ -48,6 +48,15 @@ PHASES = (
     ("data", "data_loading", "the next batch of prompts"),
 )
 GROUP_PHASES = ("actor_training",)
+# the phases with a device span (begun with the host's, ended when its arrays are ready): the
+# device's own time, where the host's span of a part dispatched without waiting (the reference's
+# log-probabilities) ends at once and the part that waits for its result is charged with it
+DEVICE_PHASES = (
+    ("rollout", "rollout"),
+    ("reference", "refer_inference"),
+    ("old policy", "old_actor_inference"),
+    ("update", "peft_train_step"),
+)
 
 
 def _walk(node: Any) -> Iterator[Any]:
@@ -73,8 +82,10 @@ def _seconds(groups: Sequence[Any], name: str, *, group: bool) -> float:
 def breakdown(query: PerfSpanQuery) -> list[dict[str, float]]:
     """Per ``global_step`` of ``query`` (a tunix ``PerfSpanQuery``): ``step`` (its index in the
     trace, from 1), ``seconds`` (the whole step, on the main thread), each phase of
-    :data:`PHASES` and ``other`` (what the phases leave of the step)."""
+    :data:`PHASES` as the host waited for it and ``other`` (what the phases leave of the step),
+    then ``device <phase>`` for those of :data:`DEVICE_PHASES` (the first device's time)."""
     threads = [t for t in query.get_timeline_ids() if t.startswith("thread-")]
+    devices = sorted(t for t in query.get_timeline_ids() if not t.startswith("thread-"))
     rows = []
     for k, step in enumerate(query().main().all_groups("global_step").get()):
         if step.end == float("inf"):
@@ -88,6 +99,11 @@ def breakdown(query: PerfSpanQuery) -> list[dict[str, float]]:
             else:
                 row[column] = _seconds(host, name, group=False)
         row["other"] = step.duration - sum(row[c] for c, _, _ in PHASES)
+        on_device = (
+            query().timeline(devices[0]).nth_group("global_step", k).get() if devices else []
+        )
+        for column, name in DEVICE_PHASES:
+            row[f"device {column}"] = _seconds(on_device, name, group=False)
         rows.append(row)
     return rows
 
@@ -226,6 +242,12 @@ def table(rows: Sequence[dict[str, float]]) -> str:
     if total > 0:
         shares = " | ".join(f"{sum(r[c] for r in later) / total:.0%}" for c in columns)
         out.append(f"| share after step 1 | | {shares} |")
+    timed = [c for c, _ in DEVICE_PHASES if any(r.get(f"device {c}", 0) > 0 for r in later)]
+    if timed:  # the host charges a part dispatched without waiting to the part that waits for it
+        mean = ", ".join(
+            f"{c} {sum(r[f'device {c}'] for r in later) / len(later):.2f} s" for c in timed
+        )
+        out.append(f"\nOn the device, a step after the first (mean): {mean}.")
     return "\n".join(out)
 
 
