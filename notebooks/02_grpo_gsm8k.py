@@ -343,26 +343,6 @@ print(f"the judged model: {judged_path}")
 judged_root = clock.judged_dir()  # its ckpts/actor: /kaggle/working on Kaggle, else OUTPUT_DIR
 
 # %% [markdown]
-# ## The judges' check: the judged model, with tunix alone
-# The judged model is `ckpts/actor/<step>/model_params` (the highest step; the path where the
-# competition's template writes its last checkpoint: under `/kaggle/working` on Kaggle, else under
-# `OUTPUT_DIR`): the whole merged model, not LoRA adapters, with its `tunix_config.json` and
-# tokenizer beside it. The check uses no tunixkit, as the judges would: tunix's own Gemma class and
-# config, Orbax, and tunix's sampler with the judges' decoding (temperature 1e-4, top-k 1, top-p 1,
-# 768 steps, seed 42) answer two prompts of every judged domain, with the notebook's system prompt
-# and again without one (the judges' own prompt may not carry it). It prints each answer's length
-# and whether it is in the `<reasoning>`/`<answer>` format, then the format rate both ways, and
-# writes them to `judges_check.jsonl` beside `ckpts/`. Its code is one file that imports nothing of
-# tunixkit, `tunixkit/tools/judges_check.py` (its path is printed below): copy it into a
-# submission as it is, or run it from a shell (`python judges_check.py /kaggle/working`).
-
-# %%
-from tunixkit.tools import judges_check
-
-print(f"the check's code: {judges_check.__file__}")
-judged_answers, judged_folder = judges_check.check(judged_root, recipe.eval.system_prompt)
-
-# %% [markdown]
 # ## After training
 # The same evaluation as before training. If the session is short of time it covers fewer
 # questions (it says how many), and the comparison uses the same questions on both sides. The
@@ -423,6 +403,28 @@ heldout_after
 # %%
 for p in evaluation.worst_errors(after, k=3):
     print(f"[{p['category']}] gold {p['gold']}\nQ: {p['question']}\nA: {p['completion']}\n")
+
+# %% [markdown]
+# ## The judges' check: the judged model, with tunix alone
+# After the decision above, so it is the model that stays judged (the trained one, or the start
+# model's when training lost).
+# The judged model is `ckpts/actor/<step>/model_params` (the highest step; the path where the
+# competition's template writes its last checkpoint: under `/kaggle/working` on Kaggle, else under
+# `OUTPUT_DIR`): the whole merged model, not LoRA adapters, with its `tunix_config.json` and
+# tokenizer beside it. The check uses no tunixkit, as the judges would: tunix's own Gemma class and
+# config, Orbax, and tunix's sampler with the judges' decoding (temperature 1e-4, top-k 1, top-p 1,
+# 768 steps, seed 42) answer two prompts of every judged domain, with the notebook's system prompt
+# and again without one (the judges' own prompt may not carry it). It prints each answer's length
+# and whether it is in the `<reasoning>`/`<answer>` format, then the format rate both ways, and
+# writes them to `judges_check.jsonl` beside `ckpts/`. Its code is one file that imports nothing of
+# tunixkit, `tunixkit/tools/judges_check.py` (its path is printed below): copy it into a
+# submission as it is, or run it from a shell (`python judges_check.py /kaggle/working`).
+
+# %%
+from tunixkit.tools import judges_check
+
+print(f"the check's code: {judges_check.__file__}")
+judged_answers, judged_folder = judges_check.check(judged_root, recipe.eval.system_prompt)
 
 # %%
 w = max(1, min(10, len(rewards_seen) // 4))
