@@ -83,14 +83,7 @@ def test_both_data_sets_load_from_their_real_layouts_and_bad_rows_are_named(tmp_
 
 
 def test_the_profile_picks_the_source(tmp_path, monkeypatch):
-    rt = runtime.Runtime(
-        profile="smoke",
-        reason="test",
-        backend="cpu",
-        environment="other",
-        device_count=1,
-        process_count=1,
-    )
+    rt = runtime.resolve("smoke", verbose=False)
     smoke = recipes.math_benchmark(rt, "math", data_dir=tmp_path / "data", limit=5)
     assert len(smoke) == 5 and (tmp_path / "data" / "math").is_dir()  # written, then read
     full = dataclasses.replace(rt, profile="full")

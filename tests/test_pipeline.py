@@ -909,14 +909,7 @@ def test_06s_tasks_by_profile_smoke_made_offline_full_from_traces_and_gsm8k(tmp_
     the hub's layout), each row with its domain, math rows with their answer."""
     from tunixkit import recipes
 
-    smoke_rt = runtime.Runtime(
-        profile="smoke",
-        reason="test",
-        backend="cpu",
-        environment="other",
-        device_count=1,
-        process_count=1,
-    )
+    smoke_rt = runtime.resolve("smoke", verbose=False)
     smoke = recipes.pipeline_tasks(smoke_rt, recipes.Pipeline.smoke(), tmp_path / "data")
     assert len(smoke.records) == recipes.Pipeline.smoke().train_tasks
     assert {r["domain"] for r in smoke.records} == set(domains.DOMAINS)
