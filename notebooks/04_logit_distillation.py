@@ -110,6 +110,7 @@ from tunixkit import (
     data,
     distill,
     evaluation,
+    families,
     models,
     recipes,
     runlog,
@@ -235,7 +236,9 @@ config = training.trainer_config(
 trainer = distill.trainer(
     student.model,
     teacher.model,
-    distill.strategy(student.config.num_embed, temperature=recipe.temperature, alpha=recipe.alpha),
+    distill.strategy(
+        families.vocab_size(student.config), temperature=recipe.temperature, alpha=recipe.alpha
+    ),
     training.optimizer(
         recipe.learning_rate, clock.schedule_steps(recipe.steps, label="distillation")
     ),

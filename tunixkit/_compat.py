@@ -27,6 +27,14 @@ trainers for compiling without running; it keeps those tool-only patches to itse
   ``algorithm="orpo"``, which SimPO (built on the ORPO path: no reference pass) does not compute.
 - :func:`gemma3_qk_norms`: tunix's Gemma3 attention keeps its query/key norms in private
   attributes (``models/gemma3/model.py``); the export reads them through this one accessor.
+- :func:`config_rope` / :func:`llama3_config`: ``models/llama3/model.py`` and
+  ``models/qwen3/model.py`` call their ``apply_rope`` without the config's ``rope_theta``, so
+  every Llama 3 and Qwen3 rotates by a base of 1,000,000 (Llama 3.x's is 500,000, SmolLM2's
+  100,000); and tunix has no Llama 3.1 frequency scaling (``rope_scaling`` of type ``llama3``,
+  which Llama 3.1 and 3.2 use at every position). Each attention block passes its config's base
+  (and, through :func:`llama3_config`'s subclass, its scaling) to the rotation
+  (``test_tunix_llama3_and_qwen3_ignore_the_config_rope_base``; equal logits to transformers:
+  ``tests/test_families.py``).
 - :class:`BatchShardedSampler`: ``generate/sampler.py``'s ``Sampler`` builds its state (tokens, KV
   cache) unplaced, and its Gemma splits the batch over devices only inside the legacy ``with
   mesh:`` (``utils/sharding_utils.py``), which tunix's RL rollouts enter and a plain sampler call
@@ -75,9 +83,13 @@ trainers for compiling without running; it keeps those tool-only patches to itse
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
+import functools
+import importlib
 import inspect
 import itertools
+import math
 import threading
 import uuid
 import weakref
@@ -112,9 +124,11 @@ __all__ = [
     "TextQuestionAgent",
     "as_text",
     "choice_logprobs",
+    "config_rope",
     "data_ways",
     "fresh_seed_per_call",
     "gemma3_qk_norms",
+    "llama3_config",
     "make_eval_due",
     "mesh_of",
     "place_sampling_batch",
@@ -231,6 +245,118 @@ def gemma3_qk_norms(attention: Attention) -> tuple[RMSNorm, RMSNorm]:
     return attention._query_norm, attention._key_norm
 
 
+_ROPE: contextvars.ContextVar[tuple[float, Any] | None] = contextvars.ContextVar(
+    "tunixkit_rope", default=None
+)
+
+
+def _scaled_inv_freq(head_dim: int, theta: float, scaling: dict[str, Any]) -> np.ndarray:
+    """Llama 3.1's RoPE frequencies (``rope_type: llama3``): wavelengths longer than the original
+    context / ``low_freq_factor`` slowed by ``factor``, shorter than context / ``high_freq_factor``
+    kept, the band between blended."""
+    inv = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+    factor, low, high = (
+        float(scaling[k]) for k in ("factor", "low_freq_factor", "high_freq_factor")
+    )
+    context = float(scaling["original_max_position_embeddings"])
+    wavelen = 2 * math.pi / inv
+    smooth = (context / wavelen - low) / (high - low)
+    blended = (1 - smooth) * inv / factor + smooth * inv
+    out = np.where(wavelen > context / low, inv / factor, inv)
+    out = np.where((wavelen <= context / low) & (wavelen >= context / high), blended, out)
+    return out.astype(np.float32)
+
+
+def _config_rope_fn(original: Callable[..., jax.Array]) -> Callable[..., jax.Array]:
+    def apply_rope(
+        inputs: jax.Array, positions: jax.Array, head_dim: int, rope_theta: float | None = None
+    ) -> jax.Array:
+        theta, scaling = _ROPE.get() or (1_000_000, None)
+        if rope_theta is not None or not scaling:
+            return original(inputs, positions, head_dim, rope_theta=rope_theta or theta)
+        inv = jnp.asarray(_scaled_inv_freq(head_dim, theta, dict(scaling)))
+        angle = (positions[..., None] * inv)[..., None, :]  # [B, L, 1, H/2]
+        sin, cos = jnp.sin(angle).astype(inputs.dtype), jnp.cos(angle).astype(inputs.dtype)
+        first, second = jnp.split(inputs, 2, axis=-1)  # rotate-half, as tunix's own
+        out = jnp.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)
+        return out.astype(inputs.dtype)
+
+    return apply_rope
+
+
+def _config_rope_block(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def block(self: Any, *args: Any, **kwargs: Any) -> Any:
+        token = _ROPE.set((self.config.rope_theta, getattr(self.config, "rope_scaling", None)))
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _ROPE.reset(token)
+
+    return block
+
+
+_ROPE_PATCHED: set[str] = set()
+_ROPE_LOCK = threading.Lock()
+
+
+def config_rope(module_name: str) -> None:
+    """Make the tunix model module ``module_name`` (``tunix.models.llama3.model`` or
+    ``...qwen3.model``) rotate by its config's ``rope_theta`` (and a :func:`llama3_config`'s
+    scaling) instead of ``apply_rope``'s default base; once per process."""
+    with _ROPE_LOCK:
+        if module_name in _ROPE_PATCHED:
+            return
+        module = importlib.import_module(module_name)
+        module.apply_rope = _config_rope_fn(module.apply_rope)
+        module.Attention.block = _config_rope_block(module.Attention.block)
+        _ROPE_PATCHED.add(module_name)
+
+
+@functools.cache
+def _llama3_config_class() -> type:
+    from tunix.models.llama3 import model as llama3
+
+    @dataclasses.dataclass(frozen=True)
+    class Llama3Config(llama3.ModelConfig):
+        """tunix's Llama3 config with the RoPE scaling of Llama 3.1/3.2 (``rope_scaling``)."""
+
+        rope_scaling: tuple[tuple[str, Any], ...] | None = None
+
+    return Llama3Config
+
+
+def llama3_config(fields: dict[str, Any], rope_scaling: dict[str, Any] | None) -> Any:
+    """A tunix Llama3 ``ModelConfig`` of ``fields``; with ``rope_scaling`` (a config.json's
+    ``rope_scaling`` of type ``llama3``), the subclass that carries it to :func:`config_rope`."""
+    config_rope("tunix.models.llama3.model")
+    if not rope_scaling:
+        from tunix.models.llama3 import model as llama3
+
+        return llama3.ModelConfig(**fields)
+    keys = ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
+    missing = [k for k in keys if k not in rope_scaling]
+    if missing:
+        raise ValueError(f"rope_scaling of type llama3 lacks {missing}")
+    kinds = (float, float, float, int)  # config.json's types (transformers wants the int)
+    scaling = (
+        ("rope_type", "llama3"),
+        *((k, t(rope_scaling[k])) for k, t in zip(keys, kinds, strict=True)),
+    )
+    return _llama3_config_class()(**fields, rope_scaling=scaling)
+
+
+def _project(model: nnx.Module, hidden: jax.Array) -> jax.Array:
+    """Final-normed hidden states onto the vocabulary, as the model's ``__call__`` does: its output
+    head (``lm_head``, untied Llama/Qwen) or the embedding, and Gemma2's soft-cap."""
+    head = getattr(model, "lm_head", None)
+    logits = head(hidden) if head is not None else model.embedder.decode(hidden)
+    cap = getattr(model, "final_logits_softcap", None)  # Gemma2's, as its __call__ applies it
+    if cap:
+        logits = jnp.tanh(logits / cap) * cap
+    return logits
+
+
 def choice_logprobs(model: nnx.Module) -> Callable[..., jax.Array]:
     """A compiled pass ``fn(state, ids, mask, choices) -> [rows, len(choices)]`` for ``model`` (a
     tunix Gemma or Gemma2): the log-probability of each token id of ``choices`` right after each
@@ -249,10 +375,7 @@ def choice_logprobs(model: nnx.Module) -> Callable[..., jax.Array]:
         positions = common.build_positions_from_mask(mask)
         model(ids, positions, None, attn, output_hidden_states=True)
         hidden = nnx.pop(model, nnx.Intermediate)["all_hidden_states"].get_value()[-1]
-        logits = model.embedder.decode(hidden[:, -1]).astype(jnp.float32)
-        cap = getattr(model, "final_logits_softcap", None)  # Gemma2's, as its __call__ applies
-        if cap:
-            logits = jnp.tanh(logits / cap) * cap
+        logits = _project(model, hidden[:, -1]).astype(jnp.float32)
         return jax.nn.log_softmax(logits)[:, choices]
 
     return fn
@@ -333,11 +456,7 @@ class _LastPositionPrefill:
             return forward(tokens, positions, cache, attention_mask, output_hidden_states)
         _, new_cache = forward(tokens, positions, cache, attention_mask, True)
         hidden = nnx.pop(self, nnx.Intermediate)["all_hidden_states"].get_value()[-1]  # type: ignore[call-overload]
-        logits = self.embedder.decode(hidden[:, -1:])  # type: ignore[attr-defined]
-        cap = getattr(self, "final_logits_softcap", None)  # Gemma2's, as its __call__ applies it
-        if cap is not None:
-            logits = jnp.tanh(logits / cap) * cap
-        return logits, new_cache
+        return _project(self, hidden[:, -1:]), new_cache  # type: ignore[arg-type]
 
 
 _LAST_POSITION_CLASSES: dict[type, type] = {}

@@ -44,7 +44,17 @@ import numpy as np
 from tunix.rl.agentic import utils as agentic_utils
 from tunix.rl.agentic.tools.base_tool import BaseTool, ToolOutput
 
-from tunixkit import _compat, calculator, data, evaluation, pipeline, prompting, rl, training
+from tunixkit import (
+    _compat,
+    calculator,
+    data,
+    evaluation,
+    families,
+    pipeline,
+    prompting,
+    rl,
+    training,
+)
 from tunixkit.answers import extract_answer, numbers_equal, parse_number
 
 if TYPE_CHECKING:
@@ -573,7 +583,7 @@ def stage(
         settings=recipe.grpo,
         output_dir=stages.dir(name),
         eos_ids=base.eos_ids,
-        vocab_size=base.config.num_embed,
+        vocab_size=families.vocab_size(base.config),
         max_turns=recipe.max_turns,
         tools_prompt=recipe.tools_prompt,
         family=base.family,

@@ -130,7 +130,7 @@ def validate_hf_checkpoint(
             raise CheckpointError(
                 f"{folder / found[name][1]}: tensor {name!r} has shape {found[name][0]}, but the "
                 f"config expects {shape} (num_layers={cfg.num_layers}, embed_dim={cfg.embed_dim}, "
-                f"vocab={cfg.num_embed})"
+                f"vocab={families.vocab_size(cfg)})"
             )
 
 

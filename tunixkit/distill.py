@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tunixkit import _compat, prompting
+from tunixkit import _compat, families, prompting
 from tunixkit.training import model_inputs_fn, tokenize_pair
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class VocabularyMismatch(ValueError):
 def check_vocab(teacher: LoadedModel, student: LoadedModel) -> None:
     """Raise :class:`VocabularyMismatch` unless both models have the same vocabulary size and their
     tokenizers encode a probe text (chat markers, tags, digits, words) to the same ids."""
-    nt, ns = teacher.config.num_embed, student.config.num_embed
+    nt, ns = families.vocab_size(teacher.config), families.vocab_size(student.config)
     if nt != ns:
         raise VocabularyMismatch(
             f"teacher {teacher.model_id} has {nt} vocabulary entries, student {student.model_id} "

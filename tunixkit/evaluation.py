@@ -22,7 +22,7 @@ import numpy as np
 from flax import nnx
 from tqdm.auto import tqdm
 
-from tunixkit import _compat, session, stats
+from tunixkit import _compat, families, session, stats
 from tunixkit.answers import extract_answer, is_correct, latex_answer, latex_correct
 from tunixkit.prompting import MATH_SYSTEM_PROMPT
 from tunixkit.rewards import has_format
@@ -295,7 +295,7 @@ def generate(
     order = sorted(range(len(prompts)), key=lambda i: lengths[i])
     results: dict[int, Generation] = {}
     bs = min(config.batch_size, len(prompts)) or 1
-    top_k = None if config.top_k is None else min(config.top_k, loaded.config.num_embed)
+    top_k = None if config.top_k is None else min(config.top_k, families.vocab_size(loaded.config))
     # tunix samples only when top_p is given; with top_p=None a temperature is silently ignored.
     top_p = config.top_p if config.top_p is not None or not config.temperature else 1.0
     ways = getattr(sampler, "ways", 1)
@@ -378,7 +378,7 @@ class ChoiceScorer:
         tok = self.loaded.tokenizer
         if self.choice_ids is None:
             self.choice_ids = self._resolve(prompts[0])
-        rows = [[tok.bos_id(), *tok.encode(p)] for p in prompts]
+        rows = [tok.with_bos(tok.encode(p)) for p in prompts]
         limit = self.max_prompt_length
         count_cut("score", [len(r) for r in rows], limit, how="keep their end")
         rows = [r[-limit:] for r in rows]
@@ -443,7 +443,7 @@ def prompt_fitter(tokenizer: Any, max_len: int) -> Callable[[str], str]:
     size``), hours into a session."""
 
     def encode(prompt: str) -> list[int]:
-        return [tokenizer.bos_id(), *tokenizer.encode(prompt)]
+        return tokenizer.with_bos(tokenizer.encode(prompt))
 
     return lambda prompt: _clip(prompt, encode, tokenizer, max_len)
 

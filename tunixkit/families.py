@@ -26,7 +26,7 @@ import numpy as np
 
 from tunixkit import _compat
 
-__all__ = ["ChatTemplate", "Family", "UnknownFamilyError", "get"]
+__all__ = ["ChatTemplate", "Family", "UnknownFamilyError", "get", "vocab_size"]
 
 
 class UnknownFamilyError(KeyError):
@@ -53,19 +53,40 @@ class ChatTemplate:
     user: str
     model: str
     system_in_user_turn: bool = True  # no system role: the system prompt opens the user turn
+    role_end: str = "\n"  # what follows the role's name
+    turn_sep: str = "\n"  # what follows the end of a turn
+
+    def opener(self, role: str) -> str:
+        """The text that opens a turn of ``role``."""
+        return f"{self.turn_start}{role}{self.role_end}"
 
     def turn(self, role: str, text: str) -> str:
-        return f"{self.turn_start}{role}\n{text}{self.end_of_turn}\n"
+        return f"{self.opener(role)}{text}{self.end_of_turn}{self.turn_sep}"
 
     def prompt(self, question: str, system_prompt: str | None = None) -> str:
         if not system_prompt:
-            return self.turn(self.user, question) + f"{self.turn_start}{self.model}\n"
+            return self.turn(self.user, question) + self.opener(self.model)
         if self.system_in_user_turn:
             return self.prompt(f"{system_prompt}\n\n{question}")
         return self.turn("system", system_prompt) + self.prompt(question)
 
 
 GEMMA_CHAT = ChatTemplate("<start_of_turn>", "<end_of_turn>", "user", "model")  # Gemma 2 and 3
+# ChatML (Qwen 2.5 and 3, SmolLM2): "<|im_start|>user\n...<|im_end|>\n<|im_start|>assistant\n". The
+# Hugging Face templates add a default system turn when none is given (Qwen2.5: "You are Qwen,
+# created by Alibaba Cloud. ..."); tunixkit writes only the system prompt the notebook passes.
+CHATML = ChatTemplate("<|im_start|>", "<|im_end|>", "user", "assistant", system_in_user_turn=False)
+# Llama 3.x: "<|start_header_id|>user<|end_header_id|>\n\n...<|eot_id|>" (the tokenizer adds
+# <|begin_of_text|>); the HF template's default "Cutting Knowledge Date" system turn is not written.
+LLAMA3_CHAT = ChatTemplate(
+    "<|start_header_id|>",
+    "<|eot_id|>",
+    "user",
+    "assistant",
+    system_in_user_turn=False,
+    role_end="<|end_header_id|>\n\n",
+    turn_sep="",
+)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -89,19 +110,31 @@ class Family:
     hf_shapes: Callable[[Any], dict[str, tuple[int, ...]]]  # tunix config -> {tensor: shape}
     hf_state_dict: Callable[[Any, Any], dict[str, np.ndarray]]  # (model, config) -> HF tensors
     chat: ChatTemplate = GEMMA_CHAT
+    patch: Callable[[str], None] | None = None  # a _compat fix applied to model_module before use
 
     @property
     def end_of_turn(self) -> str:
         return self.chat.end_of_turn
 
+    def _module(self) -> Any:
+        if self.patch is not None:
+            self.patch(self.model_module)
+        return importlib.import_module(self.model_module)
+
     def model_cls(self) -> type:
-        return getattr(importlib.import_module(self.model_module), self.model_class)
+        return getattr(self._module(), self.model_class)
 
     def config_cls(self) -> type:
-        return importlib.import_module(self.model_module).ModelConfig
+        return self._module().ModelConfig
 
     def loader(self) -> Callable[..., Any]:
+        self._module()
         return importlib.import_module(self.loader_module).create_model_from_safe_tensors
+
+
+def vocab_size(cfg: Any) -> int:
+    """The vocabulary of a tunix config (Gemma's ``num_embed``; Llama's, Qwen's ``vocab_size``)."""
+    return int(cfg.num_embed if hasattr(cfg, "num_embed") else cfg.vocab_size)
 
 
 def read_hf_config(folder: str | pathlib.Path) -> dict[str, Any]:
@@ -422,6 +455,197 @@ def _g2_state_dict(model, cfg) -> dict[str, np.ndarray]:
     return {name: np.ascontiguousarray(np.asarray(x)) for name, x in sd.items()}
 
 
+# --- Llama 3.x, Qwen2/2.5, Qwen3: checked against transformers' LlamaForCausalLM,
+# Qwen2ForCausalLM and Qwen3ForCausalLM (tests/test_families.py). One decoder layout: pre-norm
+# RMSNorm (weight w, not 1 + w), SiLU-gated MLP, grouped-query attention, RoPE by rotate-half.
+# Qwen2 adds q/k/v biases, Qwen3 per-head q/k norms. tunix's Llama3 and Qwen3 leave the config's
+# RoPE base unused (and tunix has no Llama 3.1 frequency scaling): _compat.config_rope fixes both.
+
+
+def _rope_fields(c: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
+    """(RoPE base, scaling or None) of a config.json in the legacy keys or transformers 5's
+    ``rope_parameters``."""
+    rope = dict(c.get("rope_parameters") or {})
+    theta = c.get("rope_theta") or rope.pop("rope_theta", None) or 10_000.0
+    scaling = c.get("rope_scaling") or rope
+    kind = (scaling or {}).get("rope_type") or (scaling or {}).get("type") or "default"
+    return float(theta), (None if kind == "default" else dict(scaling, rope_type=kind))
+
+
+def _decoder_problems(c: dict[str, Any], family: str, *, rope_types: tuple[str, ...]) -> None:
+    _, scaling = _rope_fields(c)
+    problems = [
+        why
+        for bad, why in (
+            (c.get("hidden_act", "silu") != "silu", f"activation {c.get('hidden_act')}"),
+            (
+                family != "qwen2" and c.get("attention_bias", False),
+                "attention biases (only Qwen2 has them)",
+            ),
+            (c.get("mlp_bias", False), "MLP biases"),
+            (
+                scaling is not None and scaling["rope_type"] not in rope_types,
+                f"RoPE scaling {scaling and scaling['rope_type']!r}",
+            ),
+            (c.get("use_sliding_window", False), "sliding-window attention"),
+            (c.get("num_experts") or c.get("num_local_experts"), "mixture of experts"),
+        )
+        if bad
+    ]
+    if problems:
+        raise ValueError(
+            f"config.json describes a {family} tunix cannot build: {'; '.join(problems)}"
+        )
+
+
+def _decoder_fields(c: dict[str, Any]) -> dict[str, Any]:
+    heads = c["num_attention_heads"]
+    return {
+        "num_layers": c["num_hidden_layers"],
+        "vocab_size": c["vocab_size"],
+        "embed_dim": c["hidden_size"],
+        "hidden_dim": c["intermediate_size"],
+        "num_heads": heads,
+        "head_dim": c.get("head_dim") or c["hidden_size"] // heads,
+        "num_kv_heads": c.get("num_key_value_heads") or heads,
+        "rope_theta": _rope_fields(c)[0],
+        "norm_eps": float(c.get("rms_norm_eps", 1e-6)),
+    }
+
+
+def _llama_config_from_hf(c: dict[str, Any], dtype: Any):
+    """Llama 3.x (and every ``LlamaForCausalLM`` of that layout: SmolLM2, TinyLlama)."""
+    del dtype  # tunix's Llama3 config has no dtype: the loader casts
+    _decoder_problems(c, "llama3", rope_types=("llama3",))
+    fields = _decoder_fields(c) | {"weight_tying": bool(c.get("tie_word_embeddings", False))}
+    return _compat.llama3_config(fields, _rope_fields(c)[1])
+
+
+def _qwen_config_from_hf(family: str) -> Callable[[dict[str, Any], Any], Any]:
+    def build(c: dict[str, Any], dtype: Any):
+        _decoder_problems(c, family, rope_types=())
+        cfg = get(family).config_cls()
+        tied = bool(c.get("tie_word_embeddings", False))
+        return cfg(**_decoder_fields(c), use_tied_embedding=tied, param_dtype=dtype)
+
+    return build
+
+
+_DECODER_HF = {
+    "llama3": ("LlamaForCausalLM", "llama"),
+    "qwen2": ("Qwen2ForCausalLM", "qwen2"),
+    "qwen3": ("Qwen3ForCausalLM", "qwen3"),
+}
+
+
+def _tied(cfg) -> bool:
+    return bool(getattr(cfg, "weight_tying", getattr(cfg, "use_tied_embedding", False)))
+
+
+def _decoder_hf_config(family: str) -> Callable[..., dict[str, Any]]:
+    def hf_config(
+        cfg,
+        *,
+        dtype: str = "float32",
+        eos_token_id: int | list[int] = 1,
+        pad_token_id: int = 0,
+        bos_token_id: int | None = 2,
+    ) -> dict[str, Any]:
+        arch, model_type = _DECODER_HF[family]
+        scaling = getattr(cfg, "rope_scaling", None)
+        return {
+            "architectures": [arch],
+            "model_type": model_type,
+            "vocab_size": cfg.vocab_size,
+            "hidden_size": cfg.embed_dim,
+            "intermediate_size": cfg.hidden_dim,
+            "num_hidden_layers": cfg.num_layers,
+            "num_attention_heads": cfg.num_heads,
+            "num_key_value_heads": cfg.num_kv_heads,
+            "head_dim": cfg.head_dim,
+            "hidden_act": "silu",
+            "rms_norm_eps": float(cfg.norm_eps),
+            "rope_theta": float(cfg.rope_theta),
+            "rope_scaling": dict(scaling) if scaling else None,
+            "tie_word_embeddings": _tied(cfg),
+            "attention_bias": family == "qwen2",
+            "mlp_bias": False,
+            "use_sliding_window": False,
+            "attention_dropout": 0.0,
+            "max_position_embeddings": 32768,
+            "pad_token_id": pad_token_id,
+            "bos_token_id": bos_token_id,
+            "eos_token_id": eos_token_id,
+            "torch_dtype": dtype,
+            "dtype": dtype,
+        }
+
+    return hf_config
+
+
+def _decoder_shapes(family: str) -> Callable[[Any], dict[str, tuple[int, ...]]]:
+    def shapes(cfg) -> dict[str, tuple[int, ...]]:
+        n, k, h, d, f = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.embed_dim, cfg.hidden_dim
+        per_layer = {
+            "self_attn.q_proj.weight": (n * h, d),
+            "self_attn.k_proj.weight": (k * h, d),
+            "self_attn.v_proj.weight": (k * h, d),
+            "self_attn.o_proj.weight": (d, n * h),
+            "mlp.gate_proj.weight": (f, d),
+            "mlp.up_proj.weight": (f, d),
+            "mlp.down_proj.weight": (d, f),
+            "input_layernorm.weight": (d,),
+            "post_attention_layernorm.weight": (d,),
+        }
+        if family == "qwen2":
+            per_layer |= {
+                f"self_attn.{p}_proj.bias": (m * h,) for p, m in zip("qkv", (n, k, k), strict=True)
+            }
+        if family == "qwen3":
+            per_layer |= {"self_attn.q_norm.weight": (h,), "self_attn.k_norm.weight": (h,)}
+        out = {"model.embed_tokens.weight": (cfg.vocab_size, d), "model.norm.weight": (d,)}
+        if not _tied(cfg):
+            out["lm_head.weight"] = (cfg.vocab_size, d)
+        for i in range(cfg.num_layers):
+            out.update({f"model.layers.{i}.{name}": s for name, s in per_layer.items()})
+        return out
+
+    return shapes
+
+
+def _decoder_state_dict(model, cfg) -> dict[str, np.ndarray]:
+    d = cfg.embed_dim
+    sd = {
+        "model.embed_tokens.weight": model.embedder.input_embedding.value,
+        "model.norm.weight": model.final_norm.w.value,
+    }
+    if not _tied(cfg):
+        sd["lm_head.weight"] = model.lm_head.w.value.T
+    for i, layer in enumerate(model.layers):
+        a = layer.attn
+        parts = {
+            "self_attn.q_proj.weight": a.q_proj.w.value.reshape(d, -1).T,
+            "self_attn.k_proj.weight": a.k_proj.w.value.reshape(d, -1).T,
+            "self_attn.v_proj.weight": a.v_proj.w.value.reshape(d, -1).T,
+            "self_attn.o_proj.weight": a.o_proj.w.value.reshape(-1, d).T,
+            "mlp.gate_proj.weight": layer.mlp.gate_proj.kernel.value.T,
+            "mlp.up_proj.weight": layer.mlp.up_proj.kernel.value.T,
+            "mlp.down_proj.weight": layer.mlp.down_proj.kernel.value.T,
+            "input_layernorm.weight": layer.input_layernorm.w.value,
+            "post_attention_layernorm.weight": layer.post_attention_layernorm.w.value,
+        }
+        if hasattr(a, "q_bias"):
+            parts |= {f"self_attn.{p}_proj.bias": getattr(a, f"{p}_bias").value for p in "qkv"}
+        if hasattr(a, "q_norm"):
+            parts |= {"self_attn.q_norm.weight": a.q_norm.w.value}
+            parts |= {"self_attn.k_norm.weight": a.k_norm.w.value}
+        sd |= {f"model.layers.{i}.{k}": v for k, v in parts.items()}
+    return {name: np.ascontiguousarray(np.asarray(x)) for name, x in sd.items()}
+
+
+_DECODER_LORA = ".*q_proj|.*k_proj|.*v_proj|.*o_proj|.*gate_proj|.*up_proj|.*down_proj"
+
+
 _GEMMA_LORA = (
     ".*q_einsum|.*kv_einsum|.*qkv_einsum|.*attn_vec_einsum|.*gate_proj|.*up_proj|.*down_proj"
 )
@@ -450,6 +674,47 @@ FAMILIES: dict[str, Family] = {
         hf_config=_g2_hf_config,
         hf_shapes=lambda cfg: _gemma_layer_shapes(cfg, qk_norm=False),
         hf_state_dict=_g2_state_dict,
+    ),
+    "llama3": Family(
+        name="llama3",
+        model_module="tunix.models.llama3.model",
+        model_class="Llama3",
+        loader_module="tunix.models.llama3.params",
+        architecture="LlamaForCausalLM",
+        lora_modules=_DECODER_LORA,
+        config_from_hf=_llama_config_from_hf,
+        hf_config=_decoder_hf_config("llama3"),
+        hf_shapes=_decoder_shapes("llama3"),
+        hf_state_dict=_decoder_state_dict,
+        chat=LLAMA3_CHAT,
+        patch=_compat.config_rope,
+    ),
+    "qwen2": Family(
+        name="qwen2",
+        model_module="tunix.models.qwen2.model",
+        model_class="Qwen2",
+        loader_module="tunix.models.qwen2.params",
+        architecture="Qwen2ForCausalLM",
+        lora_modules=_DECODER_LORA,
+        config_from_hf=_qwen_config_from_hf("qwen2"),
+        hf_config=_decoder_hf_config("qwen2"),
+        hf_shapes=_decoder_shapes("qwen2"),
+        hf_state_dict=_decoder_state_dict,
+        chat=CHATML,
+    ),
+    "qwen3": Family(
+        name="qwen3",
+        model_module="tunix.models.qwen3.model",
+        model_class="Qwen3",
+        loader_module="tunix.models.qwen3.params",
+        architecture="Qwen3ForCausalLM",
+        lora_modules=_DECODER_LORA,
+        config_from_hf=_qwen_config_from_hf("qwen3"),
+        hf_config=_decoder_hf_config("qwen3"),
+        hf_shapes=_decoder_shapes("qwen3"),
+        hf_state_dict=_decoder_state_dict,
+        chat=CHATML,
+        patch=_compat.config_rope,
     ),
 }
 

@@ -73,6 +73,7 @@ class ModelSpec:
     kaggle_handle: str | None = None  # a Kaggle Models "transformers" variant (HF layout)
     packaged: bool = False  # ships from the package index as GGUF (tunixkit.packaged.PACKAGES)
     smoke: bool = False  # built locally by tunixkit.testing
+    chat: families.ChatTemplate | None = None  # None: the family's (SmolLM2 is a Llama on ChatML)
 
 
 MODELS: dict[str, ModelSpec] = {
@@ -101,10 +102,25 @@ MODELS: dict[str, ModelSpec] = {
         hf_repo="google/gemma-2-2b-it",
         kaggle_handle="google/gemma-2/transformers/gemma-2-2b-it",
     ),
+    # Llama 3.x and Qwen: 00-05 take them; 06 and 07 (the competition's pipeline, agentic GRPO)
+    # are Gemma-only. Llama's weights are gated (accept Meta's license on Hugging Face first).
+    "llama-3.2-1b-instruct": ModelSpec(
+        family="llama3",
+        preset="llama3p2_1b_instruct",
+        hf_repo="meta-llama/Llama-3.2-1B-Instruct",
+        kaggle_handle="metaresearch/llama-3.2/transformers/1b-instruct",
+    ),
+    "qwen2.5-0.5b-instruct": ModelSpec(
+        family="qwen2", preset="qwen2p5_0p5b_instruct", hf_repo="Qwen/Qwen2.5-0.5B-Instruct"
+    ),
+    "qwen3-0.6b": ModelSpec(family="qwen3", preset="qwen3_0p6b", hf_repo="Qwen/Qwen3-0.6B"),
     "tiny-gemma3": ModelSpec(family="gemma3", smoke=True),
     "tiny-gemma3-sft": ModelSpec(family="gemma3", smoke=True),
     "tiny-gemma3-student": ModelSpec(family="gemma3", smoke=True),
     "tiny-gemma2": ModelSpec(family="gemma2", smoke=True),
+    "tiny-llama3": ModelSpec(family="llama3", smoke=True),
+    "tiny-qwen2": ModelSpec(family="qwen2", smoke=True),
+    "tiny-qwen3": ModelSpec(family="qwen3", smoke=True),
 }
 
 
@@ -141,8 +157,16 @@ class LoadedModel:
 
     @property
     def chat(self) -> families.ChatTemplate:
-        """The family's chat template: ``loaded.chat.prompt(question, system_prompt)``."""
-        return families.get(self.family).chat
+        """The model's chat template (its own, else its family's):
+        ``loaded.chat.prompt(question, system_prompt)``."""
+        return chat_template(self.model_id, self.family)
+
+
+def chat_template(model_id: str, family: str) -> families.ChatTemplate:
+    """The chat template of ``model_id`` (a :data:`MODELS` id with one of its own), else
+    ``family``'s."""
+    spec = MODELS.get(model_id)
+    return (spec.chat if spec is not None else None) or families.get(family).chat
 
 
 def _download(spec: ModelSpec, model_id: str, source: str) -> pathlib.Path:
@@ -150,7 +174,7 @@ def _download(spec: ModelSpec, model_id: str, source: str) -> pathlib.Path:
     if source == "auto" and spec.packaged:
         source = "package"  # the same weights on every machine, Kaggle included
     if source == "auto":
-        source = "kaggle" if env == "kaggle" else "hf"
+        source = "kaggle" if env == "kaggle" and spec.kaggle_handle else "hf"
     if source == "package":
         if not spec.packaged:
             raise ValueError(f"{model_id} is not shipped as a package; use source='hf' or 'kaggle'")
@@ -170,6 +194,11 @@ def _download(spec: ModelSpec, model_id: str, source: str) -> pathlib.Path:
             return pathlib.Path(
                 snapshot_download(spec.hf_repo, token=token, allow_patterns=patterns)
             )
+    if source == "kaggle" and not spec.kaggle_handle:
+        raise ValueError(
+            f"{model_id} has no Kaggle Models handle in tunixkit; use source='hf', or add the "
+            "model to the notebook (Add Input) and set MODEL_PATH (path=) to its folder"
+        )
     if source == "kaggle":
         if env != "kaggle" and not runtime.get_secret("KAGGLE_API_TOKEN", required=False):
             why = f"downloading {spec.kaggle_handle} from Kaggle"
@@ -487,6 +516,8 @@ def _preset_of(family: str, preset: str | None, config: Any) -> str | None:
     if not preset:
         return None
     made = getattr(families.get(family).config_cls(), preset)()
+    if type(made) is not type(config):  # e.g. a Llama 3.1 config with its RoPE scaling
+        return None
     names = [f.name for f in dataclasses.fields(made) if f.name != "param_dtype"]
     return preset if all(getattr(made, n) == getattr(config, n) for n in names) else None
 

@@ -201,14 +201,15 @@ def tokenize(
 ) -> list[dict[str, np.ndarray]]:
     """``DPOTrainer``'s tokenized fields per pair: ``[BOS] prompt`` left-padded (long prompts keep
     their end), each response right-padded. Truncated pairs are counted and reported."""
-    pad, bos = tokenizer.pad_id(), tokenizer.bos_id()
+    pad = tokenizer.pad_id()
     out, cut = [], 0
     for pair in pairs:
-        prompt = ([bos] + tokenizer.encode(pair["prompt"]))[-max_prompt_length:]
+        full = tokenizer.with_bos(tokenizer.encode(pair["prompt"]))
+        prompt = full[-max_prompt_length:]
         item = {
             "prompt_ids": np.array([pad] * (max_prompt_length - len(prompt)) + prompt, np.int32)
         }
-        cut += len(tokenizer.encode(pair["prompt"])) + 1 > max_prompt_length
+        cut += len(full) > max_prompt_length
         for key in ("chosen", "rejected"):
             ids = tokenizer.encode(pair[key])
             cut += len(ids) > max_response_length

@@ -35,11 +35,14 @@ from tunixkit.answers import (
     numbers_equal,
     parse_number,
 )
+from tunixkit.families import FAMILIES
 from tunixkit.prompting import ANSWER_END, ANSWER_START, REASONING_END, REASONING_START
 
+# Any family's end of turn may close the answer (a decoded completion can keep its stop piece).
+_END_OF_TURN = "|".join(sorted({re.escape(f.end_of_turn) for f in FAMILIES.values()}))
 FORMAT_RE = re.compile(
     r"^\s*<reasoning>(?:(?!</?(?:reasoning|answer)>).)+?</reasoning>\s*"
-    r"<answer>(?:(?!</?(?:reasoning|answer)>).)+?</answer>\s*(?:<end_of_turn>)?\s*$",
+    rf"<answer>(?:(?!</?(?:reasoning|answer)>).)+?</answer>\s*(?:{_END_OF_TURN})?\s*$",
     re.S,
 )
 __all__ = [

@@ -55,8 +55,23 @@ class Tokenizer:
             return self.raw.DecodeIds(ids)
         return self.raw.decode(ids, **kwargs)
 
-    def bos_id(self) -> int:
-        return int(self.raw.bos_id() if self.kind == "sentencepiece" else self.raw.bos_token_id)
+    def bos_id(self) -> int | None:
+        """The id that opens every sequence, or None for a tokenizer that opens none (Qwen's and
+        SmolLM2's: their ``bos_token``, if any, is not prepended, and their chat template writes
+        none). tunix's sampler and DPO trainer prepend a BOS only when this is truthy."""
+        if self.kind == "sentencepiece":
+            bos = self.raw.bos_id()
+            return None if bos < 0 else int(bos)
+        if "_bos" not in self.__dict__:
+            ids = self.raw("a", add_special_tokens=True)["input_ids"]
+            bos = self.raw.bos_token_id
+            self._bos = int(ids[0]) if bos is not None and ids and ids[0] == bos else None
+        return self._bos
+
+    def with_bos(self, ids: Sequence[int]) -> list[int]:
+        """``ids`` with this tokenizer's BOS in front (as they are when it has none)."""
+        bos = self.bos_id()
+        return [int(i) for i in ids] if bos is None else [bos, *(int(i) for i in ids)]
 
     def eos_id(self) -> int:
         return int(self.raw.eos_id() if self.kind == "sentencepiece" else self.raw.eos_token_id)
@@ -88,6 +103,8 @@ class Tokenizer:
 
     def dedup_bos_ids(self, ids: list[int]) -> list[int]:
         """tunix's sampler calls this on ``[BOS] + encode(prompt)``: keep a single leading BOS."""
+        if self.bos_id() is None:
+            return ids
         i = 0
         while i < len(ids) - 1 and ids[i] == ids[i + 1] == self.bos_id():
             i += 1

@@ -65,9 +65,9 @@ __all__ = [
 def tokenize_pair(
     tokenizer: Tokenizer, prompt: str, target: str, max_len: int
 ) -> tuple[np.ndarray, np.ndarray, bool]:
-    """``[BOS] prompt target`` padded to ``max_len``; mask is 1 on target tokens. Returns
-    (ids, mask, truncated)."""
-    p, t = [tokenizer.bos_id(), *tokenizer.encode(prompt)], tokenizer.encode(target)
+    """``[BOS] prompt target`` (BOS if the tokenizer has one) padded to ``max_len``; mask is 1 on
+    target tokens. Returns (ids, mask, truncated)."""
+    p, t = tokenizer.with_bos(tokenizer.encode(prompt)), tokenizer.encode(target)
     ids, mask = (p + t)[:max_len], ([0] * len(p) + [1] * len(t))[:max_len]
     pad = tokenizer.pad_id()
     truncated = len(p) + len(t) > max_len

@@ -6,10 +6,11 @@ Production code reaches this package through one seam only: :func:`tunixkit.runt
 their smoke branches (06: the synthetic tasks, their rubric grader, the weak answers).
 
 - tiny models (``_tiny``): :func:`materialize` (a tiny id's HF-layout folder, built once and
-  cached), :func:`config`, :func:`random_model`, the shapes (:data:`TINY_GEMMA3`, ...), the warm
-  start (:data:`WARM_START`, its weights shipped: :func:`warm_start_file`, written by
-  :func:`write_warm_start`), the offline tokenizer (:func:`load_tokenizer`,
-  :func:`build_tokenizer`);
+  cached), :func:`config`, :func:`random_model`, the shapes (:data:`TINY_GEMMA3`, ...; the
+  tiny Llama 3 and Qwen: :func:`decoder_config`, their tokenizers
+  :func:`write_family_tokenizer`), the warm start (:data:`WARM_START`, its weights shipped:
+  :func:`warm_start_file`, written by :func:`write_warm_start`), the offline tokenizer
+  (:func:`load_tokenizer`, :func:`build_tokenizer`);
 - synthetic data (``_synthetic``): :func:`synthetic_gsm8k` / :func:`write_synthetic_gsm8k`,
   :func:`synthetic_tasks` (every judged domain), :func:`uneven` with :data:`WEAK` answers, and
   :func:`rubric_grader`, the smoke profile's judge;
@@ -50,6 +51,7 @@ from tunixkit.testing._synthetic import (
 from tunixkit.testing._tiny import (
     SMOKE_MODELS,
     SPECIAL_TOKENS,
+    TINY_DECODER,
     TINY_EMBEDDING_STD,
     TINY_GEMMA2,
     TINY_GEMMA3,
@@ -62,6 +64,7 @@ from tunixkit.testing._tiny import (
     cache_dir,
     cache_key,
     config,
+    decoder_config,
     gemma2_config,
     gemma3_config,
     load_tokenizer,
@@ -72,6 +75,7 @@ from tunixkit.testing._tiny import (
     tokenizer_path,
     warm_start,
     warm_start_file,
+    write_family_tokenizer,
     write_warm_start,
 )
 
@@ -82,6 +86,7 @@ __all__ = [
     "SPLIT_SEEDS",
     "ScriptedClock",
     "TINY_EMBEDDING_STD",
+    "TINY_DECODER",
     "TINY_GEMMA2",
     "TINY_GEMMA3",
     "TINY_STUDENT",
@@ -95,6 +100,7 @@ __all__ = [
     "cache_dir",
     "cache_key",
     "config",
+    "decoder_config",
     "gemma2_config",
     "gemma3_config",
     "kernel_python",
@@ -124,5 +130,6 @@ __all__ = [
     "write_preference_rows",
     "write_synthetic_gsm8k",
     "write_trace_rows",
+    "write_family_tokenizer",
     "write_warm_start",
 ]

@@ -162,9 +162,18 @@ def write_hf_tokenizer(
     the smoke tokenizer's settings) to ``folder`` as a Hugging Face fast tokenizer
     (``tokenizer.json``, ``tokenizer_config.json``); returns ``folder``. The vocabulary and ids are
     the SentencePiece model's: control pieces are special tokens, user-defined ones added tokens,
-    merges ranked by piece id as SentencePiece's BPE ranks them."""
+    merges ranked by piece id as SentencePiece's BPE ranks them; encoding with special tokens
+    prepends BOS, as Gemma's ``tokenizer.json`` does."""
     from sentencepiece import sentencepiece_model_pb2
-    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
+    from tokenizers import (
+        AddedToken,
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+    )
     from transformers import PreTrainedTokenizerFast
     from transformers.convert_slow_tokenizer import SentencePieceExtractor
 
@@ -195,6 +204,10 @@ def write_hf_tokenizer(
     )
     tok.add_tokens([AddedToken(p.piece, normalized=False) for p in proto.pieces if p.type == 4])
     name = {i: proto.pieces[i].piece for i in (spec.bos_id, spec.eos_id, spec.pad_id, spec.unk_id)}
+    bos = name[spec.bos_id]  # as Gemma's tokenizer.json: encoding prepends <bos>
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, spec.bos_id)]
+    )
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token=name[spec.bos_id],

@@ -33,6 +33,7 @@ from tunixkit.prompting import (
     format_prompt,
 )
 from tunixkit.runtime import cache_dir
+from tunixkit.testing._fixtures import write_hf_tokenizer
 from tunixkit.testing._synthetic import (
     SMOKE_MAX_OPERAND,
     SPLIT_SEEDS,
@@ -40,6 +41,7 @@ from tunixkit.testing._synthetic import (
     synthetic_tasks,
 )
 from tunixkit.tokenizer import Tokenizer
+from tunixkit.tokenizer import load as load_tokenizer_folder
 
 SPECIAL_TOKENS = (
     START_OF_TURN,
@@ -72,6 +74,32 @@ TINY_GEMMA3 = TinyShape()
 TINY_STUDENT = TinyShape(num_layers=1, embed_dim=64, hidden_dim=256, num_heads=2, head_dim=32)
 # The tiny Gemma2: one local and one global layer, grouped-query attention as in Gemma2-2B (8/4).
 TINY_GEMMA2 = TinyShape(num_heads=4, num_kv_heads=2, sliding_window_size=16)
+# The tiny Llama 3 and Qwen: grouped-query attention (Llama-3.2-1B: 32/8 heads, Qwen3-0.6B: 16/8).
+TINY_DECODER = TinyShape(num_heads=4, num_kv_heads=2)
+
+# What a Llama 3 and a Qwen tokenizer add to the smoke vocabulary: their chat markers as special
+# tokens, and which piece is BOS (Llama 3's tokenizer prepends <|begin_of_text|>; Qwen's prepends
+# nothing), EOS and padding (Llama 3 has none: tunix pads with EOS).
+FAMILY_TOKENS = {
+    "llama3": {
+        "special": (
+            "<|begin_of_text|>",
+            "<|end_of_text|>",
+            "<|start_header_id|>",
+            "<|end_header_id|>",
+            "<|eot_id|>",
+        ),
+        "bos": "<|begin_of_text|>",
+        "eos": "<|eot_id|>",
+        "pad": None,
+    },
+    "qwen": {
+        "special": ("<|endoftext|>", "<|im_start|>", "<|im_end|>"),
+        "bos": None,
+        "eos": "<|im_end|>",
+        "pad": "<|endoftext|>",
+    },
+}
 
 
 def tokenizer_corpus() -> list[str]:
@@ -210,6 +238,58 @@ def gemma2_config(vocab_size: int, shape: TinyShape):
     )
 
 
+def decoder_config(family: str, vocab_size: int, shape: TinyShape = TINY_DECODER, **kw):
+    """A tunix config of ``family`` (``llama3``, ``qwen2``, ``qwen3``) at the tiny ``shape``, tied
+    embeddings, as Llama-3.2-1B, Qwen2.5-0.5B and Qwen3-0.6B have; ``kw`` overrides fields (e.g.
+    ``rope_theta``, ``weight_tying``/``use_tied_embedding``)."""
+    fields = {
+        "num_layers": shape.num_layers,
+        "vocab_size": vocab_size,
+        "embed_dim": shape.embed_dim,
+        "hidden_dim": shape.hidden_dim,
+        "num_heads": shape.num_heads,
+        "head_dim": shape.head_dim,
+        "num_kv_heads": shape.num_kv_heads,
+        "rope_theta": 500_000 if family == "llama3" else 1_000_000,
+        "norm_eps": 1e-5 if family == "llama3" else 1e-6,
+    }
+    tied = "weight_tying" if family == "llama3" else "use_tied_embedding"
+    return families.get(family).config_cls()(**(fields | {tied: True} | kw))
+
+
+def write_family_tokenizer(family: str, folder: str | pathlib.Path) -> Tokenizer:
+    """The smoke vocabulary as a Hugging Face tokenizer of ``family``'s kind (its chat markers,
+    BOS, EOS and padding: :data:`FAMILY_TOKENS`) written to ``folder``; returns it loaded."""
+    from tokenizers import AddedToken, processors
+    from tokenizers import Tokenizer as RawTokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    kind = FAMILY_TOKENS["llama3" if family == "llama3" else "qwen"]
+    folder = pathlib.Path(folder)
+    write_hf_tokenizer(tokenizer_path(), folder)
+    raw = RawTokenizer.from_file(str(folder / "tokenizer.json"))
+    raw.add_special_tokens([AddedToken(t, normalized=False, special=True) for t in kind["special"]])
+    if kind["bos"]:
+        bos = kind["bos"]
+        raw.post_processor = processors.TemplateProcessing(
+            single=f"{bos} $A",
+            pair=f"{bos} $A {bos} $B",
+            special_tokens=[(bos, raw.token_to_id(bos))],
+        )
+    else:
+        raw.post_processor = None
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        (folder / name).unlink(missing_ok=True)
+    PreTrainedTokenizerFast(
+        tokenizer_object=raw,
+        bos_token=kind["bos"],
+        eos_token=kind["eos"],
+        pad_token=kind["pad"],
+        unk_token=load_tokenizer().raw.IdToPiece(load_tokenizer().raw.unk_id()),
+    ).save_pretrained(str(folder))
+    return load_tokenizer_folder(folder)
+
+
 def randomize_mlp(model, seed: int = 0, scale: float = 0.02):
     """Re-randomise the MLP kernels, which tunix initialises to zero: a randomly initialised
     model would otherwise have exactly zero MLP gradients forever."""
@@ -301,7 +381,11 @@ SMOKE_MODELS = {
     "tiny-gemma3-sft": {"family": "gemma3", "shape": TINY_GEMMA3, "build": "warm_start"},
     "tiny-gemma3-student": {"family": "gemma3", "shape": TINY_STUDENT, "build": "random"},
     "tiny-gemma2": {"family": "gemma2", "shape": TINY_GEMMA2, "build": "random"},
+    "tiny-llama3": {"family": "llama3", "shape": TINY_DECODER, "build": "random"},
+    "tiny-qwen2": {"family": "qwen2", "shape": TINY_DECODER, "build": "random"},
+    "tiny-qwen3": {"family": "qwen3", "shape": TINY_DECODER, "build": "random"},
 }
+GEMMA_FAMILIES = ("gemma3", "gemma2")  # the smoke SentencePiece model is theirs as it is
 _KEY_MODULES = (
     "testing/_tiny.py",
     "testing/_synthetic.py",
@@ -331,8 +415,13 @@ def cache_key(model_id: str) -> str:
 def config(model_id: str):
     """The tunix config of the smoke model ``model_id``."""
     spec = SMOKE_MODELS[model_id]
+    vocab = load_tokenizer().vocab_size
+    if spec["family"] not in GEMMA_FAMILIES:  # the family's chat markers after the smoke pieces
+        family = spec["family"]
+        extra = len(FAMILY_TOKENS["llama3" if family == "llama3" else "qwen"]["special"])
+        return decoder_config(family, vocab + extra, spec["shape"])
     make = gemma2_config if spec["family"] == "gemma2" else gemma3_config
-    return make(load_tokenizer().vocab_size, spec["shape"])
+    return make(vocab, spec["shape"])
 
 
 def materialize(model_id: str) -> pathlib.Path:
@@ -412,14 +501,19 @@ def _build(model_id: str, folder: pathlib.Path) -> None:
         model = families.get(family).loader()(str(tmp), cfg)
     else:
         model = random_model(cfg, embedding_std=TINY_EMBEDDING_STD, family=family)
-    tok = load_tokenizer()
+    if family in GEMMA_FAMILIES:
+        tok, extra = load_tokenizer(), {"tokenizer.model": tokenizer_path()}
+    else:
+        tok, extra = write_family_tokenizer(family, tmp), {}
+        if tok.vocab_size != families.vocab_size(cfg):
+            raise RuntimeError(f"{model_id}: {tok.vocab_size} tokens for a vocabulary of {cfg}")
     checkpoints.write_hf_checkpoint(
         model,
         cfg,
         tmp,
         family=family,
-        extra_files={"tokenizer.model": tokenizer_path()},
-        eos_token_id=tok.stop_ids(),
+        extra_files=extra,
+        eos_token_id=tok.stop_ids(families.get(family).end_of_turn),
         pad_token_id=tok.pad_id(),
         bos_token_id=tok.bos_id(),
     )
