@@ -73,7 +73,6 @@ class ModelSpec:
     kaggle_handle: str | None = None  # a Kaggle Models "transformers" variant (HF layout)
     packaged: bool = False  # ships from the package index as GGUF (tunixkit.packaged.PACKAGES)
     smoke: bool = False  # built locally by tunixkit.testing
-    chat: families.ChatTemplate | None = None  # None: the family's (SmolLM2 is a Llama on ChatML)
 
 
 MODELS: dict[str, ModelSpec] = {
@@ -157,16 +156,8 @@ class LoadedModel:
 
     @property
     def chat(self) -> families.ChatTemplate:
-        """The model's chat template (its own, else its family's):
-        ``loaded.chat.prompt(question, system_prompt)``."""
-        return chat_template(self.model_id, self.family)
-
-
-def chat_template(model_id: str, family: str) -> families.ChatTemplate:
-    """The chat template of ``model_id`` (a :data:`MODELS` id with one of its own), else
-    ``family``'s."""
-    spec = MODELS.get(model_id)
-    return (spec.chat if spec is not None else None) or families.get(family).chat
+        """The family's chat template: ``loaded.chat.prompt(question, system_prompt)``."""
+        return families.get(self.family).chat
 
 
 def _download(spec: ModelSpec, model_id: str, source: str) -> pathlib.Path:
