@@ -16,6 +16,7 @@ torch==2.13.0 comes from ``<venv>/xcheck`` (requirements-xcheck.txt), as in
 """
 
 import dataclasses
+import importlib
 import pathlib
 import sys
 
@@ -148,6 +149,27 @@ def test_tunix_rotates_by_the_config_rope_base():
         np.testing.assert_allclose(testing.logits(model), testing.logits(other), atol=1e-6)
     finally:
         llama3.Attention.block = patched
+
+
+@pytest.mark.parametrize("family", NEW)
+def test_qwen_trains_with_qlora(family):
+    """QLoRA (nf4) weights through tunix's Qwen ``Einsum``, which casts its weight with
+    ``jnp.astype`` (``_compat.quantizable_einsum``); Llama's Einsum takes them as they are."""
+    lm = models.load_model(f"tiny-{family}", verbose=False)
+    lora = models.apply_lora(lm.model, family=family, rank=4, qlora=True, verbose=False)
+    plain = testing.logits(lm.model)
+    quantized = testing.logits(lora)  # nf4 backbone, zero-initialised adapters' B: close
+    assert np.abs(quantized - plain).max() < 0.2 * np.abs(plain).max()
+    if family == "llama3":
+        return
+    einsum = importlib.import_module(families.get(family).model_module).Einsum
+    patched = einsum.__call__
+    einsum.__call__ = patched.__wrapped__
+    try:
+        with pytest.raises(TypeError, match="astype requires ndarray"):
+            testing.logits(lora)
+    finally:
+        einsum.__call__ = patched
 
 
 def test_a_config_tunix_cannot_build_is_refused(tmp_path):

@@ -35,6 +35,12 @@ trainers for compiling without running; it keeps those tool-only patches to itse
   (and, through :func:`llama3_config`'s subclass, its scaling) to the rotation
   (``test_tunix_llama3_and_qwen3_ignore_the_config_rope_base``; equal logits to transformers:
   ``tests/test_families.py``).
+- :func:`quantizable_einsum`: ``models/qwen2/model.py`` and ``models/qwen3/model.py``'s ``Einsum``
+  casts its weight with ``jnp.astype`` before the einsum; under QLoRA the weight is qwix's nf4
+  ``WithAux``, which ``astype`` refuses (``TypeError: astype requires ndarray or scalar
+  arguments``), so no Qwen could train with QLoRA. A quantized weight goes to the einsum as it is
+  (qwix's einsum dequantizes it), an array is cast as tunix casts it
+  (``test_qwen_trains_with_qlora``).
 - :class:`BatchShardedSampler`: ``generate/sampler.py``'s ``Sampler`` builds its state (tokens, KV
   cache) unplaced, and its Gemma splits the batch over devices only inside the legacy ``with
   mesh:`` (``utils/sharding_utils.py``), which tunix's RL rollouts enter and a plain sampler call
@@ -133,6 +139,7 @@ __all__ = [
     "mesh_of",
     "place_sampling_batch",
     "prefill_last_position",
+    "quantizable_einsum",
     "quiet_tool_parser",
     "set_updates_per_step",
     "split_rollout_batches",
@@ -297,20 +304,42 @@ def _config_rope_block(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 _ROPE_PATCHED: set[str] = set()
-_ROPE_LOCK = threading.Lock()
+_PATCH_LOCK = threading.Lock()
 
 
 def config_rope(module_name: str) -> None:
     """Make the tunix model module ``module_name`` (``tunix.models.llama3.model`` or
     ``...qwen3.model``) rotate by its config's ``rope_theta`` (and a :func:`llama3_config`'s
     scaling) instead of ``apply_rope``'s default base; once per process."""
-    with _ROPE_LOCK:
+    with _PATCH_LOCK:
         if module_name in _ROPE_PATCHED:
             return
         module = importlib.import_module(module_name)
         module.apply_rope = _config_rope_fn(module.apply_rope)
         module.Attention.block = _config_rope_block(module.Attention.block)
         _ROPE_PATCHED.add(module_name)
+
+
+def _quantizable_einsum_call(self: Any, x: jax.Array) -> jax.Array:
+    x = jnp.astype(x, self.dtype)
+    w = self.w.value
+    if isinstance(w, jax.Array | np.ndarray):  # else qwix's quantized weight: its einsum casts
+        w = jnp.astype(w, self.dtype)
+    return jnp.einsum(self.einsum_str, x, w)
+
+
+_EINSUM_PATCHED: set[str] = set()
+
+
+def quantizable_einsum(module_name: str) -> None:
+    """Let the tunix model module ``module_name``'s ``Einsum`` (Qwen2's, Qwen3's) take a QLoRA
+    (nf4) weight; once per process."""
+    with _PATCH_LOCK:
+        if module_name in _EINSUM_PATCHED:
+            return
+        module = importlib.import_module(module_name)
+        module.Einsum.__call__ = functools.wraps(module.Einsum.__call__)(_quantizable_einsum_call)
+        _EINSUM_PATCHED.add(module_name)
 
 
 @functools.cache

@@ -1,4 +1,4 @@
-"""Model families: what differs between Gemma3 and Gemma2 (and the next family), as data.
+"""Model families: what differs between Gemma3, Gemma2, Llama 3.x, Qwen2/2.5 and Qwen3, as data.
 
 A :class:`Family` holds everything tunixkit needs to know about an architecture, so that loading,
 LoRA, export and the chat template go through the same code for every model:
@@ -7,9 +7,12 @@ LoRA, export and the chat template go through the same code for every model:
 - the Hugging Face layout: ``config.json`` <-> tunix config, the expected tensors and shapes, and
   tunix weights -> HF tensors (what :mod:`tunixkit.checkpoints` writes and validates);
 - the LoRA target modules (a qwix regex), and how adapters are merged into the HF weights;
-- the chat template (:class:`ChatTemplate`): how a prompt is written and which piece ends a turn.
+- the chat template (:class:`ChatTemplate`): how a prompt is written and which piece ends a turn
+  (Gemma's, ChatML for Qwen, Llama 3's headers);
+- the :mod:`tunixkit._compat` fixes the family's tunix module needs before use (``patches``).
 
-Adding a family (Qwen3, Llama 3.2) is one more :data:`FAMILIES` entry with these functions.
+Adding a family is one more :data:`FAMILIES` entry with these functions. Llama and Qwen configs
+say ``vocab_size`` where Gemma's say ``num_embed``: :func:`vocab_size` reads either.
 """
 
 from __future__ import annotations
@@ -110,15 +113,15 @@ class Family:
     hf_shapes: Callable[[Any], dict[str, tuple[int, ...]]]  # tunix config -> {tensor: shape}
     hf_state_dict: Callable[[Any, Any], dict[str, np.ndarray]]  # (model, config) -> HF tensors
     chat: ChatTemplate = GEMMA_CHAT
-    patch: Callable[[str], None] | None = None  # a _compat fix applied to model_module before use
+    patches: tuple[Callable[[str], None], ...] = ()  # _compat fixes of model_module, before use
 
     @property
     def end_of_turn(self) -> str:
         return self.chat.end_of_turn
 
     def _module(self) -> Any:
-        if self.patch is not None:
-            self.patch(self.model_module)
+        for patch in self.patches:
+            patch(self.model_module)
         return importlib.import_module(self.model_module)
 
     def model_cls(self) -> type:
@@ -687,7 +690,7 @@ FAMILIES: dict[str, Family] = {
         hf_shapes=_decoder_shapes("llama3"),
         hf_state_dict=_decoder_state_dict,
         chat=LLAMA3_CHAT,
-        patch=_compat.config_rope,
+        patches=(_compat.config_rope,),
     ),
     "qwen2": Family(
         name="qwen2",
@@ -701,6 +704,7 @@ FAMILIES: dict[str, Family] = {
         hf_shapes=_decoder_shapes("qwen2"),
         hf_state_dict=_decoder_state_dict,
         chat=CHATML,
+        patches=(_compat.quantizable_einsum,),
     ),
     "qwen3": Family(
         name="qwen3",
@@ -714,7 +718,7 @@ FAMILIES: dict[str, Family] = {
         hf_shapes=_decoder_shapes("qwen3"),
         hf_state_dict=_decoder_state_dict,
         chat=CHATML,
-        patch=_compat.config_rope,
+        patches=(_compat.config_rope, _compat.quantizable_einsum),
     ),
 }
 
