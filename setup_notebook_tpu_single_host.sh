@@ -95,7 +95,9 @@ else
   STAMP="$VENV/.tunixkit-requirements.sha256"
   REQS=("$ROOT/requirements.txt"); [[ $TEST == 1 ]] && REQS+=("$ROOT/requirements-test.txt")
   XCHECK=(); [[ $TEST == 1 ]] && XCHECK=("$ROOT/requirements-xcheck.txt")  # torch, in its own folder
-  WANT="$(cat "${REQS[@]}" "${XCHECK[@]}" "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+  # packages wanted for a file they ship, not their code (their own dependencies are not installed)
+  NODEPS=(); [[ $TEST == 1 ]] && NODEPS=("$ROOT/requirements-nodeps.txt")
+  WANT="$(cat "${REQS[@]}" "${XCHECK[@]}" "${NODEPS[@]}" "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
   if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
     # uv (pinned) resolves and installs the pinned stack in seconds; pip (minutes) if uv cannot be
     # had. Both read pip's find-links (PIP_FIND_LINKS / pip.conf), where a local torch wheel may lie.
@@ -110,11 +112,13 @@ else
       for r in "${XCHECK[@]}"; do "${UV[@]}" --no-deps --target "$VENV/xcheck" -r "$r"; done
       for r in "${REQS[@]}"; do UV+=(-r "$r"); done
       "${UV[@]}"
+      for r in "${NODEPS[@]}"; do "$PY" -m uv pip install -q --python "$PY" --no-deps -r "$r"; done
       "$PY" -m uv pip install -q --python "$PY" --no-deps -e "$ROOT"
     else
       say "installing pinned requirements with pip (first time: ~5 minutes)"
       for r in "${XCHECK[@]}"; do "$PY" -m pip install -q --no-deps --target "$VENV/xcheck" -r "$r"; done
       for r in "${REQS[@]}"; do "$PY" -m pip install -q -r "$r"; done
+      for r in "${NODEPS[@]}"; do "$PY" -m pip install -q --no-deps -r "$r"; done
       "$PY" -m pip install -q --no-deps -e "$ROOT"
     fi
     "$PY" -m ipykernel install --user --name tunixkit --display-name "Python (tunixkit)" >/dev/null

@@ -68,6 +68,8 @@ SOURCE = (
     "auto"  # full profile: "auto" (Kaggle on Kaggle, else Hugging Face), "hf", "kaggle", "local"
 )
 MODEL_PATH = None  # with SOURCE="local": a folder with config.json, *.safetensors, tokenizer.model
+MODEL_ID = None  # None: the profile's model; or any tunixkit.models.MODELS id, e.g. "qwen3-0.6b",
+# "smollm2-135m-instruct" (a real Llama-architecture model on any machine, no hub)
 GSM8K_PATH = (
     None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
 )
@@ -79,7 +81,7 @@ import time
 from tunixkit import evaluation, models, recipes, runtime
 
 rt, recipe, out_dir, clock = recipes.start(
-    recipes.Quickstart, PROFILE, OUTPUT_DIR, inputs={"model_path": MODEL_PATH}
+    recipes.Quickstart, PROFILE, OUTPUT_DIR, inputs={"model_path": MODEL_PATH}, model_id=MODEL_ID
 )
 recipe
 
@@ -145,16 +147,16 @@ summary
 
 # %% [markdown]
 # ## Checks
-# The model answered every question, most answers stopped at `<end_of_turn>` (not at the token
-# limit), and the smoke model, trained on this format, answers in it.
+# The model answered every question, most answers stopped at the end of its turn (Gemma's
+# `<end_of_turn>`, not at the token limit), and the smoke model, trained on this format, answers in it.
 
 # %%
 assert len(result.predictions) == recipe.num_questions
 assert all(p["completion"].strip() for p in result.predictions), "an empty answer"
-assert stopped >= len(result.predictions) / 2, f"only {stopped} answers stopped at <end_of_turn>"
-assert len(loaded.eos_ids) == 2, (
-    f"expected EOS and <end_of_turn> as stop tokens, got {loaded.eos_ids}"
-)
+end = loaded.chat.end_of_turn
+assert stopped >= len(result.predictions) / 2, f"only {stopped} answers stopped at {end}"
+stops = {loaded.tokenizer.eos_id(), loaded.tokenizer.token_id(end)}  # one id where EOS ends a turn
+assert stops <= set(loaded.eos_ids), f"expected EOS and {end} as stop tokens, got {loaded.eos_ids}"
 checks = evaluation.Checks.for_run(rt, recipe)  # the smoke model was trained on the format
 checks.should(result.format_rate >= 0.75, f"format followed in {result.format_rate:.2f} of answers")
 checks.done("quickstart")
