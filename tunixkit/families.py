@@ -649,6 +649,32 @@ def _decoder_state_dict(model, cfg) -> dict[str, np.ndarray]:
 _DECODER_LORA = ".*q_proj|.*k_proj|.*v_proj|.*o_proj|.*gate_proj|.*up_proj|.*down_proj"
 
 
+def _decoder_family(
+    module: str,
+    model_class: str,
+    chat: ChatTemplate,
+    *patches: Callable[[str], None],
+    name: str | None = None,
+) -> Family:
+    """A Llama 3 / Qwen family: tunix's ``models.<module>``, its HF layout and LoRA targets."""
+    return Family(
+        name=name or module,
+        model_module=f"tunix.models.{module}.model",
+        model_class=model_class,
+        loader_module=f"tunix.models.{module}.params",
+        architecture=_DECODER_HF[module][0],
+        lora_modules=_DECODER_LORA,
+        config_from_hf=_llama_config_from_hf
+        if module == "llama3"
+        else _qwen_config_from_hf(module),
+        hf_config=_decoder_hf_config(module),
+        hf_shapes=_decoder_shapes(module),
+        hf_state_dict=_decoder_state_dict,
+        chat=chat,
+        patches=patches,
+    )
+
+
 _GEMMA_LORA = (
     ".*q_einsum|.*kv_einsum|.*qkv_einsum|.*attn_vec_einsum|.*gate_proj|.*up_proj|.*down_proj"
 )
@@ -678,62 +704,14 @@ FAMILIES: dict[str, Family] = {
         hf_shapes=lambda cfg: _gemma_layer_shapes(cfg, qk_norm=False),
         hf_state_dict=_g2_state_dict,
     ),
-    "llama3": Family(
-        name="llama3",
-        model_module="tunix.models.llama3.model",
-        model_class="Llama3",
-        loader_module="tunix.models.llama3.params",
-        architecture="LlamaForCausalLM",
-        lora_modules=_DECODER_LORA,
-        config_from_hf=_llama_config_from_hf,
-        hf_config=_decoder_hf_config("llama3"),
-        hf_shapes=_decoder_shapes("llama3"),
-        hf_state_dict=_decoder_state_dict,
-        chat=LLAMA3_CHAT,
-        patches=(_compat.config_rope,),
-    ),
+    "llama3": _decoder_family("llama3", "Llama3", LLAMA3_CHAT, _compat.config_rope),
     # A Llama-architecture model that speaks ChatML (SmolLM2): tunix's Llama3, Qwen's turns.
-    "llama-chatml": Family(
-        name="llama-chatml",
-        model_module="tunix.models.llama3.model",
-        model_class="Llama3",
-        loader_module="tunix.models.llama3.params",
-        architecture="LlamaForCausalLM",
-        lora_modules=_DECODER_LORA,
-        config_from_hf=_llama_config_from_hf,
-        hf_config=_decoder_hf_config("llama3"),
-        hf_shapes=_decoder_shapes("llama3"),
-        hf_state_dict=_decoder_state_dict,
-        chat=CHATML,
-        patches=(_compat.config_rope,),
+    "llama-chatml": _decoder_family(
+        "llama3", "Llama3", CHATML, _compat.config_rope, name="llama-chatml"
     ),
-    "qwen2": Family(
-        name="qwen2",
-        model_module="tunix.models.qwen2.model",
-        model_class="Qwen2",
-        loader_module="tunix.models.qwen2.params",
-        architecture="Qwen2ForCausalLM",
-        lora_modules=_DECODER_LORA,
-        config_from_hf=_qwen_config_from_hf("qwen2"),
-        hf_config=_decoder_hf_config("qwen2"),
-        hf_shapes=_decoder_shapes("qwen2"),
-        hf_state_dict=_decoder_state_dict,
-        chat=CHATML,
-        patches=(_compat.quantizable_einsum,),
-    ),
-    "qwen3": Family(
-        name="qwen3",
-        model_module="tunix.models.qwen3.model",
-        model_class="Qwen3",
-        loader_module="tunix.models.qwen3.params",
-        architecture="Qwen3ForCausalLM",
-        lora_modules=_DECODER_LORA,
-        config_from_hf=_qwen_config_from_hf("qwen3"),
-        hf_config=_decoder_hf_config("qwen3"),
-        hf_shapes=_decoder_shapes("qwen3"),
-        hf_state_dict=_decoder_state_dict,
-        chat=CHATML,
-        patches=(_compat.config_rope, _compat.quantizable_einsum),
+    "qwen2": _decoder_family("qwen2", "Qwen2", CHATML, _compat.quantizable_einsum),
+    "qwen3": _decoder_family(
+        "qwen3", "Qwen3", CHATML, _compat.config_rope, _compat.quantizable_einsum
     ),
 }
 

@@ -42,6 +42,17 @@ _TRAINER_CONFIG = (
     "metrics_logging_options",
     "pbar_description",
 )
+_DECODER_CONFIG = (  # the Llama3/Qwen2/Qwen3 ModelConfig fields families.py sets
+    "num_layers",
+    "vocab_size",
+    "embed_dim",
+    "hidden_dim",
+    "num_heads",
+    "head_dim",
+    "num_kv_heads",
+    "rope_theta",
+    "norm_eps",
+)
 # (module, attribute path, parameters tunixkit passes by keyword)
 REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (
@@ -109,52 +120,17 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (
         "tunix.models.llama3.model",
         "ModelConfig",
-        (
-            "num_layers",
-            "vocab_size",
-            "embed_dim",
-            "hidden_dim",
-            "num_heads",
-            "head_dim",
-            "num_kv_heads",
-            "rope_theta",
-            "norm_eps",
-            "weight_tying",
-        ),
+        (*_DECODER_CONFIG, "weight_tying"),
     ),
     (
         "tunix.models.qwen2.model",
         "ModelConfig",
-        (
-            "num_layers",
-            "vocab_size",
-            "embed_dim",
-            "hidden_dim",
-            "num_heads",
-            "head_dim",
-            "num_kv_heads",
-            "rope_theta",
-            "norm_eps",
-            "use_tied_embedding",
-            "param_dtype",
-        ),
+        (*_DECODER_CONFIG, "use_tied_embedding", "param_dtype"),
     ),
     (
         "tunix.models.qwen3.model",
         "ModelConfig",
-        (
-            "num_layers",
-            "vocab_size",
-            "embed_dim",
-            "hidden_dim",
-            "num_heads",
-            "head_dim",
-            "num_kv_heads",
-            "rope_theta",
-            "norm_eps",
-            "use_tied_embedding",
-            "param_dtype",
-        ),
+        (*_DECODER_CONFIG, "use_tied_embedding", "param_dtype"),
     ),
     ("tunix.models.llama3.model", "Llama3", ("config", "rngs")),
     ("tunix.models.qwen2.model", "Qwen2", ("config", "rngs")),
