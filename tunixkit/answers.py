@@ -45,12 +45,16 @@ if it has one; without a block, unless ``strict``, the ``\\boxed{}``), and
 :func:`latex_correct` decides equivalence with math-verify (``math_verify.parse`` and ``verify``,
 sympy underneath). A hedge is wrong here too: several blocks or boxes that differ, or an "or"
 between candidates (math-verify alone would take the last candidate and could score it right).
+math-verify bounds its own time with signals, which work in the main thread only; tunix calls GRPO
+rewards from a thread, where :func:`latex_correct_isolated` checks each answer in a worker process
+it can end: an answer that takes longer than ``timeout`` seconds is wrong, and counted.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import multiprocessing
 import re
 import threading
 import unicodedata
@@ -64,6 +68,7 @@ __all__ = [
     "is_correct",
     "last_number",
     "latex_correct",
+    "latex_correct_isolated",
     "numbers",
     "read_answer",
 ]
@@ -465,3 +470,61 @@ def latex_correct(completion: str, gold: str, *, strict: bool = False) -> bool:
         return False
     main = threading.current_thread() is threading.main_thread()
     return bool(verify(gold_parsed, found_parsed, timeout_seconds=5 if main else None))
+
+
+_WORKER: Any = None  # the worker process pool of latex_correct_isolated, started on first use
+_WORKER_LOCK = threading.Lock()
+TIMED_OUT: list[str] = []  # the answers latex_correct_isolated gave up on (their first 80 chars)
+
+
+def _worker() -> Any:
+    global _WORKER
+    if _WORKER is None:
+        import atexit
+
+        _WORKER = multiprocessing.get_context("spawn").Pool(1)  # no fork under JAX's threads
+        atexit.register(_stop_worker)
+    return _WORKER
+
+
+def _stop_worker() -> None:
+    global _WORKER
+    if _WORKER is not None:
+        _WORKER.terminate()
+        _WORKER.join()
+        _WORKER = None
+
+
+def run_isolated(fn: Any, items: list[tuple[Any, ...]], *, timeout: float) -> list[Any]:
+    """``fn(*item)`` for each item in a worker process, each given ``timeout`` seconds: an item that
+    takes longer gives None and the worker is replaced (its work cannot be interrupted in place)."""
+    out = []
+    with _WORKER_LOCK:
+        for item in items:
+            job = _worker().apply_async(fn, item)
+            try:
+                out.append(job.get(timeout))
+            except multiprocessing.TimeoutError:
+                _stop_worker()
+                out.append(None)
+    return out
+
+
+def latex_correct_isolated(
+    completions: list[str], golds: list[str], *, strict: bool = True, timeout: float = 10.0
+) -> list[bool]:
+    """:func:`latex_correct` of each (completion, gold) pair, safe outside the main thread: there
+    each pair is checked in a worker process given ``timeout`` seconds (math-verify's own limits
+    use signals, main thread only), and a pair that takes longer is wrong (its completion goes to
+    :data:`TIMED_OUT`). In the main thread, :func:`latex_correct` itself (its own limits)."""
+    pairs = list(zip(completions, golds, strict=True))
+    if threading.current_thread() is threading.main_thread():
+        return [latex_correct(c, g, strict=strict) for c, g in pairs]
+    items = [(c or "", str(g), strict) for c, g in pairs]
+    results = run_isolated(_latex_correct_item, items, timeout=timeout)
+    TIMED_OUT.extend(c[:80] for (c, _, _), r in zip(items, results, strict=True) if r is None)
+    return [bool(r) for r in results]
+
+
+def _latex_correct_item(completion: str, gold: str, strict: bool) -> bool:
+    return latex_correct(completion, gold, strict=strict)
