@@ -16,6 +16,10 @@ Gemma2 variants) for the host's own chip instead of emulated CPU devices, severa
 verdicts stay against a v5e chip: an accelerator's compiler keeps bf16 and fuses like a TPU's, so its
 bytes are the closer stand-in (a GPU is not a TPU: the layouts and fusions still differ).
 
+``--families`` plans 01's and 02's recipes with the Llama 3 and Qwen ids as ``MODEL_ID``
+(``llama-3.2-1b-instruct``, ``qwen2.5-0.5b-instruct``, ``qwen3-0.6b``) instead, on a v5e-8 and on one
+chip (``..._families.json``).
+
 ``--tpu-aot`` compiles for a TPU v5e slice *here*, with the TPU's own compiler and no TPU attached
 (libtpu's compile-only client; memplan's ``--topology``): the full presets on a v5e-8 (``v5e:2x4``,
 Kaggle), 06's and 07's included, and the one-chip ones (``v5e:1x1``, Colab). It needs libtpu in the
@@ -101,6 +105,12 @@ TPU_PLANS = [  # --tpu-aot: the Kaggle v5e-8 runs first (06 and 07 included), th
     ("agentic", "gemma-3-1b-it", 8, "full", "07 full: warm start, agentic GRPO"),
     *[p for p in ACCELERATOR_PLANS if p[2] == 1],
 ]
+FAMILY_PLANS = [  # --families: 01 and 02's recipes with the Llama 3 and Qwen ids as MODEL_ID
+    (kind, model, devices, preset, f"{nb} {'full' if devices == 8 else 'on one chip'} with {model}")
+    for model in ("llama-3.2-1b-instruct", "qwen2.5-0.5b-instruct", "qwen3-0.6b")
+    for kind, nb in (("sft", "01"), ("grpo", "02"))
+    for devices, preset in ((8, "full"), (1, "one_chip"))
+]
 # The same SFT and DPO programs compiled ahead of time for a TPU v5e 2x4 (libtpu's compile-only
 # client, no TPU attached) by the prototype of tunixkit.tools.memplan: the CPU figures are ~2.4x these.
 TPU_REFERENCE = {
@@ -154,10 +164,14 @@ def main() -> int:
         action="store_true",
         help="compile for a TPU v5e slice here, no TPU needed (needs libtpu: see the docstring)",
     )
+    ap.add_argument(
+        "--families", action="store_true", help="01 and 02 with the Llama 3 and Qwen model ids"
+    )
     ap.add_argument("--jobs", type=int, default=1, help="plans compiled at once")
     ap.add_argument("--devices", type=int, choices=(1, 8), help="only the plans on this many")
     args = ap.parse_args()
     plans = TPU_PLANS if args.tpu_aot else ACCELERATOR_PLANS if args.accelerator else PLANS
+    plans = FAMILY_PLANS if args.families else plans
     todo = [
         p
         for p in plans
@@ -183,6 +197,7 @@ def main() -> int:
     RESULTS.mkdir(exist_ok=True)
     command = "python bench/memory_plan.py" + (f" --only {args.only}" if args.only else "")
     command += f" --devices {args.devices}" if args.devices else ""
+    command += " --families" if args.families else ""
     if args.accelerator or args.tpu_aot:
         command += f" --{'tpu-aot' if args.tpu_aot else 'accelerator'} --jobs {args.jobs}"
     summary = {
@@ -202,6 +217,7 @@ def main() -> int:
     }
     name = f"memplan_{platform}" if args.accelerator or args.tpu_aot else "memplan"
     name += f"_{args.only}" if args.only else ""
+    name += "_families" if args.families else ""
     (RESULTS / f"{name}.json").write_text(json.dumps(summary, indent=1))
     print(f"wrote {RESULTS / name}.json", flush=True)
     for f in failed:

@@ -488,7 +488,9 @@ def _distill(rec, mesh, model_id, layers, verbose, jnp):
     teacher, _, tcfg = _abstract(rec.teacher_id, layers, mesh)
     student, _, _ = _abstract(model_id, layers, mesh)
     config = dt.TrainingConfig(eval_every_n_steps=rec.eval_every, max_steps=rec.steps)
-    strategy = distill.strategy(tcfg.num_embed, temperature=rec.temperature, alpha=rec.alpha)
+    strategy = distill.strategy(
+        families.vocab_size(tcfg), temperature=rec.temperature, alpha=rec.alpha
+    )
     tx = _abstract_optimizer(training.optimizer(rec.learning_rate, rec.steps))
     trainer = distill.trainer(student, teacher, strategy, tx, config, pad_id=PAD_ID)
     _place(trainer.optimizer, mesh)
@@ -516,7 +518,7 @@ def _distill(rec, mesh, model_id, layers, verbose, jnp):
     x = dt.TrainingInput(
         input_tokens=toks,
         input_mask=mask,
-        teacher_output=_batch(mesh, (b, n - 1, tcfg.num_embed), jnp.bfloat16),
+        teacher_output=_batch(mesh, (b, n - 1, families.vocab_size(tcfg)), jnp.bfloat16),
     )
     lower = _train_step(trainer)
     reports.append(
@@ -696,7 +698,7 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
     rc = rl.rollout_config(
         s,
         eos_ids=[EOS_ID],
-        vocab_size=cfg.num_embed,
+        vocab_size=families.vocab_size(cfg),
         kv_cache_size=getattr(rec, "kv_cache_size", None),
     )
     sampler, state = _sampler(
