@@ -8,8 +8,9 @@
   ``_compat.config_rope`` makes tunix use.
 - **The merged LoRA export** loads in transformers with the LoRA model's logits.
 - **Chat template, BOS and stop pieces** as each family's tokenizer and template write them.
-- **The training path**: LoRA SFT steps train only the adapters, GRPO and DPO steps run, greedy
-  evaluation answers, and the export reloads (tunixkit and tunix's Orbax alone) to the same weights.
+- **The training path**: LoRA SFT steps train only the adapters, greedy evaluation answers, and the
+  export reloads (tunixkit and tunix's Orbax alone) to the same weights; GRPO and DPO steps run on
+  Qwen3 (the model call they make is the one evaluation and SFT make, per family).
 
 torch==2.13.0 comes from ``<venv>/xcheck`` (requirements-xcheck.txt), as in
 ``test_transformers_xcheck.py``.
@@ -218,9 +219,8 @@ def records():
 
 
 @pytest.mark.parametrize("family", NEW)
-def test_lora_sft_grpo_dpo_evaluation_and_export(family, records, tmp_path):
+def test_lora_sft_evaluation_and_export_and_qwen3_grpo_dpo(family, records, tmp_path):
     from tunix.sft import peft_trainer
-    from tunix.sft.dpo import dpo_trainer
 
     mesh = runtime.make_mesh()
     lm = models.load_model(f"tiny-{family}", mesh=mesh, verbose=False)
@@ -238,7 +238,25 @@ def test_lora_sft_grpo_dpo_evaluation_and_export(family, records, tmp_path):
     trainer.with_gen_model_input_fn(training.model_inputs_fn(tok.pad_id())).train(ds)
     assert trainer.train_steps == 2 and runlog.digest(tuned) != before
     assert runlog.digest(nnx.state(tuned, nnx.Not(nnx.LoRAParam))) == backbone
+    if family == "qwen3":  # GRPO and DPO once: the model call they add is the families' same
+        _grpo_and_dpo_steps(lm, tuned, pairs, records, mesh, tmp_path)
 
+    result = evaluation.evaluate(
+        lm, records[:4], name=family, config=evaluation.EvalConfig.smoke(), progress=False
+    )
+    assert result.n == 4 and result.mean_tokens > 0
+    out = models.export(tuned, lm, tmp_path / "export", lora_rank=4, lora_alpha=8.0, mesh=mesh)
+    again = models.load_model(f"tiny-{family}", path=out["hf"], verbose=False)
+    orbax = testing.load_orbax_export(out["orbax"])  # tunix alone rebuilds it
+    assert runlog.digest(orbax) == runlog.digest(again.model)
+    np.testing.assert_allclose(testing.logits(again.model), testing.logits(tuned), atol=2e-5)
+
+
+def _grpo_and_dpo_steps(lm, tuned, pairs, records, mesh, tmp_path):
+    from tunix.sft.dpo import dpo_trainer
+
+    tok = lm.tokenizer
+    family = lm.family
     settings = rl.GRPOSettings(
         learning_rate=1e-3,
         beta=0.1,
@@ -289,13 +307,3 @@ def test_lora_sft_grpo_dpo_evaluation_and_export(family, records, tmp_path):
     )
     batches = preferences.preference_dataset(dpo_pairs, tok, batch_size=4, num_batches=2, **lengths)
     assert training.run(dpo, batches, metrics_file=tmp_path / "dpo.jsonl", label="DPO").steps == 2
-
-    result = evaluation.evaluate(
-        lm, records[:4], name=family, config=evaluation.EvalConfig.smoke(), progress=False
-    )
-    assert result.n == 4 and result.mean_tokens > 0
-    out = models.export(tuned, lm, tmp_path / "export", lora_rank=4, lora_alpha=8.0, mesh=mesh)
-    again = models.load_model(f"tiny-{family}", path=out["hf"], verbose=False)
-    orbax = testing.load_orbax_export(out["orbax"])  # tunix alone rebuilds it
-    assert runlog.digest(orbax) == runlog.digest(again.model)
-    np.testing.assert_allclose(testing.logits(again.model), testing.logits(tuned), atol=2e-5)
