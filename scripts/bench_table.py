@@ -52,6 +52,7 @@ def rows() -> list[str]:
         "memplan",
         "memplan_gpu",
         "memplan_tpu_aot",
+        "memplan_tpu_aot_families",
     ):
         try:
             out += _rows(name)
@@ -60,6 +61,7 @@ def rows() -> list[str]:
                 "memplan": "memory_plan",
                 "memplan_gpu": "memory_plan",
                 "memplan_tpu_aot": "memory_plan",
+                "memplan_tpu_aot_families": "memory_plan",
                 "sft_step_gpu": "sft_step",
                 "sampler_placement_tpu_aot": "sampler_placement",
                 "judge_score_tpu_aot": "judge_score",
@@ -210,8 +212,9 @@ def _rows(name: str) -> list[str]:
                 f"{d['score']['temp_gib']:.2f}) | peak not above: "
                 f"{'met' if d['peak_ratio'] <= 1 else 'missed'} |"
             )
-    if name in ("memplan", "memplan_gpu", "memplan_tpu_aot") and (m := _load(name)):
-        out += _memplan_rows(m, accelerator=name != "memplan", flag=name.split("_", 1)[-1])
+    if name.startswith("memplan") and (m := _load(name)):
+        flag = name.split("_", 1)[-1].removesuffix("_families")
+        out += _memplan_rows(m, accelerator=name != "memplan", flag=flag)
     return out
 
 

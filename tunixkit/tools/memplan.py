@@ -9,7 +9,8 @@ Persistent state that a program does not take as an argument (the optimizer stat
 rollout, the reference's backbone) is added from the sharded abstract state.
 
 tunix skips its activation-sharding constraints when the platform is CPU
-(``tunix/utils/sharding_utils.py:40``; Gemma2's copy in ``tunix/models/gemma/model.py:217``):
+(``tunix/utils/sharding_utils.py:40``; the copies in ``tunix/models/gemma/model.py:217`` and in
+tunix's Llama3, Qwen2 and Qwen3 modules):
 :func:`sharding_constraints` restores them for the compile, so emulated CPU devices plan what a TPU
 mesh runs. On a TPU/GPU host the programs compile for the real chips (a notebook's model cell);
 on CPU (the command line, CI) for N emulated devices, whose numbers are upper bounds: the CPU
@@ -220,7 +221,13 @@ def sharding_constraints(mesh) -> Iterator[None]:
     import importlib
 
     patched = []
-    for name in ("tunix.utils.sharding_utils", "tunix.models.gemma.model"):
+    for name in (  # each model module with a shard() of its own that skips CPU
+        "tunix.utils.sharding_utils",
+        "tunix.models.gemma.model",
+        "tunix.models.llama3.model",
+        "tunix.models.qwen2.model",
+        "tunix.models.qwen3.model",
+    ):
         mod = importlib.import_module(name)
         patched.append((mod, mod.shard))
         mod.shard = lambda x, s, eager=False: _mesh_and_shard(x, s)
