@@ -52,6 +52,7 @@ it can end: an answer that takes longer than ``timeout`` seconds is wrong, and c
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import math
 import multiprocessing
@@ -480,8 +481,6 @@ TIMED_OUT: list[str] = []  # the answers latex_correct_isolated gave up on (thei
 def _worker() -> Any:
     global _WORKER
     if _WORKER is None:
-        import atexit
-
         _WORKER = multiprocessing.get_context("spawn").Pool(1)  # no fork under JAX's threads
         atexit.register(_stop_worker)
     return _WORKER
