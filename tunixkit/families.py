@@ -241,9 +241,10 @@ def _g3_hf_config(
     }
 
 
-def _gemma_layer_shapes(cfg, *, qk_norm: bool) -> dict[str, tuple[int, ...]]:
+def _layer_shapes(cfg) -> dict[str, tuple[int, ...]]:
+    """The HF shapes of one decoder layer every family has: attention, gated MLP, the two norms."""
     n, k, h, d, f = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.embed_dim, cfg.hidden_dim
-    per_layer = {
+    return {
         "self_attn.q_proj.weight": (n * h, d),
         "self_attn.k_proj.weight": (k * h, d),
         "self_attn.v_proj.weight": (k * h, d),
@@ -253,6 +254,12 @@ def _gemma_layer_shapes(cfg, *, qk_norm: bool) -> dict[str, tuple[int, ...]]:
         "mlp.down_proj.weight": (d, f),
         "input_layernorm.weight": (d,),
         "post_attention_layernorm.weight": (d,),
+    }
+
+
+def _gemma_layer_shapes(cfg, *, qk_norm: bool) -> dict[str, tuple[int, ...]]:
+    h, d = cfg.head_dim, cfg.embed_dim
+    per_layer = _layer_shapes(cfg) | {
         "pre_feedforward_layernorm.weight": (d,),
         "post_feedforward_layernorm.weight": (d,),
     }
@@ -588,18 +595,8 @@ def _decoder_hf_config(family: str) -> Callable[..., dict[str, Any]]:
 
 def _decoder_shapes(family: str) -> Callable[[Any], dict[str, tuple[int, ...]]]:
     def shapes(cfg) -> dict[str, tuple[int, ...]]:
-        n, k, h, d, f = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.embed_dim, cfg.hidden_dim
-        per_layer = {
-            "self_attn.q_proj.weight": (n * h, d),
-            "self_attn.k_proj.weight": (k * h, d),
-            "self_attn.v_proj.weight": (k * h, d),
-            "self_attn.o_proj.weight": (d, n * h),
-            "mlp.gate_proj.weight": (f, d),
-            "mlp.up_proj.weight": (f, d),
-            "mlp.down_proj.weight": (d, f),
-            "input_layernorm.weight": (d,),
-            "post_attention_layernorm.weight": (d,),
-        }
+        n, k, h, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.embed_dim
+        per_layer = _layer_shapes(cfg)
         if family == "qwen2":
             per_layer |= {
                 f"self_attn.{p}_proj.bias": (m * h,) for p, m in zip("qkv", (n, k, k), strict=True)
