@@ -95,37 +95,6 @@ def test_the_profile_picks_the_source(tmp_path, monkeypatch):
         recipes.math_benchmark(full, "math500", data_dir=tmp_path)
 
 
-def test_latex_reward_in_tunix_reward_thread_and_listing_answers_earns_no_more():
-    """GRPO's MATH reward: tunix calls rewards from a thread, where each check runs in a worker
-    process; the rewards are the main thread's. Listing several answers earns what a wrong one
-    does, whichever of them is right."""
-    import threading
-
-    from tunixkit import rewards
-
-    gold = r"\frac{1}{2}"
-    said = [
-        r"<reasoning>r</reasoning><answer>\frac{1}{2}</answer>",
-        r"<reasoning>r</reasoning><answer>\frac{1}{3}</answer>",
-        r"<answer>\frac{1}{2} or 3</answer>",
-        r"<answer>\frac{1}{3}</answer><answer>\frac{1}{2}</answer>",
-        r"<answer>\boxed{3} \boxed{\frac{1}{2}}</answer>",
-        r"<answer>0.5, 3</answer>",
-        "no answer block",
-    ]
-    main = rewards.latex_answer_match(["q"] * len(said), said, answer=[gold] * len(said))
-    assert main == [3.0, -1.0, -1.0, -1.0, -1.0, -1.0, 0.0]
-    box: dict[str, list[float]] = {}
-    worker = threading.Thread(
-        target=lambda: box.update(
-            r=rewards.latex_answer_match(["q"] * len(said), said, answer=[gold] * len(said))
-        )
-    )
-    worker.start()
-    worker.join()
-    assert box["r"] == main
-
-
 def test_a_check_that_outlasts_its_time_is_given_up_and_the_worker_replaced():
     import time
 
