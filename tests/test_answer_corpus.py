@@ -11,10 +11,11 @@ from tunixkit.answers import is_correct
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "answer_corpus.jsonl"
+LATEX_CORPUS = ROOT / "tests" / "data" / "latex_corpus.jsonl"
 
 
-def rows():
-    return [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
+def rows(path=CORPUS):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 def test_corpus_is_well_formed():
@@ -35,6 +36,18 @@ def test_tunixkit_agrees_with_human_verdicts():
     assert agree / len(data) >= 0.92, f"tunixkit agrees on only {agree}/{len(data)}"
     false_accepts = [r["id"] for r in data if is_correct(r["completion"], r["gold"]) > r["correct"]]
     assert not false_accepts, f"tunixkit accepts what the human rejects: ids {false_accepts}"
+
+
+def test_latex_checker_never_accepts_what_the_human_rejects():
+    """MATH-style answers: no false accept on the LaTeX corpus (its hedges and ranges are the
+    cases math-verify alone accepts), and a known false reject at most per 20 rows."""
+    from tunixkit.answers import latex_correct
+
+    data = rows(LATEX_CORPUS)
+    assert len({r["id"] for r in data}) == len(data) >= 40
+    said = {r["id"]: latex_correct(r["completion"], r["gold"]) for r in data}
+    assert not [r["id"] for r in data if said[r["id"]] and not r["correct"]]
+    assert sum(r["correct"] and not said[r["id"]] for r in data) <= len(data) / 20
 
 
 @pytest.mark.skipif(

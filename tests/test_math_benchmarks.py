@@ -24,6 +24,10 @@ CASES = [
     ("(3,7)", "(3, 7)", True),
     ("10", "10.0", True),
     (r"5\text{ cm}", "5", True),
+    ("1,2", "2, 1", True),  # all the solutions: a comma list is a set, not a hedge
+    ("1,2", "1", False),
+    (r"3-\sqrt{2}", r"3 - \sqrt{2}", True),  # an expression, not a range
+    ("-1", "2-3", False),  # two numbers and a dash: a range, as GSM8K's 7-8 (not 2 minus 3)
 ]
 
 
@@ -35,12 +39,15 @@ def test_latex_answers_are_equal_as_math_verify_decides(gold, said, same):
 
 @pytest.mark.parametrize("gold", ["3", "4"])
 def test_listing_several_answers_is_never_right(gold):
-    """A hedge earns nothing, whichever candidate is right (math-verify alone takes one)."""
+    """A hedge earns nothing, whichever candidate is right (math-verify alone takes one: it reads
+    ``3 to 4`` as 3 and ``3 — 4`` as 4)."""
     hedges = [
         "<answer>3 or 4</answer>",
         r"<answer>\boxed{3}, \boxed{4}</answer>",
         "<answer>3</answer><answer>4</answer>",
         r"it is \boxed{3} or \boxed{4}",
+        *(f"<answer>{a}</answer>" for a in ("3 to 4", "from 3 to 4", "between 3 and 4", "3-4")),
+        *(f"<answer>{a}</answer>" for a in ("3 — 4", "4 | 3", r"3 \text{ and } 4", "4 vs 3")),
     ]
     for text in hedges:
         assert not answers.latex_correct(text, gold), text
@@ -93,6 +100,37 @@ def test_the_profile_picks_the_source(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     with pytest.raises(runtime.DownloadError, match="set MATH500_PATH"):
         recipes.math_benchmark(full, "math500", data_dir=tmp_path)
+
+
+def test_latex_reward_in_tunix_reward_thread_and_listing_answers_earns_no_more():
+    """GRPO's MATH reward: tunix calls rewards from a thread, where each check runs in a worker
+    process; the rewards are the main thread's. Listing several answers earns what a wrong one
+    does, whichever of them is right."""
+    import threading
+
+    from tunixkit import rewards
+
+    gold = r"\frac{1}{2}"
+    said = [
+        r"<reasoning>r</reasoning><answer>\frac{1}{2}</answer>",
+        r"<reasoning>r</reasoning><answer>\frac{1}{3}</answer>",
+        r"<answer>\frac{1}{2} or 3</answer>",
+        r"<answer>\frac{1}{3}</answer><answer>\frac{1}{2}</answer>",
+        r"<answer>\boxed{3} \boxed{\frac{1}{2}}</answer>",
+        r"<answer>0.5, 3</answer>",
+        "no answer block",
+    ]
+    main = rewards.latex_answer_match(["q"] * len(said), said, answer=[gold] * len(said))
+    assert main == [3.0, -1.0, -1.0, -1.0, -1.0, -1.0, 0.0]
+    box: dict[str, list[float]] = {}
+    worker = threading.Thread(
+        target=lambda: box.update(
+            r=rewards.latex_answer_match(["q"] * len(said), said, answer=[gold] * len(said))
+        )
+    )
+    worker.start()
+    worker.join()
+    assert box["r"] == main
 
 
 def test_a_check_that_outlasts_its_time_is_given_up_and_the_worker_replaced():

@@ -43,8 +43,11 @@ Extraction(value=None, method='answer_tag', text='7 or 8', hedge=(7.0, 8.0))
 one number: :func:`latex_answer` finds the statement (the last ``<answer>`` block, its ``\\boxed{}``
 if it has one; without a block, unless ``strict``, the ``\\boxed{}``), and
 :func:`latex_correct` decides equivalence with math-verify (``math_verify.parse`` and ``verify``,
-sympy underneath). A hedge is wrong here too: several blocks or boxes that differ, or an "or"
-between candidates (math-verify alone would take the last candidate and could score it right).
+sympy underneath). A hedge is wrong here too: several blocks or boxes that differ, an "or"
+between candidates, or different plain numbers with only words, spaces or ``- – — | ; ~`` between
+them (``0 to 1``, ``between 0 and 1``, ``0-1``, ``0 | 1``): math-verify alone would read one of
+them and could score it right. A comma list (``1, 2``: all the solutions) is a set, and an
+expression (``3-\\sqrt{2}``) one answer: both are math-verify's to judge.
 math-verify bounds its own time with signals, which work in the main thread only; tunix calls GRPO
 rewards from a thread, where :func:`latex_correct_isolated` checks each answer in a worker process
 it can end: an answer that takes longer than ``timeout`` seconds is wrong, and counted.
@@ -367,6 +370,10 @@ def format_number(value: float) -> str:
 
 _TEXT_RE = re.compile(r"\\(?:text|textbf|mathrm|mbox)\s*\{[^{}]*\}")
 _OR_RE = re.compile(r"(?<![\\a-zA-Z])or(?![a-zA-Z])", re.I)
+_COMMAND_RE = re.compile(
+    r"\\(?!(?:text|textbf|mathrm|mbox|[dt]?frac|times|cdot|q?quad)\b)[a-zA-Z]+"
+)
+_LISTING_RE = re.compile(r"(?:[\s\-–—|;~]|[a-zA-Z]{2,})*")  # what may stand between listed numbers
 LATEX_MAX_CHARS = 400  # a longer statement is not read (math-verify runs sympy on what it parses)
 
 
@@ -405,6 +412,34 @@ class LatexAnswer:
     hedge: tuple[str, ...] = ()
 
 
+def _listed_numbers(text: str) -> tuple[str, ...]:
+    r"""The different plain numbers of ``text`` when nothing mathematical stands between them:
+    only words, spaces and ``- – — | ; ~`` (``0 to 1``, ``between 0 and 1``, ``0-1``, ``0 | 1``:
+    a range or a list, which math-verify would read as one of its numbers); else ``()``. A comma
+    list (``1, 2``: all the solutions) and any expression (``3-\sqrt{2}``, ``2^3``, ``1-2i``) are
+    left to math-verify.
+
+    >>> _listed_numbers("0 to 1"), _listed_numbers(r"1 \text{ and } 2"), _listed_numbers("7 - 7")
+    (('0', '1'), ('1', '2'), ())
+    >>> [_listed_numbers(t) for t in ("1, 2", r"3-\sqrt{2}", r"2\pi - 3", "1-2i", "2^3-1")]
+    [(), (), (), (), ()]
+    """
+    if _COMMAND_RE.search(text):  # \pi, \sqrt, \infty...: an expression
+        return ()
+    plain = _normalize(text)
+    found = _matches(plain)
+    values = [_value(m) for m in found]
+    if any(v is None for v in values) or all(numbers_equal(v, values[0]) for v in values):
+        return ()
+    rest, pos = [], 0
+    for m in found:
+        rest.append(plain[pos : m.start()])
+        pos = m.end()
+    if not _LISTING_RE.fullmatch("".join([*rest, plain[pos:]])):
+        return ()
+    return tuple(m[0].strip() for m in found)
+
+
 def _statement(statement: str, method: str) -> LatexAnswer:
     boxes = _boxes(statement)
     if len({b.replace(" ", "") for b in boxes}) > 1:
@@ -412,6 +447,8 @@ def _statement(statement: str, method: str) -> LatexAnswer:
     text = (boxes[0] if boxes else statement).strip().strip("$").strip().rstrip(".").strip()
     if _OR_RE.search(_TEXT_RE.sub("", text)):
         return LatexAnswer(None, method, tuple(p.strip() for p in _OR_RE.split(text)))
+    if listed := _listed_numbers(text):
+        return LatexAnswer(None, method, listed)
     if not text or len(text) > LATEX_MAX_CHARS:
         return LatexAnswer(None, "none" if not text else "too_long")
     return LatexAnswer(text, method)

@@ -32,6 +32,8 @@ from tunixkit.answers import (
     ANSWER_TAG_RE,
     extract_answer,
     is_correct,
+    latex_answer,
+    latex_correct_isolated,
     numbers_equal,
     parse_number,
 )
@@ -50,6 +52,7 @@ __all__ = [
     "answer_match",
     "format_approx",
     "format_exact",
+    "latex_answer_match",
     "length_target",
     "number_match",
     "relevance",
@@ -156,6 +159,33 @@ def answer_match(
             ratio = abs(got - want) / max(abs(want), 1e-9)
             out.append(1.5 if ratio <= 0.1 else 0.5 if ratio <= 0.2 else -1.0)
     return out
+
+
+@reward(-1.0, 3.0)
+def latex_answer_match(
+    prompts: Sequence[str], completions: Sequence[str], *, answer: Sequence[str], **kwargs: Any
+) -> list[float]:
+    r"""For MATH-style data (LaTeX answers: fractions, radicals, intervals, sets, text): 3.0 when
+    the ``<answer>`` block's final answer equals the gold one as math-verify decides (the same
+    check as notebook 05's, :func:`~tunixkit.answers.latex_correct`), -1 for a wrong answer and
+    for a hedge (several different answers listed earn what a wrong one does), 0 without an
+    ``<answer>`` block. From tunix's reward thread each check runs in a worker process with a
+    time limit (:func:`~tunixkit.answers.latex_correct_isolated`).
+
+    Returns:
+        one reward per completion, in [-1, 3].
+
+    >>> latex_answer_match(["q"] * 4, [r"<answer>\frac{1}{2}</answer>", "<answer>0.5</answer>",
+    ...                                r"<answer>\frac{1}{2} or 3</answer>", "1/2"],
+    ...                    answer=[r"\frac{1}{2}"] * 4)
+    [3.0, 3.0, -1.0, 0.0]
+    """
+    found = [latex_answer(c or "", strict=True) for c in completions]
+    correct = latex_correct_isolated(list(completions), [str(a) for a in answer], strict=True)
+    return [
+        3.0 if ok else 0.0 if f.text is None and not f.hedge else -1.0
+        for f, ok in zip(found, correct, strict=True)
+    ]
 
 
 @reward(0.0, 1.5)
