@@ -138,3 +138,32 @@ def test_a_check_that_outlasts_its_time_is_given_up_and_the_worker_replaced():
 
     assert answers.run_isolated(time.sleep, [(600,)], timeout=1.0) == [None]
     assert answers.run_isolated(abs, [(-3,), (4,)], timeout=60.0) == [3, 4]
+    with pytest.raises(TypeError):  # the work's own error, raised in the caller
+        answers.run_isolated(abs, [("x",)], timeout=60.0)
+
+
+def test_the_worker_does_not_run_the_script_again(tmp_path):
+    """A notebook run as a script (tests, papermill-free CI, `python nb.py`) calls the LaTeX reward
+    from tunix's thread: its worker must not re-run the script, as a multiprocessing child that
+    re-imports ``__main__`` would (it ran the whole notebook a second time)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "nb.py"
+    script.write_text(
+        "import threading\n"
+        "from tunixkit import rewards\n"
+        "print('CELL RAN', flush=True)\n"
+        "box = {}\n"
+        "said = [r'<answer>\\frac{1}{2}</answer>', '<answer>0 to 1</answer>']\n"
+        "t = threading.Thread(target=lambda: box.update(r=rewards.latex_answer_match(\n"
+        "    ['q', 'q'], said, answer=[r'\\frac{1}{2}', '0'])))\n"
+        "t.start(); t.join()\n"
+        "print('REWARDS', box['r'], flush=True)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("CELL RAN") == 1, done.stdout
+    assert "REWARDS [3.0, -1.0]" in done.stdout, done.stdout

@@ -58,9 +58,14 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import math
-import multiprocessing
+import os
+import pickle
 import re
+import select
+import subprocess
+import sys
 import threading
+import time
 import unicodedata
 from fractions import Fraction
 from typing import Any
@@ -510,39 +515,103 @@ def latex_correct(completion: str, gold: str, *, strict: bool = False) -> bool:
     return bool(verify(gold_parsed, found_parsed, timeout_seconds=5 if main else None))
 
 
-_WORKER: Any = None  # the worker process pool of latex_correct_isolated, started on first use
+_WORKER: Any = None  # the worker process of run_isolated (a subprocess.Popen), started on first use
 _WORKER_LOCK = threading.Lock()
 TIMED_OUT: list[str] = []  # the answers latex_correct_isolated gave up on (their first 80 chars)
 
 
 def _worker() -> Any:
+    """A fresh Python that runs :func:`_serve`: not a ``multiprocessing`` child, whose start
+    re-runs the ``__main__`` script (a notebook run as a script would run again in it), and no
+    fork under JAX's threads. It sees this process's ``sys.path``."""
     global _WORKER
-    if _WORKER is None:
-        _WORKER = multiprocessing.get_context("spawn").Pool(1)  # no fork under JAX's threads
+    if _WORKER is None or _WORKER.poll() is not None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        _WORKER = subprocess.Popen(
+            [sys.executable, "-c", "from tunixkit.answers import _serve; _serve()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
         atexit.register(_stop_worker)
+        _send(_WORKER.stdin, (_ready, ()))  # its start is not an item's time: waited for here
+        _read(_WORKER.stdout.fileno(), 8 + len(pickle.dumps((True, True))), None)
     return _WORKER
+
+
+def _ready() -> bool:
+    import math_verify  # noqa: F401  (sympy: seconds to import, once)
+
+    return True
 
 
 def _stop_worker() -> None:
     global _WORKER
     if _WORKER is not None:
-        _WORKER.terminate()
-        _WORKER.join()
+        _WORKER.kill()
+        _WORKER.wait()
         _WORKER = None
 
 
+def _send(stream: Any, obj: Any) -> None:
+    blob = pickle.dumps(obj)
+    stream.write(len(blob).to_bytes(8, "little") + blob)
+    stream.flush()
+
+
+def _read(fd: int, n: int, deadline: float | None) -> bytes:
+    """``n`` bytes from ``fd`` by ``deadline`` (``time.monotonic()``); TimeoutError after it,
+    EOFError if the worker ended."""
+    out = b""
+    while len(out) < n:
+        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not select.select([fd], [], [], wait)[0]:
+            raise TimeoutError
+        chunk = os.read(fd, n - len(out))
+        if not chunk:
+            raise EOFError("the worker process ended")
+        out += chunk
+    return out
+
+
+def _serve() -> None:
+    """The worker's loop: read ``(fn, args)``, answer ``fn(*args)`` (or the exception), until
+    its input closes. What the work prints goes to stderr: stdout carries the answers."""
+    answers_out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    while True:
+        try:
+            size = int.from_bytes(_read(0, 8, None), "little")
+        except EOFError:
+            return
+        fn, args = pickle.loads(_read(0, size, None))
+        try:
+            result: Any = (True, fn(*args))
+        except Exception as exc:  # sent back, raised in the caller
+            result = (False, exc)
+        _send(answers_out, result)
+
+
 def run_isolated(fn: Any, items: list[tuple[Any, ...]], *, timeout: float) -> list[Any]:
-    """``fn(*item)`` for each item in a worker process, each given ``timeout`` seconds: an item that
-    takes longer gives None and the worker is replaced (its work cannot be interrupted in place)."""
+    """``fn(*item)`` for each item in a worker process (``fn`` importable by name), each given
+    ``timeout`` seconds: an item that takes longer gives None and the worker is replaced (its
+    work cannot be interrupted in place). An exception in ``fn`` is raised here."""
     out = []
     with _WORKER_LOCK:
         for item in items:
-            job = _worker().apply_async(fn, item)
+            worker = _worker()
+            _send(worker.stdin, (fn, item))
+            deadline = time.monotonic() + timeout
             try:
-                out.append(job.get(timeout))
-            except multiprocessing.TimeoutError:
+                size = int.from_bytes(_read(worker.stdout.fileno(), 8, deadline), "little")
+                ok, result = pickle.loads(_read(worker.stdout.fileno(), size, deadline))
+            except (TimeoutError, EOFError):  # too slow, or it ended (memory): replaced
                 _stop_worker()
                 out.append(None)
+                continue
+            if not ok:
+                raise result
+            out.append(result)
     return out
 
 
