@@ -24,6 +24,13 @@
 # | data | synthetic GSM8K-style problems, small numbers | GSM8K train; test set (1,319) for evaluation |
 # | steps | 120 x 8 prompts x G=8 | up to 3,000 x 4 prompts x G=4, as many as the session allows |
 #
+# **MATH instead of GSM8K**: `DATASET = "math"` trains on MATH's train split (7,500 problems,
+# `EleutherAI/hendrycks_math`, or your copy in `MATH_PATH`) with LaTeX answers (fractions,
+# radicals, intervals, sets), rewarded by `rewards.LATEX_REWARDS` (the format, and the answer as
+# math-verify decides: `rewards.latex_answer_match`, a hedge or range earns what a wrong answer
+# does), and evaluates on MATH-500 (`MATH500_PATH`). The learning bars below were measured on GSM8K:
+# with MATH they are reported, not enforced.
+#
 # **Kaggle TPU v5e-8**: the mesh is `(8, 1)` over `("fsdp", "tp")`: Gemma 3 1B has one KV head, so
 # tensor parallelism cannot split attention; FSDP shards the parameters and the batch over the 8 cores.
 #
@@ -95,6 +102,9 @@ DATA_SOURCE = "hf"  # full profile: "hf", "tfds" or "kaggle" (GSM8K)
 GSM8K_PATH = (
     None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
 )
+DATASET = None  # None: "gsm8k"; "math": MATH's train split, LaTeX answers, MATH-500 to evaluate
+MATH_PATH = None  # with DATASET = "math": a local copy of EleutherAI/hendrycks_math; None: download
+MATH500_PATH = None  # with DATASET = "math": a local copy of HuggingFaceH4/MATH-500; None: download
 USE_RUBRIC = False  # add the example rubric reward defined below
 KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
 RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, "eval.batch_size": 8}
@@ -119,7 +129,6 @@ from tunixkit import (
     profiling,
     prompting,
     recipes,
-    rewards,
     rl,
     runlog,
     runtime,
@@ -138,7 +147,14 @@ rt, recipe, out_dir, clock = recipes.start(
     compile_cache=COMPILE_CACHE,
     rehearsal=REHEARSAL,
     rehearsal_from=REHEARSAL_FROM,
-    inputs={"model_path": MODEL_PATH, "data_source": DATA_SOURCE, "use_rubric": USE_RUBRIC},
+    inputs={
+        "model_path": MODEL_PATH,
+        "data_source": DATA_SOURCE,
+        "use_rubric": USE_RUBRIC,
+        "math_path": MATH_PATH,
+        "math500_path": MATH500_PATH,
+    },
+    dataset=DATASET,
     model_id=MODEL_ID,
     num_steps=NUM_STEPS,
     learning_rate=LEARNING_RATE,
@@ -156,16 +172,26 @@ recipe
 # %% [markdown]
 # ## Data
 # Training prompts and held-out questions, with the Gemma chat template and the
-# `<reasoning>`/`<answer>` system prompt. Rows without a parseable answer are counted, not dropped
-# silently.
+# `<reasoning>`/`<answer>` system prompt (for MATH, one that asks for the answer in LaTeX). Rows
+# without a parseable answer are counted, not dropped silently.
 
 # %%
-load = dict(data_dir=out_dir / "data", source=DATA_SOURCE, path=GSM8K_PATH)
-train_records = recipes.gsm8k(rt, "train", **load)
-test_records = recipes.gsm8k(rt, "test", limit=recipe.eval_questions, **load)
+train_records, test_records = recipes.grpo_records(
+    rt,
+    recipe.dataset,
+    data_dir=out_dir / "data",
+    source=DATA_SOURCE,
+    gsm8k_path=GSM8K_PATH,
+    math_path=MATH_PATH,
+    math500_path=MATH500_PATH,
+    limit=recipe.eval_questions,
+)
+test_name = "MATH-500" if recipe.latex else "GSM8K"
 test_records = test_records[: clock.sized(len(test_records))]  # a rehearsal takes a few
 heldout_records = test_records[: recipe.heldout_questions]
-print(prompting.format_prompt(train_records[0]["question"]))
+eval_config = recipe.eval_config()  # the data set's system prompt
+print(f"{len(train_records)} training problems, {len(test_records)} {test_name} test problems")
+print(prompting.format_prompt(train_records[0]["question"], eval_config.system_prompt))
 
 # %% [markdown]
 # ## Policy and reference
@@ -199,8 +225,9 @@ print(f"mesh {dict(mesh.shape)}; rollouts stop at {policy.eos_ids}")
 # ## Rewards
 # Each reward function takes `(prompts, completions, **kwargs)` and returns one float per
 # completion; the dataset's other columns (here `answer` and `question`) arrive as keyword
-# arguments. GRPO sums them. The defaults: exact format, approximate format (per tag), the answer
-# (partial credit near it), and the number anywhere.
+# arguments. GRPO sums them. The defaults for GSM8K: exact format, approximate format (per tag), the
+# answer (partial credit near it), and the number anywhere; for MATH: the format and the LaTeX
+# answer (`recipe.reward_fns()`).
 #
 # **Add your own**: a rubric reward, for example, that gives credit for showing the arithmetic and
 # penalises reasoning that is too short or too long. Set `USE_RUBRIC = True` to train with it.
@@ -218,7 +245,7 @@ def reasoning_rubric(prompts, completions, **kwargs):
     return scores
 
 
-reward_fns = [*rewards.DEFAULT_REWARDS] + ([reasoning_rubric] if USE_RUBRIC else [])
+reward_fns = [*recipe.reward_fns()] + ([reasoning_rubric] if USE_RUBRIC else [])
 example = ["<reasoning>3 + 4 = 7 apples.</reasoning>\n<answer>7</answer>", "7"]
 {fn.__name__: fn(["q", "q"], example, answer=["7", "7"]) for fn in reward_fns + [reasoning_rubric]}
 
@@ -230,14 +257,20 @@ example = ["<reasoning>3 + 4 = 7 apples.</reasoning>\n<answer>7</answer>", "7"]
 
 # %%
 sampled = dataclasses.replace(
-    recipe.eval,
+    eval_config,
     temperature=recipe.grpo.temperature,
     top_k=recipe.grpo.top_k,
     top_p=recipe.grpo.top_p,
 )
 with clock.timed("evaluation", items=len(test_records)):
     before = evaluation.evaluate(
-        policy, test_records, name="before", config=recipe.eval, output_dir=out_dir, reuse=True
+        policy,
+        test_records,
+        name="before",
+        config=eval_config,
+        output_dir=out_dir,
+        reuse=True,
+        latex=recipe.latex,
     )
     heldout_before = rl.heldout_reward(
         policy,
@@ -248,6 +281,7 @@ with clock.timed("evaluation", items=len(test_records)):
         samples=recipe.heldout_samples,
         output_dir=out_dir,
         reuse=True,
+        latex=recipe.latex,
     )
 display(Markdown(evaluation.comparison_table([before])))
 heldout_before
@@ -289,6 +323,7 @@ batches = data.grpo_dataset(
     seed=0,
     family=reference.family,
     fit=evaluation.prompt_fitter(reference.tokenizer, recipe.grpo.max_prompt_length),
+    system_prompt=eval_config.system_prompt,
 )
 trained = training.run(
     learner, batches, mesh=mesh, metrics_file=out_dir / "metrics.jsonl", session=clock, label="GRPO"
@@ -359,7 +394,12 @@ with clock.timed("evaluation", items=n):
     # adapters in memory
     exported = models.load_model(recipe.model_id, path=exports["hf"], mesh=mesh, verbose=False)
     after = evaluation.evaluate(
-        exported, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir
+        exported,
+        test_records[:n],
+        name="after",
+        config=eval_config,
+        output_dir=out_dir,
+        latex=recipe.latex,
     )
     heldout_after = rl.heldout_reward(
         policy,
@@ -369,10 +409,11 @@ with clock.timed("evaluation", items=n):
         name="heldout_after",
         samples=recipe.heldout_samples,
         output_dir=out_dir,
+        latex=recipe.latex,
     )
 display(Markdown(evaluation.comparison_table([before.first(n), after])))
 fig = evaluation.plot_comparison(
-    [before.first(n), after], out_dir / "eval.png", title="GSM8K before/after GRPO"
+    [before.first(n), after], out_dir / "eval.png", title=f"{test_name} before/after GRPO"
 )
 # the judged model is the better one: the export, unless it got fewer questions right than the
 # start model and a paired test says that is not chance (then the start model is judged again)
@@ -425,7 +466,7 @@ for p in evaluation.worst_errors(after, k=3):
 from tunixkit.tools import judges_check
 
 print(f"the check's code: {judges_check.__file__}")
-judged_answers, judged_folder = judges_check.check(judged_root, recipe.eval.system_prompt)
+judged_answers, judged_folder = judges_check.check(judged_root, eval_config.system_prompt)
 
 # %%
 w = max(1, min(10, len(rewards_seen) // 4))

@@ -306,17 +306,28 @@ MATH_BENCHMARKS = {
 
 
 def load_math(
-    benchmark: str = "math500", *, path: str | pathlib.Path | None = None, limit: int | None = None
+    benchmark: str = "math500",
+    *,
+    path: str | pathlib.Path | None = None,
+    limit: int | None = None,
+    split: str = "test",
 ) -> list[dict[str, Any]]:
-    """The test problems of a MATH-style ``benchmark`` (:data:`MATH_BENCHMARKS`) as records
+    """The ``split`` problems of a MATH-style ``benchmark`` (:data:`MATH_BENCHMARKS`) as records
     ``{"question", "solution", "answer", "subject", "level"}`` (``answer`` LaTeX, ``level`` 1-5 or
     None), from the Hugging Face hub or ``path``: a copy in the hub's layout (MATH-500's
-    ``test.jsonl``; MATH's ``<subject>/test-*.parquet``) or one ``.jsonl``/``.json``/``.csv``/
-    ``.parquet`` file of the same columns. MATH has no answer column: its answer is the last
-    ``\\boxed{}`` of the solution. A row without an answer is counted and said, never kept."""
+    ``test.jsonl``; MATH's ``<subject>/test-*.parquet`` and ``<subject>/train-*.parquet``) or one
+    ``.jsonl``/``.json``/``.csv``/``.parquet`` file of the same columns. MATH has no answer
+    column: its answer is the last ``\\boxed{}`` of the solution. A row without an answer is
+    counted and said, never kept. MATH-500 is a test set only: train on ``"math"``'s train split
+    (7,500 problems; MATH-500 is drawn from MATH's test split, so the two do not overlap)."""
     if benchmark not in MATH_BENCHMARKS:
         raise ValueError(
             f"unknown benchmark {benchmark!r}; expected one of {list(MATH_BENCHMARKS)}"
+        )
+    if split not in ("test", "train") or (benchmark == "math500" and split != "test"):
+        raise ValueError(
+            f"{benchmark} has no {split!r} split: MATH-500 has 'test' only, MATH 'train' and "
+            "'test' (train GRPO on MATH's train split)"
         )
     hub_id, subsets, needed = MATH_BENCHMARKS[benchmark]
     parts: list[tuple[str, Iterable[Mapping[str, Any]]]] = []
@@ -326,11 +337,11 @@ def load_math(
         files = (
             [path]
             if path.is_file()
-            else sorted(p for p in path.rglob("*test*") if p.suffix in suffixes)
+            else sorted(p for p in path.rglob(f"*{split}*") if p.suffix in suffixes)
         )
         if not files:
             raise DataError(
-                f"{path}: no {benchmark} test file (expected {hub_id}'s layout, or one "
+                f"{path}: no {benchmark} {split} file (expected {hub_id}'s layout, or one "
                 f".jsonl/.json/.csv/.parquet file with columns {list(needed)})"
             )
         parts = [(str(f), read_rows(f, needed)) for f in files]
@@ -342,7 +353,7 @@ def load_math(
             f"attach a copy of {hub_id} and load it with path=<its folder or file>",
         ):
             parts = [
-                (f"{hub_id}:{sub or 'test'}", datasets.load_dataset(hub_id, sub, split="test"))
+                (f"{hub_id}:{sub or split}", datasets.load_dataset(hub_id, sub, split=split))
                 for sub in subsets
             ]
     records, skipped = [], 0

@@ -49,6 +49,7 @@ FORMAT_RE = re.compile(
 )
 __all__ = [
     "DEFAULT_REWARDS",
+    "LATEX_REWARDS",
     "answer_match",
     "format_approx",
     "format_exact",
@@ -379,6 +380,8 @@ def relevance(prompts: Sequence[str], completions: Sequence[str], **kwargs: Any)
 
 
 DEFAULT_REWARDS = (format_exact, format_approx, answer_match, number_match)
+# MATH-style data (LaTeX answers): the format, and the answer as math-verify decides
+LATEX_REWARDS = (format_exact, format_approx, latex_answer_match)
 
 
 def weighted(fn: RewardFn, weight: float, name: str | None = None) -> RewardFn:

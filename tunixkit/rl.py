@@ -434,10 +434,13 @@ def heldout_reward(
     name: str = "heldout",
     output_dir: str | pathlib.Path | None = None,
     reuse: bool = False,
+    latex: bool = False,
 ) -> HeldOut:
     """Sample ``samples`` completions per record with ``config`` (its temperature) and score them
     with ``reward_fns``, as GRPO does during training but on held-out questions. The completions
-    are stored as ``predictions_<name>.jsonl`` in ``output_dir`` (and read back with ``reuse``)."""
+    are stored as ``predictions_<name>.jsonl`` in ``output_dir`` (and read back with ``reuse``).
+    ``latex``: MATH-style answers (the accuracy as :func:`tunixkit.evaluation.evaluate` reads
+    them)."""
     result = evaluation.evaluate(
         loaded,
         list(records) * samples,
@@ -446,6 +449,7 @@ def heldout_reward(
         output_dir=output_dir,
         progress=False,
         reuse=reuse,
+        latex=latex,
     )
     comps = [p["completion"] for p in result.predictions]
     gold = [p["gold"] for p in result.predictions]

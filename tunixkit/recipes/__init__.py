@@ -4,9 +4,9 @@ full profile has one chip (Colab), ``one_chip()``; one file per notebook.
 The profile is the one dial: ``Recipe.for_runtime(rt)`` picks the preset, and a notebook's
 parameters override single fields through :func:`start` (every notebook's setup cell) instead of
 branching on ``if smoke:``. A recipe shows as a table in a notebook. Also here: where each profile's
-GSM8K data comes from (:func:`gsm8k`), and 06's tasks (:func:`pipeline_tasks`), so notebooks never
-branch on them either. How the presets' values were chosen (the runs behind them) is in
-``docs/tuning.md``.
+GSM8K data comes from (:func:`gsm8k`), GRPO's data set (:func:`grpo_records`), and 06's tasks
+(:func:`pipeline_tasks`), so notebooks never branch on them either. How the presets' values were
+chosen (the runs behind them) is in ``docs/tuning.md``.
 
 ==========================  =====================================================
 notebook                    preset (file)
@@ -26,6 +26,7 @@ from tunixkit.recipes._base import (
     COMPETITION_MODELS,
     Start,
     competition_note,
+    grpo_records,
     gsm8k,
     math_benchmark,
     start,
@@ -52,6 +53,7 @@ __all__ = [
     "Start",
     "Tasks",
     "competition_note",
+    "grpo_records",
     "gsm8k",
     "math_benchmark",
     "pipeline_tasks",

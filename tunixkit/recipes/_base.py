@@ -288,6 +288,31 @@ def start(
     return Start(rt, recipe, out_dir, clock)
 
 
+SMOKE_MATH_TRAIN = 64  # MATH-style training problems of the smoke profile
+
+
+def grpo_records(
+    rt: Runtime,
+    dataset: str,
+    *,
+    data_dir: str | pathlib.Path,
+    source: str = "hf",
+    gsm8k_path: str | pathlib.Path | None = None,
+    math_path: str | pathlib.Path | None = None,
+    math500_path: str | pathlib.Path | None = None,
+    limit: int | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(train, test) records of GRPO's ``dataset`` (``recipes.GRPO.dataset``): GSM8K's train and
+    test splits (:func:`gsm8k`), or for ``"math"`` MATH's train split (7,500 problems) with
+    MATH-500 to evaluate on (:func:`math_benchmark`); ``limit`` test problems at most."""
+    if dataset == "math":
+        train = math_benchmark(rt, "math", data_dir=data_dir, path=math_path, split="train")
+        test = math_benchmark(rt, "math500", data_dir=data_dir, path=math500_path, limit=limit)
+        return train, test
+    load: dict[str, Any] = dict(data_dir=data_dir, source=source, path=gsm8k_path)
+    return gsm8k(rt, "train", **load), gsm8k(rt, "test", limit=limit, **load)
+
+
 def gsm8k(
     rt: Runtime,
     split: str,
@@ -326,20 +351,23 @@ def math_benchmark(
     data_dir: str | pathlib.Path,
     path: str | pathlib.Path | None = None,
     limit: int | None = None,
+    split: str = "test",
 ) -> list[dict[str, Any]]:
-    """The test problems of a MATH-style ``benchmark`` (``"math500"`` or ``"math"``,
+    """The ``split`` problems of a MATH-style ``benchmark`` (``"math500"`` or ``"math"``,
     :data:`tunixkit.data.MATH_BENCHMARKS`) for the profile: the real data set (full: from the
     Hugging Face hub, or ``path``, a local copy) or synthetic problems written to ``data_dir`` in
     the same layout (smoke); both go through :func:`tunixkit.data.load_math`."""
     if rt.smoke:
         kit = runtime.smoke_kit()
-        write = {"math500": kit.write_math500, "math": kit.write_hendrycks_math}[benchmark]
-        return data.load_math(
-            benchmark, path=write(pathlib.Path(data_dir) / benchmark), limit=limit
-        )
+        folder = pathlib.Path(data_dir) / benchmark
+        if benchmark == "math":
+            kit.write_hendrycks_math(folder, n_train=SMOKE_MATH_TRAIN)
+        else:
+            kit.write_math500(folder)
+        return data.load_math(benchmark, path=folder, limit=limit, split=split)
     parameter = {"math500": "MATH500_PATH", "math": "MATH_PATH"}.get(benchmark, "its path")
     try:
-        return data.load_math(benchmark, path=path, limit=limit)
+        return data.load_math(benchmark, path=path, limit=limit, split=split)
     except runtime.DownloadError as exc:  # say it in the notebook's words
         raise runtime.DownloadError(
             f"{exc} In the notebook: attach a copy of it and set {parameter} to its folder or file."

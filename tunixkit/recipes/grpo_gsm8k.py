@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from tunixkit import evaluation, rl
+from tunixkit import evaluation, prompting, rewards, rl
 from tunixkit.evaluation import Bar
 from tunixkit.recipes._base import _MLP_LORA, _Presets
 
@@ -36,6 +36,31 @@ class GRPO(_Presets):
     eval_questions: int | None  # None: the whole test split (1,319 for GSM8K)
     heldout_questions: int  # held-out prompts for the sampled-reward check
     heldout_samples: int  # completions per held-out prompt
+    # "gsm8k" (one number per answer) or "math": MATH's train split (LaTeX answers, rewarded by
+    # rewards.latex_answer_match), evaluated on MATH-500; the bars were measured on "gsm8k"
+    dataset: str = "gsm8k"
+
+    DATASETS: ClassVar[tuple[str, ...]] = ("gsm8k", "math")
+
+    def validate(self) -> None:
+        if self.dataset not in self.DATASETS:
+            raise ValueError(f"dataset={self.dataset!r}: expected one of {list(self.DATASETS)}")
+
+    @property
+    def latex(self) -> bool:
+        """Whether the answers are MATH-style LaTeX (checked by math-verify), not one number."""
+        return self.dataset == "math"
+
+    def eval_config(self) -> evaluation.EvalConfig:
+        """``eval`` with the data set's system prompt (LaTeX answers for "math")."""
+        if not self.latex:
+            return self.eval
+        return dataclasses.replace(self.eval, system_prompt=prompting.LATEX_MATH_SYSTEM_PROMPT)
+
+    def reward_fns(self) -> tuple[rewards.RewardFn, ...]:
+        """The data set's rewards: :data:`tunixkit.rewards.DEFAULT_REWARDS` for GSM8K,
+        :data:`tunixkit.rewards.LATEX_REWARDS` for MATH."""
+        return rewards.LATEX_REWARDS if self.latex else rewards.DEFAULT_REWARDS
 
     @classmethod
     def smoke(cls) -> GRPO:

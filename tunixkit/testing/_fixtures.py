@@ -331,12 +331,23 @@ def write_math500(folder: str | pathlib.Path, n: int = 24) -> pathlib.Path:
     return folder
 
 
-def write_hendrycks_math(folder: str | pathlib.Path, n: int = 28) -> pathlib.Path:
+def write_hendrycks_math(
+    folder: str | pathlib.Path, n: int = 28, *, n_train: int = 0
+) -> pathlib.Path:
     """``folder`` as a copy of ``EleutherAI/hendrycks_math``:
-    ``<subject>/test-00000-of-00001.parquet`` per subject, with ``problem``, ``level`` ("Level 3"),
-    ``type`` and ``solution`` (the answer only as its last ``\\boxed{}``), synthetic rows."""
+    ``<subject>/test-00000-of-00001.parquet`` per subject (and ``train-...`` with ``n_train``
+    rows), with ``problem``, ``level`` ("Level 3"), ``type`` and ``solution`` (the answer only as
+    its last ``\\boxed{}``), synthetic rows."""
     folder = pathlib.Path(folder)
-    rows = synthetic_math(n, seed=6)
+    for split, rows in (
+        ("test", synthetic_math(n, seed=6)),
+        ("train", synthetic_math(n_train, seed=7)),
+    ):
+        _write_math_split(folder, split, rows)
+    return folder
+
+
+def _write_math_split(folder: pathlib.Path, split: str, rows: list[dict[str, Any]]) -> None:
     for subject in sorted({r["subject"] for r in rows}):
         part = [
             {
@@ -349,8 +360,7 @@ def write_hendrycks_math(folder: str | pathlib.Path, n: int = 28) -> pathlib.Pat
             if r["subject"] == subject
         ]
         name = subject.lower().replace(" & ", "_and_").replace(" ", "_")
-        _parquet(part, folder / name / "test-00000-of-00001.parquet")
-    return folder
+        _parquet(part, folder / name / f"{split}-00000-of-00001.parquet")
 
 
 def write_trace_rows(path: str | pathlib.Path, n: int = 32, *, seed: int = 0) -> pathlib.Path:
