@@ -67,7 +67,7 @@ OUTPUT_DIR = "runs/00_quickstart"  # everything this notebook writes goes here
 SOURCE = (
     "auto"  # full profile: "auto" (Kaggle on Kaggle, else Hugging Face), "hf", "kaggle", "local"
 )
-MODEL_PATH = None  # with SOURCE="local": a folder with config.json, *.safetensors, tokenizer.model
+MODEL_PATH = None  # SOURCE "local": a folder with config.json, *.safetensors, tokenizer.model
 MODEL_ID = None  # None: the profile's model; or any tunixkit.models.MODELS id, e.g. "qwen3-0.6b",
 # "smollm2-135m-instruct" (a real Llama-architecture model on any machine, no hub)
 GSM8K_PATH = (

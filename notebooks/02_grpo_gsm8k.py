@@ -103,8 +103,8 @@ GSM8K_PATH = (
     None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
 )
 DATASET = None  # None: "gsm8k"; "math": MATH's train split, LaTeX answers, MATH-500 to evaluate
-MATH_PATH = None  # with DATASET = "math": a local copy of EleutherAI/hendrycks_math; None: download
-MATH500_PATH = None  # with DATASET = "math": a local copy of HuggingFaceH4/MATH-500; None: download
+MATH_PATH = None  # DATASET "math": a local copy of EleutherAI/hendrycks_math; None: download
+MATH500_PATH = None  # DATASET "math": a local copy of HuggingFaceH4/MATH-500; None: download
 USE_RUBRIC = False  # add the example rubric reward defined below
 KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
 RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, "eval.batch_size": 8}

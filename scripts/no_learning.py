@@ -10,6 +10,7 @@ untrained figures and every bar hold on the trained ones.
 
     python scripts/no_learning.py               # every notebook, both ways (~40 min on 2 cores)
     python scripts/no_learning.py 02 03         # some notebooks
+    python scripts/no_learning.py 02-math       # a variant: 02 with DATASET = "math" (VARIANTS)
     python scripts/no_learning.py --write       # the table in docs/tuning.md#no-learning
 
 Runs go to ``notebooks/runs/no_learning/<notebook>-<trained|untrained>/`` (not committed).
@@ -45,6 +46,11 @@ NOTEBOOKS = {
     "06": ("06_multidomain_pipeline", recipes.Pipeline),
     "07": ("07_agentic_calculator", recipes.Agentic),
 }
+# A notebook run with other parameters: key: (notebook, recipe, parameters). Its bars are the
+# recipe's, measured on the default data; the notebook reports them without enforcing them.
+VARIANTS = {
+    "02-math": ("02_grpo_gsm8k", recipes.GRPO, {"DATASET": "math"}),
+}
 MODES = ("trained", "untrained")
 # Further runs of a notebook: (mode, RECIPE_OVERRIDES, what it is)
 BASELINES = {
@@ -61,17 +67,31 @@ def untrained_overrides(recipe_cls) -> dict[str, float]:
 
 def overrides_for(key: str, mode: str) -> dict:
     if mode == "untrained":
-        return untrained_overrides(NOTEBOOKS[key][1])
+        return untrained_overrides(spec(key)[1])
     return {m: o for m, o, _ in BASELINES.get(key, [])}.get(mode, {})
 
 
-def run(key: str, mode: str) -> dict:
+def spec(key: str) -> tuple[str, type, dict]:
+    """(notebook, recipe, parameters) of a notebook's or a variant's key."""
+    if key in VARIANTS:
+        return VARIANTS[key]
     notebook, recipe_cls = NOTEBOOKS[key]
-    out = RUNS / f"{notebook}-{mode}"
+    return notebook, recipe_cls, {}
+
+
+def name(key: str) -> str:
+    """The key's name in the results: the notebook, then a variant's parameters."""
+    notebook, _, params = spec(key)
+    return " ".join([notebook, *(f"{k}={v}" for k, v in params.items())])
+
+
+def run(key: str, mode: str) -> dict:
+    notebook, recipe_cls, extra = spec(key)
+    out = RUNS / f"{name(key).replace(' ', '-').replace('=', '_')}-{mode}"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     overrides = overrides_for(key, mode)
-    params = {"PROFILE": "smoke", "OUTPUT_DIR": str(out), "RECIPE_OVERRIDES": overrides}
+    params = {"PROFILE": "smoke", "OUTPUT_DIR": str(out), "RECIPE_OVERRIDES": overrides, **extra}
     cache = os.environ.get("TUNIXKIT_CACHE", str(pathlib.Path.home() / ".cache" / "tunixkit"))
     env = dict(
         os.environ,
@@ -86,7 +106,7 @@ def run(key: str, mode: str) -> dict:
     )
     cmd = [sys.executable, "-m", "papermill", str(ROOT / "notebooks" / f"{notebook}.ipynb")]
     cmd += [str(out / "executed.ipynb"), "-k", "python3", "-y", json.dumps(params)]
-    print(f"[{notebook} {mode}] overrides {overrides} -> {out}", flush=True)
+    print(f"[{name(key)} {mode}] overrides {overrides} -> {out}", flush=True)
     t0 = time.perf_counter()
     # The untrained run's checks warn (its recipe is not the smoke preset), so the notebook ends;
     # the trained run's fail the notebook if a bar is not met, after writing checks.json.
@@ -120,8 +140,9 @@ def table(results: dict | None = None) -> str:
         "| notebook | check | kind | bar | trained | untrained | fails untrained |",
         "|---|---|---|---|---|---|---|",
     ]
-    for key, (notebook, recipe_cls) in NOTEBOOKS.items():
-        record = results["notebooks"].get(notebook, {})
+    for key in [*NOTEBOOKS, *VARIANTS]:
+        _, recipe_cls, _ = spec(key)
+        record = results["notebooks"].get(name(key), {})
         if not all(mode in record for mode in MODES):
             continue
         for bar in recipe_cls.BARS:
@@ -174,7 +195,8 @@ def machine() -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("keys", nargs="*", help=f"notebooks: {', '.join(NOTEBOOKS)} (default: all)")
+    keys = [*NOTEBOOKS, *VARIANTS]
+    ap.add_argument("keys", nargs="*", help=f"notebooks: {', '.join(keys)} (default: all)")
     every = sorted({*MODES, *(m for b in BASELINES.values() for m, _, _ in b)})
     ap.add_argument("--mode", choices=every, help="only one way (default: all of the notebook's)")
     ap.add_argument("--write", action="store_true", help="render docs/tuning.md's table")
@@ -183,9 +205,8 @@ def main() -> None:
         write_docs()
         return
     results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {"notebooks": {}}
-    for key in args.keys or list(NOTEBOOKS):
-        notebook, _ = NOTEBOOKS[key]
-        record = results["notebooks"].setdefault(notebook, {})
+    for key in args.keys or keys:
+        record = results["notebooks"].setdefault(name(key), {})
         modes = [*MODES, *(m for m, _, _ in BASELINES.get(key, []))]
         for mode in [args.mode] if args.mode else modes:
             record[mode] = run(key, mode)

@@ -40,6 +40,8 @@ def inputs(tmp_path_factory):
         ),
         "tiny": testing.materialize("tiny-gemma3-sft"),
         "math500": testing.write_math500(folder / "math500", 12),  # HuggingFaceH4/MATH-500's layout
+        # EleutherAI/hendrycks_math's layout, its train split too (02's DATASET = "math")
+        "math": testing.write_hendrycks_math(folder / "math", 7, n_train=14),
         # the default mix's data sets in their real schemas (MIX_PATHS), 8 rows of each kind
         "mix": testing.write_mix_sources(folder / "mix", 8),
     }
@@ -49,6 +51,15 @@ CASES = {  # notebook: parameters beyond PROFILE, OUTPUT_DIR and GSM8K_PATH (inp
     "00_quickstart": {"SOURCE": "local", "MODEL_PATH": "tiny"},
     "04_logit_distillation": FEW
     | {"TEACHER_ID": "tiny-gemma3-sft", "MODEL_ID": "tiny-gemma3-student"},
+    # GRPO on MATH's train split (LaTeX answers, the LaTeX reward from tunix's thread), evaluated on
+    # MATH-500, both from local copies
+    "02_grpo_gsm8k": FEW
+    | {
+        "MODEL_ID": "tiny-gemma3-sft",
+        "DATASET": "math",
+        "MATH_PATH": "math",
+        "MATH500_PATH": "math500",
+    },
     "05_math_eval": {
         "MODELS": {"random": "tiny-gemma3", "sft": "tiny-gemma3-sft", "gone": "runs/02/export/hf"},
         "LIMIT": 4,
@@ -151,7 +162,8 @@ def _run(tmp_path: pathlib.Path, name: str, case: dict, inputs: dict) -> str:
     said = log.read_text()
     assert rc == 0, said[-5000:]
     assert "profile: full" in said.lower() or "full (" in said.lower(), said[:2000]
-    assert "main/test-00000-of-00001.parquet" in said  # GSM8K came from the hub-layout copy
+    if case.get("DATASET") != "math":
+        assert "main/test-00000-of-00001.parquet" in said  # GSM8K came from the hub-layout copy
     return said
 
 
@@ -160,6 +172,17 @@ def test_full_profile_runs_end_to_end_on_a_tiny_model(tmp_path, name, inputs):
     said = _run(tmp_path, name, CASES[name], inputs)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["profile"] == "full", summary
+    if name == "02_grpo_gsm8k":  # MATH: 14 training problems, 4 of MATH-500's
+        assert "14 training problems, 4 MATH-500 test problems" in said, said[-3000:]
+        assert "provide the final answer (just the answer, in LaTeX" in said  # the prompt printed
+        assert json.loads((tmp_path / "run" / "recipe.json").read_text())["recipe"]["dataset"] == (
+            "math"
+        )
+        after = data.read_rows(tmp_path / "run" / "predictions_after.jsonl")
+        assert {r["gold"] for r in after} <= {
+            r["answer"] for r in data.load_math("math500", path=inputs["math500"])
+        }
+        assert summary["steps"] == 2, summary
     if name == "05_math_eval":  # a folder this session lacks is skipped and named, not an error
         assert "skipped gone: runs/02/export/hf is neither a model id nor a folder here" in said
         math500 = summary["benchmarks"]["math500"]  # read from the local copy, both models

@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from tunixkit import answers, data, evaluation, recipes, runtime, testing
+from tunixkit import answers, data, evaluation, recipes, rewards, runtime, testing
 
 # (gold, the completion's answer, equivalent): the kinds of answer MATH has
 CASES = [
@@ -89,6 +89,31 @@ def test_both_data_sets_load_from_their_real_layouts_and_bad_rows_are_named(tmp_
         data.load_math("gsm")
 
 
+def test_grpo_trains_on_math_train_split_and_evaluates_on_math500(tmp_path):
+    """02's DATASET = "math": MATH's train split in the hub's layout (``<subject>/train-*``), never
+    its test rows; MATH-500 to evaluate on; the LaTeX rewards and system prompt; MATH-500 has no
+    train split to train on."""
+    folder = testing.write_hendrycks_math(tmp_path / "math", 14, n_train=21)
+    train = data.load_math("math", path=folder, split="train")
+    test = data.load_math("math", path=folder)
+    assert len(train) == 21 and len(test) == 14
+    assert sorted(p.name for p in folder.rglob("*.parquet"))[0].startswith("test-")
+    with pytest.raises(ValueError, match="MATH-500 has 'test' only"):
+        data.load_math("math500", path=folder, split="train")
+    full = runtime.resolve("full", verbose=False)
+    m500 = testing.write_math500(tmp_path / "m500", 6)
+    train, test = recipes.grpo_records(
+        full, "math", data_dir=tmp_path, math_path=folder, math500_path=m500, limit=4
+    )
+    assert len(train) == 21 and len(test) == 4
+    recipe = dataclasses.replace(recipes.GRPO.smoke(), dataset="math")
+    assert recipe.latex and recipe.reward_fns() == rewards.LATEX_REWARDS
+    assert "LaTeX" in recipe.eval_config().system_prompt
+    assert recipes.GRPO.smoke().eval_config() == recipes.GRPO.smoke().eval  # GSM8K's as it was
+    with pytest.raises(ValueError, match="dataset='mmlu'"):
+        dataclasses.replace(recipe, dataset="mmlu").validate()
+
+
 def test_the_profile_picks_the_source(tmp_path, monkeypatch):
     rt = runtime.resolve("smoke", verbose=False)
     smoke = recipes.math_benchmark(rt, "math", data_dir=tmp_path / "data", limit=5)
@@ -107,8 +132,6 @@ def test_latex_reward_in_tunix_reward_thread_and_listing_answers_earns_no_more()
     process; the rewards are the main thread's. Listing several answers earns what a wrong one
     does, whichever of them is right."""
     import threading
-
-    from tunixkit import rewards
 
     gold = r"\frac{1}{2}"
     said = [

@@ -39,3 +39,16 @@ def test_the_shipped_parameters_give_the_smoke_preset(name, tmp_path, monkeypatc
         os.environ.update(environ)
     assert scope["rt"].smoke and scope["recipe"] == type(scope["recipe"]).smoke()
     assert evaluation.Checks.for_run(scope["rt"], scope["recipe"]).enforce
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_papermill_reads_every_parameter(name, caplog):
+    """``papermill --help-notebook`` and its parameter checks read each parameter's name, type and
+    comment; a line it cannot parse (an ``=`` in the comment) is left out of them, with a warning."""
+    import papermill.inspection
+
+    notebook = ROOT / "notebooks" / name.replace(".py", ".ipynb")
+    with caplog.at_level("WARNING"):
+        found = papermill.inspection.inspect_notebook(str(notebook))
+    assert "Unable to parse" not in caplog.text, caplog.text
+    assert found and "PROFILE" in found

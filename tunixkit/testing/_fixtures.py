@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from tunixkit import data
-from tunixkit.testing._synthetic import SPLIT_SEEDS, synthetic_gsm8k
+from tunixkit.testing._synthetic import SMOKE_MAX_OPERAND, SPLIT_SEEDS, synthetic_gsm8k
 
 __all__ = [
     "ScriptedClock",
@@ -279,13 +279,30 @@ MATH_SUBJECTS = (
 )
 
 
-def synthetic_math(n: int, *, seed: int = 0) -> list[dict[str, Any]]:
+def synthetic_math(n: int, *, seed: int = 0, word_every: int = 0) -> list[dict[str, Any]]:
     r"""``n`` MATH-style problems with LaTeX answers of the kinds MATH has (a fraction, a radical,
     an interval, a set, a text answer, an ordered pair, an integer): ``problem``, ``solution``
-    (ending in ``\boxed{answer}``), ``answer``, ``subject``, ``level`` (1-5)."""
+    (ending in ``\boxed{answer}``), ``answer``, ``subject``, ``level`` (1-5). ``word_every``: every
+    such row is instead a Prealgebra word problem of the smoke GSM8K kind (numbers up to
+    :data:`SMOKE_MAX_OPERAND`), which the smoke warm start partly solves: GRPO on MATH-style data
+    then has right answers to reward."""
     rng = np.random.default_rng(seed)
+    words = synthetic_gsm8k(n, seed=seed + 100, max_operand=SMOKE_MAX_OPERAND)
     out = []
     for i in range(n):
+        if word_every and i % word_every == 0:
+            solution, number = (part.strip() for part in words[i]["answer"].rsplit("####", 1))
+            out.append(
+                {
+                    "problem": words[i]["question"],
+                    "solution": f"{solution} So the answer is $\\boxed{{{number}}}$.",
+                    "answer": number,
+                    "subject": "Prealgebra",
+                    "level": 1,
+                    "unique_id": f"test/synthetic/{i}.json",
+                }
+            )
+            continue
         a, b = (int(x) for x in rng.integers(2, 9, size=2))
         kind = i % 7
         if kind == 0:
@@ -323,25 +340,26 @@ def synthetic_math(n: int, *, seed: int = 0) -> list[dict[str, Any]]:
     return out
 
 
-def write_math500(folder: str | pathlib.Path, n: int = 24) -> pathlib.Path:
+def write_math500(folder: str | pathlib.Path, n: int = 24, *, word_every: int = 0) -> pathlib.Path:
     """``folder`` as a copy of ``HuggingFaceH4/MATH-500`` (``test.jsonl``: ``problem``,
-    ``solution``, ``answer``, ``subject``, ``level``, ``unique_id``), synthetic rows."""
+    ``solution``, ``answer``, ``subject``, ``level``, ``unique_id``), synthetic rows
+    (:func:`synthetic_math`)."""
     folder = pathlib.Path(folder)
-    data.write_jsonl(synthetic_math(n, seed=5), folder / "test.jsonl")
+    data.write_jsonl(synthetic_math(n, seed=5, word_every=word_every), folder / "test.jsonl")
     return folder
 
 
 def write_hendrycks_math(
-    folder: str | pathlib.Path, n: int = 28, *, n_train: int = 0
+    folder: str | pathlib.Path, n: int = 28, *, n_train: int = 0, word_every: int = 0
 ) -> pathlib.Path:
     """``folder`` as a copy of ``EleutherAI/hendrycks_math``:
     ``<subject>/test-00000-of-00001.parquet`` per subject (and ``train-...`` with ``n_train``
     rows), with ``problem``, ``level`` ("Level 3"), ``type`` and ``solution`` (the answer only as
-    its last ``\\boxed{}``), synthetic rows."""
+    its last ``\\boxed{}``), synthetic rows (:func:`synthetic_math`)."""
     folder = pathlib.Path(folder)
     for split, rows in (
-        ("test", synthetic_math(n, seed=6)),
-        ("train", synthetic_math(n_train, seed=7)),
+        ("test", synthetic_math(n, seed=6, word_every=word_every)),
+        ("train", synthetic_math(n_train, seed=7, word_every=word_every)),
     ):
         _write_math_split(folder, split, rows)
     return folder
