@@ -41,7 +41,7 @@ def inputs(tmp_path_factory):
         "tiny": testing.materialize("tiny-gemma3-sft"),
         "math500": testing.write_math500(folder / "math500", 12),  # HuggingFaceH4/MATH-500's layout
         # EleutherAI/hendrycks_math's layout, its train split too (02's DATASET = "math")
-        "math": testing.write_hendrycks_math(folder / "math", 7, n_train=14),
+        "hendrycks_math": testing.write_hendrycks_math(folder / "math", 7, n_train=14),
         # the default mix's data sets in their real schemas (MIX_PATHS), 8 rows of each kind
         "mix": testing.write_mix_sources(folder / "mix", 8),
     }
@@ -57,7 +57,7 @@ CASES = {  # notebook: parameters beyond PROFILE, OUTPUT_DIR and GSM8K_PATH (inp
     | {
         "MODEL_ID": "tiny-gemma3-sft",
         "DATASET": "math",
-        "MATH_PATH": "math",
+        "MATH_PATH": "hendrycks_math",
         "MATH500_PATH": "math500",
     },
     "05_math_eval": {
