@@ -225,9 +225,9 @@ print(f"mesh {dict(mesh.shape)}; rollouts stop at {policy.eos_ids}")
 # ## Rewards
 # Each reward function takes `(prompts, completions, **kwargs)` and returns one float per
 # completion; the dataset's other columns (here `answer` and `question`) arrive as keyword
-# arguments. GRPO sums them. The defaults for GSM8K: exact format, approximate format (per tag), the
-# answer (partial credit near it), and the number anywhere; for MATH: the format and the LaTeX
-# answer (`recipe.reward_fns()`).
+# arguments. GRPO sums them. The defaults for GSM8K (`rewards.DEFAULT_REWARDS`): exact format,
+# approximate format (per tag), the answer (partial credit near it), and the number anywhere; for
+# MATH (`rewards.LATEX_REWARDS`): the format and the LaTeX answer. `recipe.reward_fns()` picks them.
 #
 # **Add your own**: a rubric reward, for example, that gives credit for showing the arithmetic and
 # penalises reasoning that is too short or too long. Set `USE_RUBRIC = True` to train with it.
