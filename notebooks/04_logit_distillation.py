@@ -207,6 +207,11 @@ def heldout_losses():
 
 # %%
 losses_before = heldout_losses()
+if losses_before["kl"] <= 1e-9:  # before hours of training, not as a division by zero after them
+    raise ValueError(
+        "the student already matches the teacher (KL 0 on held-out answers): nothing to distil. "
+        "TEACHER_ID/TEACHER_PATH and MODEL_ID/STUDENT_PATH name the same model; pick another."
+    )
 with clock.timed("evaluation", items=len(test_records)):
     before = evaluation.evaluate(
         student,
