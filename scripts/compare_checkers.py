@@ -173,9 +173,7 @@ def render() -> str:
     from tunixkit.answers import is_correct
     from tunixkit.rewards import has_format
 
-    rows = [
-        json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()
-    ]
+    rows = _rows(CORPUS)
     extractors = lm_eval_extractors()
     checkers = {
         "tunixkit": lambda c, g: is_correct(c, g),
@@ -233,11 +231,7 @@ def render() -> str:
         "| checker | agrees | accepts | false accepts | false rejects |",
         "|---|---|---|---|---|",
     ]
-    for name, v in verdicts.items():
-        agree = sum(a == h for a, h in zip(v, human, strict=True))
-        fa = sum(a and not h for a, h in zip(v, human, strict=True))
-        fr = sum(h and not a for a, h in zip(v, human, strict=True))
-        lines.append(f"| {name} | {agree}/{n} ({agree / n:.0%}) | {sum(v)} | {fa} | {fr} |")
+    lines += agreement_rows(verdicts, human, accepts=True)
     lines.append("")
     for name in ("math-verify", flexible):
         same = sum(a == b for a, b in zip(tk, verdicts[name], strict=True))
@@ -299,8 +293,25 @@ def render() -> str:
     return "\n".join(lines) + "\n"
 
 
+def agreement_rows(
+    verdicts: dict[str, list[bool]], human: list[bool], *, accepts: bool
+) -> list[str]:
+    """One table row per checker: agreement with the human verdict, (its accepts,) false accepts
+    and false rejects."""
+    n, out = len(human), []
+    for name, v in verdicts.items():
+        agree = sum(a == h for a, h in zip(v, human, strict=True))
+        fa = sum(a and not h for a, h in zip(v, human, strict=True))
+        fr = sum(h and not a for a, h in zip(v, human, strict=True))
+        said = f" {sum(v)} |" if accepts else ""
+        out.append(f"| {name} | {agree}/{n} ({agree / n:.0%}) |{said} {fa} | {fr} |")
+    return out
+
+
 def _rows(path: pathlib.Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
 
 
 def math_verify_on_the_answer(completion: str, gold: str) -> tuple[bool, str]:
@@ -357,11 +368,7 @@ def latex_section() -> list[str]:
         "| checker | agrees with the human verdict | false accepts | false rejects |",
         "|---|---|---|---|",
     ]
-    for name, v in verdicts.items():
-        agree = sum(a == h for a, h in zip(v, human, strict=True))
-        fa = sum(a and not h for a, h in zip(v, human, strict=True))
-        fr = sum(h and not a for a, h in zip(v, human, strict=True))
-        lines.append(f"| {name} | {agree}/{n} ({agree / n:.0%}) | {fa} | {fr} |")
+    lines += agreement_rows(verdicts, human, accepts=False)
     same = sum(a == b for a, (b, _) in zip(tk, mv, strict=True))
     lines += [
         "",
