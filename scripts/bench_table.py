@@ -45,6 +45,8 @@ def rows() -> list[str]:
         "sampler_placement",
         "sampler_placement_tpu_aot",
         "prefill_last_position",
+        "rollout_calls_02",
+        "rollout_calls_06",
         "compile_count_06",
         "speed_cpu",
         "judge_score",
@@ -65,6 +67,8 @@ def rows() -> list[str]:
                 "sft_step_gpu": "sft_step",
                 "sampler_placement_tpu_aot": "sampler_placement",
                 "judge_score_tpu_aot": "judge_score",
+                "rollout_calls_02": "rollout_calls",
+                "rollout_calls_06": "rollout_calls",
             }.get(name, name)
             out.append(
                 f"| `bench/{script}.py` | | stale: `bench/results/{name}.json` lacks {e}; rerun the bench | |"
@@ -179,6 +183,30 @@ def _rows(name: str) -> list[str]:
             f" MiB; call time ratio median {t['median']:.2f} ({low:.2f}-{high:.2f}, "
             f"{len(t['ratios'])} interleaved rounds); texts identical: {t['identical_texts']} "
             f"| <= {t['target']}: {t['verdict']} |"
+        )
+    if name.startswith("rollout_calls_") and (t := _load(name)):
+        st, ro, s = (
+            t["step_ratio_whole_over_split"],
+            t["rollout_ratio_whole_over_split"],
+            t["settings"],
+        )
+
+        def ratio(d: dict) -> str:
+            low, high = d["interval"]
+            return (
+                f"{d['median']:.2f} ({low:.2f}-{high:.2f}, {len(d['ratios'])} interleaved rounds)"
+            )
+
+        out.append(
+            f"| `bench/rollout_calls.py` | a GRPO step of {t['preset']}'s full preset "
+            f"({s['batch_size']} prompts x G={s['num_generations']}, updates of "
+            f"{s['micro_batch_size']}; {s['max_prompt_length']} prompt and "
+            f"{s['max_generation_steps']} answer tokens on this CPU) with its rollout in one sampler "
+            f"call vs one per update micro-batch ({t['calls_per_step']['split']} calls), {t['model']} "
+            f"({t['vocabulary']:,}-token vocabulary), {t['machine']} "
+            f"| step time ratio one call / split {ratio(st)}; its rollout {ratio(ro)}; same answers "
+            f"for the same seed: {t['same_answers']} | < 1: step {st['verdict']}, rollout "
+            f"{ro['verdict']} |"
         )
     if name == "sampler_placement_tpu_aot" and (t := _load("sampler_placement_tpu_aot")):
 

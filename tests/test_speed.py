@@ -48,3 +48,29 @@ def test_the_committed_cpu_run_decodes_the_real_270m():
     tokens = [r["tokens_per_s"] for r in decode["rows"]]
     assert steps == sorted(steps) and tokens == sorted(tokens), decode["rows"]
     assert all(0 < r["share_of_bound"] <= 1.0 for r in decode["rows"]), decode["rows"]
+
+
+def test_rollout_calls_runs_in_the_tiny_mode_and_the_committed_run_is_the_real_270m(tmp_path):
+    """bench/rollout_calls.py: whole GRPO steps with the rollout in one sampler call or one per
+    update micro-batch; tiny here, and its committed run (the real Gemma 3 270M) read back."""
+    out = tmp_path / "rollout_calls.json"
+    args = ["--model", "tiny-gemma3-sft", "--steps", "3", "--warm", "1", "--repeats", "1"]
+    env = {**os.environ, **killing.cpu_env(1)}
+    subprocess.run(
+        [sys.executable, str(ROOT / "bench/rollout_calls.py"), *args, "--out", str(out)],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
+    committed = [
+        json.loads((ROOT / f"bench/results/rollout_calls_{p}.json").read_text())
+        for p in ("02", "06")
+    ]
+    for found in (json.loads(out.read_text()), *committed):
+        assert found["calls_per_step"] == {"split": 2, "whole": 1}, found["calls_per_step"]
+        assert found["rows_per_call"] == {"split": 8, "whole": 16}
+        assert all(r["median_step_s"] > r["median_rollout_s"] > 0 for r in found["rows"])
+    for preset, found in zip(("02", "06"), committed, strict=True):
+        assert found["preset"] == preset and found["model"] == "gemma-3-270m"
+        assert found["vocabulary"] == 262144
+        assert len(found["step_ratio_whole_over_split"]["ratios"]) >= 3
