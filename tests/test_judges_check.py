@@ -47,8 +47,11 @@ def test_the_check_imports_no_tunixkit_and_02_and_06_run_it():
         for a in n.names
     ]
     assert [m for m in imported if m.split(".")[0] == "tunixkit"] == []
-    call = "judges_check.check(judged_root, recipe.eval.system_prompt)"
-    for notebook in ("02_grpo_gsm8k.py", "06_multidomain_pipeline.py"):
+    calls = {  # with the prompt the notebook asked its questions with (02: its data set's)
+        "02_grpo_gsm8k.py": "judges_check.check(judged_root, eval_config.system_prompt)",
+        "06_multidomain_pipeline.py": "judges_check.check(judged_root, recipe.eval.system_prompt)",
+    }
+    for notebook, call in calls.items():
         assert call in (NOTEBOOKS / notebook).read_text(encoding="utf-8"), notebook
 
 
