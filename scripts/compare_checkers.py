@@ -110,6 +110,12 @@ def _cell(text: str, limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _verdict(ok: bool, reading: str, human: bool) -> str:
+    """A checker's verdict (Y/n) and what it read, bold where it disagrees with the human's."""
+    mark = "Y" if ok else "n"
+    return f"**{mark}** {reading}" if ok != human else f"{mark} {reading}"
+
+
 def _code(text: str, limit: int = 90) -> str:
     return "`" + _cell(text, limit).replace("`", "'") + "`"
 
@@ -278,16 +284,12 @@ def render() -> str:
         if r["id"] not in WHY:
             continue
 
-        def show(ok: bool, reading: str, i=i) -> str:
-            mark = "Y" if ok else "n"
-            return f"**{mark}** {reading}" if ok != human[i] else f"{mark} {reading}"
-
         c = r["completion"]
         lines.append(
             f"| {r['id']} | {r['gold']} | {_code(c, 60)} | {'Y' if human[i] else 'n'} | "
-            f"{show(tk[i], _cell(tunixkit_reading(c)))} | "
-            f"{show(verdicts['math-verify'][i], _code(math_verify_reading(c), 24))} | "
-            f"{show(verdicts[flexible][i], _code(extract_flexible(c), 24))} | {WHY[r['id']]} |"
+            f"{_verdict(tk[i], _cell(tunixkit_reading(c)), human[i])} | "
+            f"{_verdict(verdicts['math-verify'][i], _code(math_verify_reading(c), 24), human[i])} | "
+            f"{_verdict(verdicts[flexible][i], _code(extract_flexible(c), 24), human[i])} | {WHY[r['id']]} |"
         )
     lines += ["", "## Why they disagree", "", *EXPLANATIONS, "", *latex_section()]
     return "\n".join(lines) + "\n"
@@ -388,14 +390,10 @@ def latex_section() -> list[str]:
         found = latex_answer(r["completion"])
         read = "hedge " + ", ".join(found.hedge) if found.hedge else found.text or "none"
 
-        def show(ok: bool, reading: str, i=i) -> str:
-            mark = "Y" if ok else "n"
-            return f"**{mark}** {reading}" if ok != human[i] else f"{mark} {reading}"
-
         lines.append(
             f"| {r['id']} | {r['case']} | {_code(r['gold'])} | {_code(r['completion'], 60)} |"
-            f" {'Y' if human[i] else 'n'} | {show(tk[i], _code(read, 24))} |"
-            f" {show(mv[i][0], _code(mv[i][1], 24))} | {WHY_LATEX[r['id']]} |"
+            f" {'Y' if human[i] else 'n'} | {_verdict(tk[i], _code(read, 24), human[i])} |"
+            f" {_verdict(mv[i][0], _code(mv[i][1], 24), human[i])} | {WHY_LATEX[r['id']]} |"
         )
     return lines
 

@@ -2,6 +2,8 @@
 the data sets' real layouts read through one loader, and the profile's source of each."""
 
 import dataclasses
+import subprocess
+import sys
 
 import pytest
 
@@ -169,9 +171,6 @@ def test_the_worker_does_not_run_the_script_again(tmp_path):
     """A notebook run as a script (tests, papermill-free CI, `python nb.py`) calls the LaTeX reward
     from tunix's thread: its worker must not re-run the script, as a multiprocessing child that
     re-imports ``__main__`` would (it ran the whole notebook a second time)."""
-    import subprocess
-    import sys
-
     script = tmp_path / "nb.py"
     script.write_text(
         "import threading\n"

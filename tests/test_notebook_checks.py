@@ -6,6 +6,7 @@ warnings without anyone noticing."""
 import os
 import pathlib
 
+import papermill.inspection
 import pytest
 
 from tunixkit import evaluation
@@ -45,8 +46,6 @@ def test_the_shipped_parameters_give_the_smoke_preset(name, tmp_path, monkeypatc
 def test_papermill_reads_every_parameter(name, caplog):
     """``papermill --help-notebook`` and its parameter checks read each parameter's name, type and
     comment; a line it cannot parse (an ``=`` in the comment) is left out of them, with a warning."""
-    import papermill.inspection
-
     notebook = ROOT / "notebooks" / name.replace(".py", ".ipynb")
     with caplog.at_level("WARNING"):
         found = papermill.inspection.inspect_notebook(str(notebook))

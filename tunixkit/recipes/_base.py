@@ -288,10 +288,6 @@ def start(
     return Start(rt, recipe, out_dir, clock)
 
 
-SMOKE_MATH_TRAIN = 512  # MATH-style training problems of the smoke profile (MATH's train split)
-SMOKE_MATH500 = 48  # and its MATH-500 copy
-
-
 def grpo_records(
     rt: Runtime,
     dataset: str,
@@ -362,9 +358,9 @@ def math_benchmark(
         kit = runtime.smoke_kit()
         folder = pathlib.Path(data_dir) / benchmark
         if benchmark == "math":  # half of each split word problems the warm start partly solves
-            kit.write_hendrycks_math(folder, n_train=SMOKE_MATH_TRAIN, word_every=2)
+            kit.write_hendrycks_math(folder, n_train=kit.SMOKE_MATH_TRAIN, word_every=2)
         else:
-            kit.write_math500(folder, SMOKE_MATH500, word_every=2)
+            kit.write_math500(folder, kit.SMOKE_MATH500, word_every=2)
         return data.load_math(benchmark, path=folder, limit=limit, split=split)
     parameter = {"math500": "MATH500_PATH", "math": "MATH_PATH"}.get(benchmark, "its path")
     try:

@@ -21,6 +21,8 @@ their smoke branches (06: the synthetic tasks, their rubric grader, the weak ans
 """
 
 from tunixkit.testing._fixtures import (
+    SMOKE_MATH500,
+    SMOKE_MATH_TRAIN,
     ScriptedClock,
     kernel_python,
     load_orbax_export,
@@ -80,6 +82,8 @@ from tunixkit.testing._tiny import (
 )
 
 __all__ = [
+    "SMOKE_MATH500",
+    "SMOKE_MATH_TRAIN",
     "SMOKE_MAX_OPERAND",
     "SMOKE_MODELS",
     "SPECIAL_TOKENS",

@@ -279,6 +279,10 @@ MATH_SUBJECTS = (
 )
 
 
+SMOKE_MATH_TRAIN = 512  # MATH-style training problems of the smoke profile (MATH's train split)
+SMOKE_MATH500 = 48  # and its MATH-500 copy
+
+
 def synthetic_math(n: int, *, seed: int = 0, word_every: int = 0) -> list[dict[str, Any]]:
     r"""``n`` MATH-style problems with LaTeX answers of the kinds MATH has (a fraction, a radical,
     an interval, a set, a text answer, an ordered pair, an integer): ``problem``, ``solution``
