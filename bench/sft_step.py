@@ -51,7 +51,9 @@ def _config(shape: str):
         )
     if shape == "gemma-3-1b":
         return g3.ModelConfig.gemma3_1b_it()
-    raise SystemExit(f"unknown --shape {shape!r}: tiny, medium or gemma-3-1b")
+    if shape == "gemma-3-270m":
+        return g3.ModelConfig.gemma3_270m()
+    raise SystemExit(f"unknown --shape {shape!r}: tiny, medium, gemma-3-270m or gemma-3-1b")
 
 
 def one_mode(mode: str, shape: str, steps: int, batch: int, seq: int, rank: int) -> dict:

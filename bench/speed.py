@@ -17,6 +17,27 @@ what it measured):
   the step's share of it, and a least-squares fit ``step = a + b x batch`` (a: the per-step cost of
   reading the weights and of the loop; b: each row's).
 
+- ``grpo``: whole GRPO steps of 02's preset (``--grpo-preset``: ``full``, 4 prompts x G=4 with
+  updates of 2, or ``one_chip``) at ``--grpo-prompt`` prompt and ``--grpo-new`` answer tokens,
+  through ``rl.build_grpo`` with tunix's perf tracer (``profiling.StepTrace``): each step's
+  seconds split into rollout, reference log-probabilities, rewards, update and the rest, and the
+  peak memory after each of the rollout, the reference pass and the update. The reference pass is
+  waited for before its memory is read (tunix dispatches it without waiting), so a step here is
+  not overlapped as in a notebook; the first step compiles and is left out of the medians.
+- ``sft``: 01's QLoRA (nf4) step (``bench/sft_step.py``'s program: ``--sft-batch`` rows of
+  ``--sft-seq`` random tokens, rank ``--sft-rank``) on the model's shape with random weights:
+  tokens a second, model FLOP/s and MFU against the ``matmul`` part's bf16 figure. The FLOPs are
+  the dense-training convention with a frozen base: 4 x parameters per token (the forward and the
+  activations' gradients; the frozen weights get no gradient, the adapters' share is left out) plus
+  attention's scores as PaLM counts them, 12 x layers x heads x head_dim x sequence per token (no
+  causal or sliding-window discount).
+- ``plan``: ``tunixkit.tools.memplan``'s plan of the same two programs compiled for this device
+  (one device), beside the peaks the ``grpo`` and ``sft`` parts measured.
+- ``projection``: the ``grpo`` part's step projected onto a Kaggle v5e-8 from the figures above;
+  its assumptions are written into the file beside it.
+
+``grpo``, ``sft`` and ``plan`` each run in a process of their own, so that each peak is their own.
+
 Models: ``--model gemma-3-270m`` (the real checkpoint, installed from the package index: this CPU),
 ``gemma-3-1b`` (random weights at the real shape; the real vocabulary and tokenizer where the
 270M's package is installed, else the smoke tokenizer's: for a lent GPU or TPU), or
@@ -24,6 +45,10 @@ Models: ``--model gemma-3-270m`` (the real checkpoint, installed from the packag
 
     .venv/bin/python bench/speed.py --model gemma-3-270m           # this CPU, ~5 minutes
     .venv/bin/python bench/speed.py --model tiny --out /tmp/s.json  # tests/test_speed.py
+    python3 bench/speed.py --model gemma-3-1b --parts bandwidth,matmul,decode \
+        --batches 1,8,32,128 --prompt 256 --new 192       # a lent GPU, call 1
+    python3 bench/speed.py --model gemma-3-1b --parts grpo,sft,plan,projection --resume
+                                                          # call 2 (bench/device/speed.sh)
 
 Writes ``bench/results/speed_<device kind>.json`` unless ``--out`` says otherwise.
 """
@@ -31,13 +56,25 @@ Writes ``bench/results/speed_<device kind>.json`` unless ``--out`` says otherwis
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import pathlib
+import subprocess
 import sys
+import tempfile
 import time
 
-RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+BENCH = pathlib.Path(__file__).resolve().parent
+RESULTS = BENCH / "results"
+# tunixkit's ids of the models the sft and plan parts build: (SFT's, GRPO's)
+MODEL_IDS = {
+    "tiny": ("tiny-gemma3", "tiny-gemma3-sft"),
+    "gemma-3-270m": ("gemma-3-270m", "gemma-3-270m"),
+    "gemma-3-1b": ("gemma-3-1b-it", "gemma-3-1b-it"),
+}
+# A Kaggle v5e-8 as the projection takes it: Google's published per-chip figures
+V5E = {"chips": 8, "hbm_gb_per_s": 819.0, "bf16_tflop_per_s": 197.0}
 WORDS = "the a model answer question summary river energy cell proof code list idea story".split()
 
 
@@ -168,11 +205,242 @@ def decode(model: str, batches: list[int], prompt: int, new: int, gb_per_s: floa
     }
 
 
+def _grpo_recipe(args: argparse.Namespace):
+    """02's recipe at ``--grpo-preset`` on the model's id, its lengths and steps from ``args``."""
+    from tunixkit import recipes
+
+    rec = getattr(recipes.GRPO, args.grpo_preset)()
+    settings = dataclasses.replace(
+        rec.grpo,
+        max_prompt_length=args.grpo_prompt,
+        max_generation_steps=args.grpo_new,
+        num_steps=args.grpo_steps,
+        checkpoint_every=10**6,
+    )
+    return dataclasses.replace(rec, model_id=MODEL_IDS[args.model][1], grpo=settings)
+
+
+def _memory() -> dict:
+    """The peak bytes so far (and in use now, where the device says), as ``runtime`` reads them."""
+    import jax
+
+    from tunixkit import runtime
+
+    peak, what = runtime.peak_memory()
+    stats = jax.devices()[0].memory_stats() or {}
+    return {"peak_bytes": peak, "in_use_bytes": stats.get("bytes_in_use"), "measures": what}
+
+
+def grpo(args: argparse.Namespace) -> dict:
+    import jax
+    import numpy as np
+    from flax import nnx
+
+    from tunixkit import data, evaluation, families, models, profiling, rl, runtime, testing
+
+    rec = _grpo_recipe(args)
+    s = rec.grpo
+    mesh = runtime.make_mesh()
+    loaded = _load(args.model)
+    actor = models.apply_lora(
+        loaded.model,
+        family=loaded.family,
+        rank=rec.lora_rank,
+        alpha=rec.lora_alpha,
+        modules=rec.lora_modules,
+        mesh=mesh,
+        verbose=False,
+    )
+    records = data.to_records(
+        testing.synthetic_gsm8k(args.grpo_steps * s.batch_size, seed=3, max_operand=9),
+        "synthetic",
+        verbose=False,
+    )[0]
+    batches = data.grpo_dataset(  # as 02 makes them: prompts cut to the rollout's length
+        records,
+        batch_size=s.batch_size,
+        num_batches=args.grpo_steps,
+        family=loaded.family,
+        fit=evaluation.prompt_fitter(loaded.tokenizer, s.max_prompt_length),
+    )
+    out = pathlib.Path(tempfile.mkdtemp(prefix="speed_grpo_"))
+    trace = profiling.StepTrace(out / "trace", args.grpo_steps)
+    learner, cluster = rl.build_grpo(
+        actor,
+        loaded.model,
+        loaded.tokenizer,
+        mesh=mesh,
+        settings=s,
+        reward_fns=rec.reward_fns(),
+        output_dir=out,
+        eos_ids=loaded.eos_ids,
+        vocab_size=families.vocab_size(loaded.config),
+        family=loaded.family,
+        trace=trace,
+    )
+    memory: list[dict] = []  # in call order: each rollout call, reference pass and update call
+    loaded_memory = _memory()
+
+    def watched(phase: str, fn, wait):
+        def call(*a, **k):
+            result = fn(*a, **k)
+            jax.block_until_ready(wait(result))
+            memory.append({"phase": phase} | _memory())
+            return result
+
+        return call
+
+    cluster.generate = watched("rollout", cluster.generate, lambda r: r)
+    cluster.get_ref_per_token_logps = watched(
+        "reference", cluster.get_ref_per_token_logps, lambda r: r
+    )
+    cluster.update_actor = watched(
+        "update", cluster.update_actor, lambda _: nnx.state(actor, nnx.LoRAParam)
+    )
+    learner.train(batches)
+    rows = trace.finish() or trace.rows
+    later = [r for r in rows if r["step"] > 1]
+    medians = {
+        k: float(np.median([r[k] for r in later]))
+        for k in (later[0] if later else {})
+        if k != "step"
+    }
+    return {
+        "model": args.model,
+        "model_id": rec.model_id,
+        "vocabulary": families.vocab_size(loaded.config),
+        "preset": args.grpo_preset,
+        "settings": dataclasses.asdict(s),
+        "lora_rank": rec.lora_rank,
+        "rollouts_per_step": s.batch_size * s.num_generations,
+        "steps": rows,
+        "median_after_first": medians,
+        "memory_loaded": loaded_memory,
+        "memory_after": memory,
+    }
+
+
+def sft_flops_per_token(params: int, layers: int, heads: int, head_dim: int, seq: int) -> float:
+    """Model FLOPs of one trained token with a frozen base (QLoRA, LoRA): 4 x parameters (the
+    forward's 2 and the activations' gradients' 2; frozen weights get none) plus the attention
+    scores as PaLM counts them for training, 12 x layers x heads x head_dim x sequence.
+
+    >>> sft_flops_per_token(1_000, layers=2, heads=4, head_dim=8, seq=16)
+    16288.0
+    """
+    return 4.0 * params + 12.0 * layers * heads * head_dim * seq
+
+
+def sft(args: argparse.Namespace) -> dict:
+    sys.path.insert(0, str(BENCH))
+    import sft_step
+
+    shape = "tiny" if args.model == "tiny" else args.model
+    row = sft_step.one_mode(
+        "qlora", shape, args.sft_steps, args.sft_batch, args.sft_seq, args.sft_rank
+    )
+    cfg = sft_step._config(shape)
+    base = row["params"] - row["trainable"] if row["trainable"] < row["params"] else row["params"]
+    per_token = sft_flops_per_token(base, cfg.num_layers, cfg.num_heads, cfg.head_dim, args.sft_seq)
+    tokens = args.sft_batch * args.sft_seq
+    return row | {
+        "batch": args.sft_batch,
+        "seq": args.sft_seq,
+        "rank": args.sft_rank,
+        "tokens_per_s": tokens / row["median_step_s"],
+        "model_flops_per_token": per_token,
+        "model_tflop_per_s": per_token * tokens / row["median_step_s"] / 1e12,
+        "flop_convention": " ".join(sft_flops_per_token.__doc__.split("\n\n")[0].split()),
+    }
+
+
+def plan(args: argparse.Namespace) -> dict:
+    """memplan's plans, compiled for this process's one device, of the ``sft`` and ``grpo`` parts'
+    programs (the same model, batch, lengths and rank)."""
+    import jax
+
+    from tunixkit import recipes, runtime
+    from tunixkit.tools import memplan
+
+    mesh = runtime.make_mesh((1, 1), devices=jax.devices()[:1])
+    sft_id, _ = MODEL_IDS[args.model]
+    sft_rec = dataclasses.replace(
+        recipes.SFT.one_chip(),
+        model_id=sft_id,
+        batch_size=args.sft_batch,
+        max_len=args.sft_seq,
+        lora_rank=args.sft_rank,
+        lora_alpha=float(args.sft_rank),
+    )
+    out = {}
+    for kind, rec in (("sft", sft_rec), ("grpo", _grpo_recipe(args))):
+        t0 = time.perf_counter()
+        found = memplan.plan(kind, rec, mesh=mesh, verbose=False)
+        out[kind] = found.to_json() | {"compile_s": time.perf_counter() - t0}
+        print(found.table(), flush=True)
+    return out
+
+
+def projection(result: dict) -> dict:
+    """The ``grpo`` part's step on a Kaggle v5e-8 (:data:`V5E`), each phase scaled by what bounds
+    it; the assumptions go into the file with the figures."""
+    step = result["grpo"]["median_after_first"]
+    read = result["bandwidth"]["gb_per_s"]
+    flops = result["matmul"]["bfloat16"]["tflop_per_s"]
+    by_reads = read / (V5E["chips"] * V5E["hbm_gb_per_s"])
+    by_flops = flops / (V5E["chips"] * V5E["bf16_tflop_per_s"])
+    phases = {
+        "rollout": step.get("device rollout") or step["rollout"],
+        "reference": step.get("device reference") or step.get("reference", 0.0),
+        "update": step.get("device update") or step["update"],
+    }
+    projected = {
+        "rollout": phases["rollout"] * by_reads,
+        "reference": phases["reference"] * by_flops,
+        "update": phases["update"] * by_flops,
+        "rewards and host": step["seconds"] - sum(phases.values()),
+    }
+    from tunixkit import recipes
+
+    total = sum(projected.values())
+    steps = getattr(recipes.GRPO, result["grpo"]["preset"])().grpo.num_steps
+    return {
+        "assumptions": [
+            f"a v5e-8 is {V5E['chips']} chips of {V5E['hbm_gb_per_s']:g} GB/s HBM and "
+            f"{V5E['bf16_tflop_per_s']:g} bf16 TFLOP/s each (Google's figures), used as well as "
+            "this device uses its own",
+            "the rollout is bound by reading the weights: it scales by this device's measured "
+            "read bandwidth over the v5e-8's summed HBM bandwidth (weights sharded 8 ways, "
+            "no time for collectives)",
+            "the reference pass and the update are bound by bf16 matmuls: they scale by this "
+            "device's measured bf16 matmul rate over the v5e-8's summed peak",
+            "rewards and the host's share of a step do not scale (the same CPU work)",
+            "the step is the grpo part's median after the first, its phases as the device "
+            "timed them where it did",
+        ],
+        "scale_reads": by_reads,
+        "scale_flops": by_flops,
+        "step_s": projected | {"total": total},
+        "preset_steps": steps,
+        "preset_hours": steps * total / 3600,
+    }
+
+
+def _child(part: str, args: argparse.Namespace) -> dict:
+    """Run ``part`` in a process of its own (its peak memory its own) with the same arguments."""
+    cmd = [sys.executable, __file__, *sys.argv[1:], "--child", part]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    sys.stderr.write(done.stderr[-4000:])
+    if done.returncode:
+        raise SystemExit(f"part {part} failed (exit {done.returncode}): see above")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> int:
     import jax
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="gemma-3-270m")
+    ap.add_argument("--model", default="gemma-3-270m", choices=sorted(MODEL_IDS))
     ap.add_argument("--parts", default="bandwidth,matmul,decode")
     ap.add_argument("--copy-mib", type=int, default=1024)
     ap.add_argument("--matmul", type=int, default=2048)
@@ -180,12 +448,26 @@ def main() -> int:
     ap.add_argument("--prompt", type=int, default=64)
     ap.add_argument("--new", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--grpo-preset", default="full", choices=("full", "one_chip"))
+    ap.add_argument("--grpo-prompt", type=int, default=256)
+    ap.add_argument("--grpo-new", type=int, default=768)
+    ap.add_argument("--grpo-steps", type=int, default=3, help="the first compiles")
+    ap.add_argument("--sft-batch", type=int, default=4)
+    ap.add_argument("--sft-seq", type=int, default=512)
+    ap.add_argument("--sft-rank", type=int, default=64)
+    ap.add_argument("--sft-steps", type=int, default=10, help="the first 2 compile")
     ap.add_argument("--out")
+    ap.add_argument("--resume", action="store_true", help="keep the parts the file already has")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child:
+        print(json.dumps({"grpo": grpo, "sft": sft, "plan": plan}[args.child](args)))
+        return 0
     device = jax.devices()[0]
     kind = getattr(device, "device_kind", device.platform).replace(" ", "_").lower()
     out = pathlib.Path(args.out or RESULTS / f"speed_{kind}.json")
-    result: dict = {
+    result: dict = json.loads(out.read_text()) if args.resume and out.is_file() else {}
+    result |= {
         "device": f"{device.device_kind} x{jax.device_count()} ({jax.default_backend()})",
         "cores": os.cpu_count(),
         "date": time.strftime("%Y-%m-%d"),
@@ -208,6 +490,18 @@ def main() -> int:
         batches = [int(b) for b in args.batches.split(",")]
         result["decode"] = decode(args.model, batches, args.prompt, args.new, gb)
         print("decode fit:", result["decode"]["fit"], flush=True)
+        save()
+    for part in ("grpo", "sft", "plan"):
+        if part in parts:
+            result[part] = _child(part, args)
+            if part == "sft" and "matmul" in result:
+                peak = result["matmul"]["bfloat16"]["tflop_per_s"]
+                result["sft"]["mfu"] = result["sft"]["model_tflop_per_s"] / peak
+            print(f"{part}: done", flush=True)
+            save()
+    if "projection" in parts:
+        result["projection"] = projection(result)
+        print("projection:", result["projection"]["step_s"], flush=True)
         save()
     print("wrote", out)
     return 0

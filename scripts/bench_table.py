@@ -34,6 +34,69 @@ def _load(name: str) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def _speed(sp: dict) -> list[str]:
+    """``bench/speed.py``'s rows: the machine and decode, then the parts the file has."""
+    out = []
+    where = f"{sp['device']}, {sp['cores']} cores, {sp['date']}"
+    bw, mm = sp["bandwidth"], sp["matmul"]
+    if dec := sp.get("decode"):
+        per = ", ".join(
+            f"{r['batch']}: {r['tokens_per_s']:,.0f} tokens/s ({r['share_of_bound']:.0%})"
+            for r in dec["rows"]
+        )
+        out.append(
+            f"| `bench/speed.py --model {dec['model']}` | this machine's read bandwidth and matmul "
+            f"peak, and greedy decode per batch against the bound that reading every weight once "
+            f"a step sets ({where}) | read {bw['gb_per_s']:.0f} GB/s "
+            f"(copy {bw['copy']['gb_per_s']:.1f}); matmul bf16 {mm['bfloat16']['tflop_per_s']:.2f}"
+            f", f32 {mm['float32']['tflop_per_s']:.2f} TFLOP/s; decode by batch (share of the "
+            f"bound) {per}; step = {dec['fit']['a_s'] * 1e3:.1f} ms + "
+            f"{dec['fit']['b_s_per_row'] * 1e3:.2f} ms x batch | a figure, no target |"
+        )
+    if g := sp.get("grpo"):
+        st, gs = g["median_after_first"], g["settings"]
+        phases = ", ".join(
+            f"{c} {st[c]:.2f}" for c in ("rollout", "reference", "rewards", "update", "other")
+        )
+        peaks = {m["phase"]: m["peak_bytes"] for m in g["memory_after"]}  # the last of each
+        peak = ", ".join(f"{k} {v / 2**30:.2f}" for k, v in peaks.items())
+        out.append(
+            f"| `bench/speed.py --parts grpo` | 02's {g['preset']} GRPO step on {g['model_id']} "
+            f"({gs['batch_size']} prompts x G={gs['num_generations']}, {gs['max_prompt_length']} "
+            f"prompt + {gs['max_generation_steps']} answer tokens, rank {g['lora_rank']}) by phase, "
+            f"median after the first ({where}) | {st['seconds']:.2f} s a step: {phases}; peak "
+            f"after each, GiB ({g['memory_after'][0]['measures']}): {peak} | a figure, no target |"
+        )
+    if t := sp.get("sft"):
+        mfu = f", MFU {t['mfu']:.0%} of the bf16 matmul figure" if "mfu" in t else ""
+        out.append(
+            f"| `bench/speed.py --parts sft` | 01's QLoRA step, {t['batch']} x {t['seq']} tokens, "
+            f"rank {t['rank']}, on {t['shape']} (random weights; FLOPs: 4 x parameters + "
+            f"attention as PaLM counts it) ({where}) | {t['median_step_s']:.2f} s a step, "
+            f"{t['tokens_per_s']:,.0f} tokens/s, {t['model_tflop_per_s']:.3f} TFLOP/s{mfu}; peak "
+            f"{t['peak_bytes'] / 2**30:.2f} GiB ({t['peak_measures']}) | a figure, no target |"
+        )
+    if pl := sp.get("plan"):
+        found = "; ".join(
+            f"{k}: {v['peak'] / 2**30:.2f} GiB at most ({max(v['steps'], key=lambda s: s['peak'])['name']})"
+            for k, v in pl.items()
+        )
+        out.append(
+            f"| `bench/speed.py --parts plan` | memplan's plans of the same two programs, "
+            f"compiled for this device ({where}) | {found} | beside the measured peaks |"
+        )
+    if pr := sp.get("projection"):
+        s = pr["step_s"]
+        out.append(
+            f"| `bench/speed.py --parts projection` | the GRPO step above projected onto a Kaggle "
+            f"v5e-8 (assumptions in the file) | {s['total']:.2f} s a step (rollout "
+            f"{s['rollout']:.2f}, reference {s['reference']:.2f}, update {s['update']:.2f}, "
+            f"rewards and host {s['rewards and host']:.2f}): {pr['preset_steps']:,} steps in "
+            f"{pr['preset_hours']:.1f} h | a projection, no target |"
+        )
+    return out
+
+
 def rows() -> list[str]:
     out = ["| script | measures | result (from `bench/results/`) | target |", "|---|---|---|---|"]
     for name in (
@@ -49,6 +112,7 @@ def rows() -> list[str]:
         "rollout_calls_06",
         "compile_count_06",
         "speed_cpu",
+        "speed_gpu",
         "judge_score",
         "judge_score_tpu_aot",
         "memplan",
@@ -69,6 +133,8 @@ def rows() -> list[str]:
                 "judge_score_tpu_aot": "judge_score",
                 "rollout_calls_02": "rollout_calls",
                 "rollout_calls_06": "rollout_calls",
+                "speed_cpu": "speed",
+                "speed_gpu": "speed",
             }.get(name, name)
             out.append(
                 f"| `bench/{script}.py` | | stale: `bench/results/{name}.json` lacks {e}; rerun the bench | |"
@@ -144,21 +210,8 @@ def _rows(name: str) -> list[str]:
             f"rounds) | time ratio, median (interval): {found} "
             f"| <= {t['shapes']['judge']['target']}: {'/'.join(sorted(verdicts))} |"
         )
-    if name == "speed_cpu" and (sp := _load("speed_cpu")):
-        bw, mm, dec = sp["bandwidth"], sp["matmul"], sp["decode"]
-        per = ", ".join(
-            f"{r['batch']}: {r['tokens_per_s']:,.0f} tokens/s ({r['share_of_bound']:.0%})"
-            for r in dec["rows"]
-        )
-        out.append(
-            f"| `bench/speed.py --model {dec['model']}` | this machine's read bandwidth and matmul "
-            f"peak, and greedy decode per batch against the bound that reading every weight once "
-            f"a step sets ({sp['device']}, {sp['cores']} cores) | read {bw['gb_per_s']:.0f} GB/s "
-            f"(copy {bw['copy']['gb_per_s']:.1f}); matmul bf16 {mm['bfloat16']['tflop_per_s']:.2f}"
-            f", f32 {mm['float32']['tflop_per_s']:.2f} TFLOP/s; decode by batch (share of the "
-            f"bound) {per}; step = {dec['fit']['a_s'] * 1e3:.1f} ms + "
-            f"{dec['fit']['b_s_per_row'] * 1e3:.2f} ms x batch | a figure, no target |"
-        )
+    if name in ("speed_cpu", "speed_gpu") and (sp := _load(name)):
+        out += _speed(sp)
     if name == "compile_count_06" and (c := _load("compile_count_06")):
         t, r, dec = c["total"], c["repeated"], c["programs"]["_decode_fn"]
         out.append(

@@ -13,19 +13,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def test_every_part_runs_in_the_tiny_mode_and_writes_its_figures(tmp_path):
+    """Every part of the device script (issue 50, item 5), in one run as a lent GPU runs it."""
     out = tmp_path / "speed.json"
     args = ["--model", "tiny", "--copy-mib", "8", "--matmul", "128", "--repeats", "1"]
-    env = {**os.environ, **killing.cpu_env(2)}
+    args += ["--batches", "2,4", "--grpo-prompt", "96", "--grpo-new", "8", "--grpo-steps", "2"]
+    args += ["--sft-batch", "2", "--sft-seq", "64", "--sft-rank", "8", "--sft-steps", "4"]
+    args += ["--parts", "bandwidth,matmul,decode,grpo,sft,plan,projection"]
+    env = {**os.environ, **killing.cpu_env(1)}
     subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench/speed.py"),
-            *args,
-            "--batches",
-            "2,4",
-            "--out",
-            str(out),
-        ],
+        [sys.executable, str(ROOT / "bench/speed.py"), *args, "--out", str(out)],
         check=True,
         env=env,
         capture_output=True,
@@ -37,6 +33,27 @@ def test_every_part_runs_in_the_tiny_mode_and_writes_its_figures(tmp_path):
     assert [r["batch"] for r in rows] == [2, 4]
     assert all(r["step_s"] > 0 and r["share_of_bound"] > 0 for r in rows)
     assert set(found["decode"]["fit"]) == {"a_s", "b_s_per_row"}
+    # 02's GRPO step by phase, each step traced, the peak memory after each phase
+    grpo = found["grpo"]
+    assert grpo["preset"] == "full" and grpo["rollouts_per_step"] == 16
+    assert [r["step"] for r in grpo["steps"]] == [1, 2]
+    step = grpo["median_after_first"]
+    assert step["seconds"] >= step["rollout"] > 0 and step["update"] > 0 and step["reference"] > 0
+    assert {m["phase"] for m in grpo["memory_after"]} == {"rollout", "reference", "update"}
+    assert all(m["peak_bytes"] > 0 for m in grpo["memory_after"])
+    # SFT: tokens a second and MFU against the matmul part's bf16 figure, the FLOPs stated
+    sft = found["sft"]
+    assert sft["mode"] == "qlora" and sft["tokens_per_s"] > 0 and sft["mfu"] > 0
+    assert sft["model_flops_per_token"] > 4 * (sft["params"] - sft["trainable"])
+    assert "PaLM" in sft["flop_convention"]
+    # the plans of the same two programs, and the projection with its assumptions
+    plan = found["plan"]
+    assert [s["name"] for s in plan["sft"]["steps"]] == ["sft_update"]
+    assert "grpo_update" in [s["name"] for s in plan["grpo"]["steps"]]
+    assert all(plan[k]["peak"] > 0 for k in ("sft", "grpo"))
+    projection = found["projection"]
+    assert projection["step_s"]["total"] > 0 and len(projection["assumptions"]) >= 4
+    assert projection["preset_steps"] == 3000
 
 
 def test_the_committed_cpu_run_decodes_the_real_270m():
