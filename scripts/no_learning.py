@@ -12,6 +12,8 @@ untrained figures and every bar hold on the trained ones.
     python scripts/no_learning.py 02 03         # some notebooks
     python scripts/no_learning.py 02-math       # a variant: 02 with DATASET = "math" (VARIANTS)
     python scripts/no_learning.py --write       # the table in docs/tuning.md#no-learning
+    python scripts/no_learning.py --again       # the trained runs repeated on another kind of
+                                                # machine (kept beside the first, by CPU)
 
 Runs go to ``notebooks/runs/no_learning/<notebook>-<trained|untrained>/`` (not committed).
 """
@@ -52,6 +54,9 @@ VARIANTS = {
     "02-math": ("02_grpo_gsm8k", recipes.GRPO, {"DATASET": "math"}),
 }
 MODES = ("trained", "untrained")
+# The trained runs repeated on other kinds of machine (``--again``): record["trained_on"][cpu], so
+# each bar's margin is held on every kind of CI machine seen (tests/test_no_learning.py).
+AGAIN = "trained_on"
 # Further runs of a notebook: (mode, RECIPE_OVERRIDES, what it is)
 BASELINES = {
     "04": [("hard_loss_only", {"alpha": 0.0}, "the same student on the hard (task) loss alone")],
@@ -136,9 +141,12 @@ def table(results: dict | None = None) -> str:
     """docs/tuning.md's table: each bar's figure trained and untrained, from the recorded figures
     checked against the recipes' bars as they are now."""
     results = results or json.loads(RESULTS.read_text())
+    others = sorted({c for r in results["notebooks"].values() for c in r.get(AGAIN, {})})
     out = [
-        "| notebook | check | kind | bar | trained | untrained | fails untrained |",
-        "|---|---|---|---|---|---|---|",
+        "| notebook | check | kind | bar | trained | "
+        + "".join(f"trained ({c}) | " for c in others)
+        + "untrained | fails untrained |",
+        "|---|---|---|---|---|" + "---|" * len(others) + "---|---|",
     ]
     for key in [*NOTEBOOKS, *VARIANTS]:
         _, recipe_cls, _ = spec(key)
@@ -147,12 +155,14 @@ def table(results: dict | None = None) -> str:
             continue
         for bar in recipe_cls.BARS:
             trained = record["trained"]["figures"].get(bar.figure)
+            again = [record.get(AGAIN, {}).get(c, {}).get("figures", {}) for c in others]
             untrained = record["untrained"]["figures"].get(bar.figure)
             fails = not bar.met(record["untrained"]["figures"])
             out.append(
                 f"| {key} | {bar.says} (`{bar.figure}`) | {'guard' if bar.guard else 'learning'} "
-                f"| {bar.op} {bar.bar:g} | {_fmt(trained)} | {_fmt(untrained)} | "
-                f"{'yes' if fails else 'no'} |"
+                f"| {bar.op} {bar.bar:g} | {_fmt(trained)} | "
+                + "".join(f"{_fmt(f.get(bar.figure))} | " for f in again)
+                + f"{_fmt(untrained)} | {'yes' if fails else 'no'} |"
             )
     for key, baselines in BASELINES.items():
         notebook, _ = NOTEBOOKS[key]
@@ -180,16 +190,21 @@ def write_docs() -> None:
     DOCS.write_text(f"{head}{BEGIN}\n{table()}\n{END}{tail}")
 
 
-def machine() -> str:
-    """This machine as the record names it: architecture, CPU model, cores, and the emulated
-    devices the notebooks ran on."""
+def cpu() -> str:
+    """This machine's CPU model, as /proc/cpuinfo names it."""
     info = pathlib.Path("/proc/cpuinfo")
     lines = info.read_text().splitlines() if info.is_file() else []
     names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
-    cpu = names[0] if names else platform.processor() or "?"
+    return names[0] if names else platform.processor() or "?"
+
+
+def machine() -> str:
+    """This machine as the record names it: architecture, CPU model, cores, and the emulated
+    devices the notebooks ran on."""
     devices = killing.NOTEBOOK_DEVICES
     return (
-        f"{platform.machine()} ({cpu}), {os.cpu_count()} cores, {devices} emulated devices (smoke)"
+        f"{platform.machine()} ({cpu()}), {os.cpu_count()} cores, {devices} emulated devices"
+        " (smoke)"
     )
 
 
@@ -200,18 +215,31 @@ def main() -> None:
     every = sorted({*MODES, *(m for b in BASELINES.values() for m, _, _ in b)})
     ap.add_argument("--mode", choices=every, help="only one way (default: all of the notebook's)")
     ap.add_argument("--write", action="store_true", help="render docs/tuning.md's table")
+    ap.add_argument(
+        "--again",
+        action="store_true",
+        help="the trained run only, kept beside the first under this machine's CPU",
+    )
     args = ap.parse_args()
     if args.write:
         write_docs()
         return
     results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {"notebooks": {}}
+
+    def save() -> None:
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+
     for key in args.keys or keys:
         record = results["notebooks"].setdefault(name(key), {})
+        if args.again:
+            record.setdefault(AGAIN, {})[cpu()] = run(key, "trained")
+            save()
+            continue
         modes = [*MODES, *(m for m, _, _ in BASELINES.get(key, []))]
         for mode in [args.mode] if args.mode else modes:
             record[mode] = run(key, mode)
-            RESULTS.parent.mkdir(parents=True, exist_ok=True)
-            RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+            save()
     write_docs()
     print(table())
 
