@@ -384,6 +384,12 @@ def plan(args: argparse.Namespace) -> dict:
 def projection(result: dict) -> dict:
     """The ``grpo`` part's step on a Kaggle v5e-8 (:data:`V5E`), each phase scaled by what bounds
     it; the assumptions go into the file with the figures."""
+    missing = [k for k in ("grpo", "bandwidth", "matmul") if k not in result]
+    if missing:
+        raise SystemExit(
+            f"the projection needs the {', '.join(missing)} part(s) in the same file: run them "
+            "first (or --resume from call 1's file)"
+        )
     step = result["grpo"]["median_after_first"]
     read = result["bandwidth"]["gb_per_s"]
     flops = result["matmul"]["bfloat16"]["tflop_per_s"]

@@ -65,6 +65,12 @@ def test_the_committed_cpu_run_decodes_the_real_270m():
     tokens = [r["tokens_per_s"] for r in decode["rows"]]
     assert steps == sorted(steps) and tokens == sorted(tokens), decode["rows"]
     assert all(0 < r["share_of_bound"] <= 1.0 for r in decode["rows"]), decode["rows"]
+    # the device script's other parts, on the same machine in the same run
+    grpo, sft = found["grpo"], found["sft"]
+    assert grpo["model_id"] == "gemma-3-270m" and grpo["vocabulary"] == 262144
+    assert grpo["median_after_first"]["rollout"] > 0 and grpo["median_after_first"]["update"] > 0
+    assert sft["shape"] == "gemma-3-270m" and 0 < sft["mfu"] <= 1.0, sft
+    assert set(found["plan"]) == {"sft", "grpo"} and found["projection"]["step_s"]["total"] > 0
 
 
 def test_rollout_calls_runs_in_the_tiny_mode_and_the_committed_run_is_the_real_270m(tmp_path):
