@@ -127,23 +127,28 @@ def matmul(n: int, repeats: int) -> dict:
     return out
 
 
-def _load(model: str):
-    from tunixkit import models, runtime
+def _load(model: str, tokenizer_dir: str | None = None):
+    """The model of ``--model``; for ``gemma-3-1b``, the real Gemma 3 tokenizer from
+    ``tokenizer_dir`` (a folder with ``tokenizer.model``: a lent machine, which cannot install the
+    270M's package, is given the file) or from the 270M's package."""
+    from tunixkit import models, runtime, tokenizer
 
     if model == "tiny":
         return models.load_model("tiny-gemma3-sft", mesh=runtime.make_mesh(), verbose=False)
     if model == "gemma-3-270m":
         return models.load_model("gemma-3-270m", source="package", verbose=False)
     if model == "gemma-3-1b":  # random weights at the real shape
-        import dataclasses
-
         from tunix.models.gemma3 import model as g3
 
         from tunixkit import testing
 
         cfg = g3.ModelConfig.gemma3_1b_it()
-        try:  # the real 262,144-token tokenizer, where the 270M's package is installed
-            words = models.load_model("gemma-3-270m", source="package", verbose=False)
+        try:  # the real 262,144-token tokenizer: given, or from the 270M's package
+            if tokenizer_dir:
+                words = models.load_model("tiny-gemma3-sft", verbose=False)
+                words = dataclasses.replace(words, tokenizer=tokenizer.load(tokenizer_dir))
+            else:
+                words = models.load_model("gemma-3-270m", source="package", verbose=False)
         except Exception as e:  # noqa: BLE001 - a device machine without the package
             print(f"no Gemma 3 tokenizer ({e}); the smoke tokenizer and its vocabulary instead")
             words = models.load_model("tiny-gemma3-sft", verbose=False)
@@ -152,14 +157,21 @@ def _load(model: str):
     raise ValueError(f"--model {model!r}: expected tiny, gemma-3-270m or gemma-3-1b")
 
 
-def decode(model: str, batches: list[int], prompt: int, new: int, gb_per_s: float | None) -> dict:
+def decode(
+    model: str,
+    batches: list[int],
+    prompt: int,
+    new: int,
+    gb_per_s: float | None,
+    tokenizer_dir: str | None = None,
+) -> dict:
     import jax
     import numpy as np
     from flax import nnx
 
     from tunixkit import evaluation
 
-    loaded = _load(model)
+    loaded = _load(model, tokenizer_dir)
     weights = sum(x.nbytes for x in jax.tree.leaves(nnx.state(loaded.model, nnx.Param)))
     tok = loaded.tokenizer
     text = " ".join(WORDS[i % len(WORDS)] for i in range(prompt))
@@ -198,6 +210,7 @@ def decode(model: str, batches: list[int], prompt: int, new: int, gb_per_s: floa
         "model": model,
         "params": int(sum(x.size for x in jax.tree.leaves(nnx.state(loaded.model, nnx.Param)))),
         "weight_bytes": int(weights),
+        "vocabulary": int(loaded.config.num_embed),
         "prompt": prompt,
         "new_tokens": [new, 4 * new],
         "rows": rows,
@@ -241,7 +254,7 @@ def grpo(args: argparse.Namespace) -> dict:
     rec = _grpo_recipe(args)
     s = rec.grpo
     mesh = runtime.make_mesh()
-    loaded = _load(args.model)
+    loaded = _load(args.model, args.tokenizer)
     actor = models.apply_lora(
         loaded.model,
         family=loaded.family,
@@ -462,6 +475,7 @@ def main() -> int:
     ap.add_argument("--sft-seq", type=int, default=512)
     ap.add_argument("--sft-rank", type=int, default=64)
     ap.add_argument("--sft-steps", type=int, default=10, help="the first 2 compile")
+    ap.add_argument("--tokenizer", help="gemma-3-1b: a folder with Gemma 3's tokenizer.model")
     ap.add_argument("--out")
     ap.add_argument("--resume", action="store_true", help="keep the parts the file already has")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -494,7 +508,7 @@ def main() -> int:
     if "decode" in parts:
         gb = result.get("bandwidth", {}).get("gb_per_s")
         batches = [int(b) for b in args.batches.split(",")]
-        result["decode"] = decode(args.model, batches, args.prompt, args.new, gb)
+        result["decode"] = decode(args.model, batches, args.prompt, args.new, gb, args.tokenizer)
         print("decode fit:", result["decode"]["fit"], flush=True)
         save()
     for part in ("grpo", "sft", "plan"):
