@@ -58,11 +58,30 @@ def settings_for(preset: str, prompt: int, new: int, steps: int, variant: str):
     )
 
 
+def synthetic_batches(loaded, settings, steps: int):
+    """``steps`` batches of synthetic GSM8K-style prompts as 02 makes them for ``settings``: its
+    prompts per step, cut to the rollout's prompt length for ``loaded``'s tokenizer."""
+    from tunixkit import data, evaluation, testing
+
+    records = data.to_records(
+        testing.synthetic_gsm8k(steps * settings.batch_size, seed=3, max_operand=9),
+        "synthetic",
+        verbose=False,
+    )[0]
+    return data.grpo_dataset(
+        records,
+        batch_size=settings.batch_size,
+        num_batches=steps,
+        family=loaded.family,
+        fit=evaluation.prompt_fitter(loaded.tokenizer, settings.max_prompt_length),
+    )
+
+
 def one_variant(variant: str, args: argparse.Namespace) -> dict:
     import jax
     import numpy as np
 
-    from tunixkit import data, evaluation, families, models, rewards, rl, runtime, testing
+    from tunixkit import families, models, rewards, rl, runtime
 
     s = settings_for(args.preset, args.prompt, args.new, args.steps, variant)
     mesh = runtime.make_mesh()
@@ -70,18 +89,7 @@ def one_variant(variant: str, args: argparse.Namespace) -> dict:
     actor = models.apply_lora(
         reference.model, family=reference.family, rank=16, alpha=16.0, mesh=mesh
     )
-    records = data.to_records(
-        testing.synthetic_gsm8k(args.steps * s.batch_size, seed=3, max_operand=9),
-        "synthetic",
-        verbose=False,
-    )[0]
-    batches = data.grpo_dataset(  # as 02 makes them: prompts cut to the rollout's length
-        records,
-        batch_size=s.batch_size,
-        num_batches=args.steps,
-        family=reference.family,
-        fit=evaluation.prompt_fitter(reference.tokenizer, s.max_prompt_length),
-    )
+    batches = synthetic_batches(reference, s, args.steps)
     out = pathlib.Path(tempfile.mkdtemp(prefix=f"rollout_calls_{variant}_"))
     learner, cluster = rl.build_grpo(
         actor,

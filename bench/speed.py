@@ -249,7 +249,7 @@ def grpo(args: argparse.Namespace) -> dict:
     import numpy as np
     from flax import nnx
 
-    from tunixkit import data, evaluation, families, models, profiling, rl, runtime, testing
+    from tunixkit import families, models, profiling, rl, runtime
 
     rec = _grpo_recipe(args)
     s = rec.grpo
@@ -264,18 +264,10 @@ def grpo(args: argparse.Namespace) -> dict:
         mesh=mesh,
         verbose=False,
     )
-    records = data.to_records(
-        testing.synthetic_gsm8k(args.grpo_steps * s.batch_size, seed=3, max_operand=9),
-        "synthetic",
-        verbose=False,
-    )[0]
-    batches = data.grpo_dataset(  # as 02 makes them: prompts cut to the rollout's length
-        records,
-        batch_size=s.batch_size,
-        num_batches=args.grpo_steps,
-        family=loaded.family,
-        fit=evaluation.prompt_fitter(loaded.tokenizer, s.max_prompt_length),
-    )
+    sys.path.insert(0, str(BENCH))
+    import rollout_calls
+
+    batches = rollout_calls.synthetic_batches(loaded, s, args.grpo_steps)
     out = pathlib.Path(tempfile.mkdtemp(prefix="speed_grpo_"))
     trace = profiling.StepTrace(out / "trace", args.grpo_steps)
     learner, cluster = rl.build_grpo(
