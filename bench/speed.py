@@ -345,7 +345,7 @@ def sft(args: argparse.Namespace) -> dict:
         "qlora", shape, args.sft_steps, args.sft_batch, args.sft_seq, args.sft_rank
     )
     cfg = sft_step._config(shape)
-    base = row["params"] - row["trainable"] if row["trainable"] < row["params"] else row["params"]
+    base = row["params"] - row["trainable"]  # the frozen weights (the adapters are trainable)
     per_token = sft_flops_per_token(base, cfg.num_layers, cfg.num_heads, cfg.head_dim, args.sft_seq)
     tokens = args.sft_batch * args.sft_seq
     return row | {
@@ -389,6 +389,8 @@ def plan(args: argparse.Namespace) -> dict:
 def projection(result: dict) -> dict:
     """The ``grpo`` part's step on a Kaggle v5e-8 (:data:`V5E`), each phase scaled by what bounds
     it; the assumptions go into the file with the figures."""
+    from tunixkit import recipes
+
     missing = [k for k in ("grpo", "bandwidth", "matmul") if k not in result]
     if missing:
         raise SystemExit(
@@ -411,8 +413,6 @@ def projection(result: dict) -> dict:
         "update": phases["update"] * by_flops,
         "rewards and host": step["seconds"] - sum(phases.values()),
     }
-    from tunixkit import recipes
-
     total = sum(projected.values())
     steps = getattr(recipes.GRPO, result["grpo"]["preset"])().grpo.num_steps
     return {
