@@ -102,6 +102,7 @@ GSM8K_PATH = (
 KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
 RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, "eval.batch_size": 8}
 JUDGED = None  # True: the tool model is also the judged model (ckpts/actor); None: False
+TRACE_STEPS = 3  # first GRPO steps traced: where the time goes (grpo/trace/, step_time.png)
 
 # %%
 import json
@@ -114,6 +115,7 @@ from tunixkit import (
     evaluation,
     models,
     pipeline,
+    profiling,
     recipes,
     rl,
     runlog,
@@ -253,7 +255,8 @@ display(Markdown(agentic.table(evals)))
 # and accuracy (`OUTPUT_DIR/grpo/metrics.jsonl`, every episode in `grpo/episodes.jsonl`).
 
 # %%
-grpo_export = agentic.stage(stages, "grpo", train_records, recipe, mesh=mesh)
+trace = profiling.StepTrace(out_dir / "grpo" / "trace", TRACE_STEPS)  # its first steps
+grpo_export = agentic.stage(stages, "grpo", train_records, recipe, mesh=mesh, trace=trace)
 if grpo_export:
     pipeline.adopt(stages, "grpo", recipe, mesh=mesh)
 if (out_dir / "grpo" / "metrics.jsonl").is_file():
@@ -261,6 +264,23 @@ if (out_dir / "grpo" / "metrics.jsonl").is_file():
         rl.curves(out_dir / "grpo" / "metrics.jsonl"),
         out_dir / "tool_curves.png",
         title=f"Agentic GRPO, {recipe.model_id}",
+    )
+
+# %% [markdown]
+# ## Where a step's time goes
+# The first `TRACE_STEPS` steps of this session ran under tunix's perf tracer (the second one, the
+# only one its agentic learner exports): seconds per phase of each step (the episodes' sampling, the
+# tool's calls, the reference's log-probabilities, the rewards, the update) and `other`, the time no
+# phase covers. The episodes sample on their own threads, ahead of the update, so the phases can add
+# up to more than the step. The first step compiles. `grpo/trace/trace.json` holds every span, per
+# thread and device: open it in ui.perfetto.dev or chrome://tracing.
+
+# %%
+step_time = trace.finish()  # written after the traced steps, or here if training ended first
+if step_time:
+    display(Markdown(profiling.table(step_time)))
+    fig = profiling.plot(
+        step_time, out_dir / "step_time.png", title=f"Agentic GRPO steps, {recipe.model_id}"
     )
 
 # %% [markdown]
@@ -367,5 +387,12 @@ else:
         clock.hours or clock.stop_file.is_file(),
         f"stopped at {final} without a session limit or a STOP file",
     )
+checks.must(  # the steps this session trained were traced first, each phase timed
+    not TRACE_STEPS
+    or not trace.seen
+    or len(step_time) == min(TRACE_STEPS, trace.seen)
+    and all(r["rollout"] > 0 and r["reference"] + r["update"] > 0 for r in step_time),
+    f"the first {TRACE_STEPS} agentic GRPO steps were not traced: {step_time}",
+)
 checks.done("agentic")
 print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")  # the id the track reads, last

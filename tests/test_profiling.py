@@ -60,7 +60,8 @@ def test_the_first_steps_are_traced_by_phase_then_tracing_stops(tmp_path):
     assert len(trace.query().main().all_groups("global_step").get()) == 2
     events = json.loads((tmp_path / "trace" / "trace.json").read_text())["traceEvents"]
     names = {e["name"] for e in events if e["ph"] == "X"}
-    spans = {name for _, name, _ in profiling.PHASES} - {"weight_sync"}  # LoRA: no copy
+    # LoRA: no weight copy; no tool outside the agentic learner
+    spans = {name for _, name, _ in profiling.PHASES} - {"weight_sync", "environment"}
     assert spans | {"global_step", "peft_train_step"} <= names
     assert {e["cat"] for e in events if e["ph"] == "X"} == {"group", "host", "device"}
     rows = json.loads((tmp_path / "trace" / "steps.json").read_text())
@@ -87,3 +88,58 @@ def test_a_run_that_ends_first_writes_what_it_traced(tmp_path):
     assert json.loads((tmp_path / "trace" / "steps.json").read_text()) == rows
     assert trace.finish() == rows  # once
     assert profiling.StepTrace(tmp_path / "none", 0).perf_config() is None  # 0: not traced
+
+
+def test_agentic_grpo_is_traced_through_tunix_s_second_tracer(tmp_path):
+    """07's learner exports only tunix's second tracer: its first steps are traced by phase from
+    it, written as a Chrome trace, then both tracers stop."""
+    from tunix.perf.experimental.tracer import NoopTracer
+
+    from tunixkit import agentic
+
+    mesh = runtime.make_mesh()
+    reference = models.load_model("tiny-gemma3-sft", mesh=mesh, verbose=False)
+    actor = models.apply_lora(reference.model, rank=4, alpha=8.0, mesh=mesh, verbose=False)
+    settings = rl.GRPOSettings(
+        learning_rate=3e-3,
+        beta=0.1,
+        max_prompt_length=1024,  # the conversation of two turns grows past 512 tokens
+        max_generation_steps=16,
+        batch_size=2,
+        num_generations=2,
+        num_steps=3,
+        checkpoint_every=10**6,
+        temperature=1.0,
+    )
+    trace = profiling.StepTrace(tmp_path / "trace", 2)
+    learner, cluster, _ = agentic.build(
+        actor,
+        reference.model,
+        reference.tokenizer,
+        mesh=mesh,
+        settings=settings,
+        output_dir=tmp_path,
+        eos_ids=reference.eos_ids,
+        vocab_size=reference.config.num_embed,
+        trace=trace,
+    )
+    records, _ = data.to_records(testing.synthetic_gsm8k(16, seed=0), "synthetic", verbose=False)
+    batches = data.grpo_dataset(records, batch_size=2, num_batches=3, system_prompt=None)
+    result = training.run(
+        learner, batches, mesh=mesh, metrics_file=tmp_path / "metrics.jsonl", label="GRPO"
+    )
+    assert result.steps == 3
+    assert trace.done and isinstance(cluster.perf_v2, NoopTracer)  # the third step untraced
+    assert isinstance(cluster.actor_trainer._perf_tracer_v2, NoopTracer)
+    rows = json.loads((tmp_path / "trace" / "steps.json").read_text())
+    assert [r["step"] for r in rows] == [1, 2] and rows == trace.rows
+    for r in rows:
+        assert r["seconds"] > 0 and r["rollout"] > 0 and r["reference"] > 0, r
+        assert r["other"] >= 0, r
+        assert all(r[c] <= r["seconds"] + 1e-6 for c, _, _ in profiling.PHASES), r
+    # a device span lands in the step committed after it began (the update's can be the next one)
+    assert sum(r["device update"] for r in rows) > 0 and rows[0]["device rollout"] > 0, rows
+    events = json.loads((tmp_path / "trace" / "trace.json").read_text())["traceEvents"]
+    spans = {e["name"] for e in events if e["ph"] == "X"}
+    assert {"rollout", "reference_inference", "advantage_computation", "peft_train"} <= spans
+    assert "| share after step 1 |" in profiling.table(rows)

@@ -601,13 +601,17 @@ class AnswerTokenLogitStrategy(LogitStrategy):
 
 
 def stop_perf_tracing(cluster: RLCluster) -> None:
-    """Stop ``cluster``'s perf tracing: its tracer, and the one its actor trainer was handed, become
-    tunix's ``NoopTracer`` (the learner reads ``cluster.perf`` at every span)."""
+    """Stop ``cluster``'s perf tracing: both its tracers, and those its actor trainer was handed,
+    become tunix's ``NoopTracer`` (the learners read ``cluster.perf`` and ``cluster.perf_v2`` at
+    every span; the agentic episodes' engine keeps the second one it was built with, whose
+    ``environment`` spans are then never exported)."""
+    from tunix.perf.experimental.tracer import NoopTracer as NoopTracerV2
     from tunix.perf.trace import NoopTracer
 
-    noop = NoopTracer()
-    cluster._perf = noop
+    noop, noop_v2 = NoopTracer(), NoopTracerV2()
+    cluster._perf, cluster._perf_v2 = noop, noop_v2
     cluster.actor_trainer._perf_tracer = noop
+    cluster.actor_trainer._perf_tracer_v2 = noop_v2
 
 
 _UPDATES_PER_STEP: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()

@@ -51,6 +51,7 @@ from tunixkit import (
     evaluation,
     families,
     pipeline,
+    profiling,
     prompting,
     rl,
     training,
@@ -506,10 +507,13 @@ def build(
     reward_fns: Sequence[Any] = (),
     family: str = "gemma3",
     schedule_steps: int | None = None,
+    trace: profiling.StepTrace | None = None,
 ) -> tuple[GRPOLearner, RLCluster, Episodes]:
     """A ready agentic ``GRPOLearner`` with the calculator, its ``RLCluster``, and the
     :class:`Episodes` its environments fill (also written to ``output_dir/episodes.jsonl``).
-    ``schedule_steps``: the steps the learning-rate schedule spans, as in :func:`rl.cluster`."""
+    ``schedule_steps``: the steps the learning-rate schedule spans, as in :func:`rl.cluster`.
+    ``trace``: where the time of the first steps goes (tunix's second tracer: the one this learner
+    exports, :meth:`tunixkit.profiling.StepTrace.perf_config`)."""
     from tunix.rl.agentic import agentic_grpo_learner
 
     out = pathlib.Path(output_dir)
@@ -527,7 +531,10 @@ def build(
         schedule_steps=schedule_steps,
         return_logprobs=True,
         kv_cache_size=episode_cache_size(settings),
+        perf_config=trace.perf_config(timelines=True) if trace else None,
     )
+    if trace:
+        trace.attach(cluster)
     _compat.fresh_seed_per_call(cluster, settings.seed)
     episodes = Episodes(out / "episodes.jsonl")
     # Episodes run in threads, each calling the sampler. On emulated CPU devices, concurrent
@@ -566,10 +573,12 @@ def stage(
     recipe: Agentic,
     *,
     mesh: Mesh | None = None,
+    trace: profiling.StepTrace | None = None,
 ) -> str | None:
     """The agentic GRPO stage of a :class:`tunixkit.pipeline.Stages` run (LoRA on the shared
     reference, the previous stage's export as the start); returns its export (None: not
-    finished)."""
+    finished). ``trace``: where the time of its first steps goes (written by ``trace.finish()``
+    if training ends first)."""
     if stages.done(name):
         return stages.state[name]["export"]
     if not stages.ready(name):
@@ -588,6 +597,7 @@ def stage(
         tools_prompt=recipe.tools_prompt,
         family=base.family,
         schedule_steps=stages.session.schedule_steps(recipe.grpo.num_steps, label=name),
+        trace=trace,
     )
     batches = data.grpo_dataset(
         records,

@@ -19,13 +19,21 @@ keeps every span in memory otherwise). It writes to its folder:
   rest of the step's time on the host (checkpoints, metrics, Python between the parts).
 
 The first traced step of a run includes compiling. :func:`table` and :func:`plot` show the rows.
-Agentic GRPO (07) is not traced: tunix 0.1.7's agentic learner never calls the tracer's export.
+
+Agentic GRPO (07) exports only tunix's second tracer (``perf/experimental``: ``perf_config(
+timelines=True)``): a timeline per host thread and per device, committed at the end of each GRPO
+step, spans named ``rollout``, ``reference_inference``, ``advantage_computation``, ``peft_train``,
+``environment`` (the tool's calls), ``weight_sync`` and ``data_loading``, with no step group. There
+a step's ``seconds`` run from one export to the next, each phase is the time any thread was in it
+(the episodes' threads sample side by side and ahead of the update, so the phases can add up to
+more than the step), and ``other`` is the time no phase covers.
 """
 
 from __future__ import annotations
 
 import json
 import pathlib
+import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +54,7 @@ PHASES = (
     ("update", "actor_training", "forward, backward and the optimizer step"),
     ("weight sync", "weight_sync", "the trained weights copied to the sampler"),
     ("data", "data_loading", "the next batch of prompts"),
+    ("tools", "environment", "the environment's steps: the tool's calls (agentic GRPO)"),
 )
 GROUP_PHASES = ("actor_training",)
 # the phases with a device span (begun with the host's, ended when its arrays are ready): the
@@ -108,6 +117,105 @@ def breakdown(query: PerfSpanQuery) -> list[dict[str, float]]:
     return rows
 
 
+# the span names of tunix's second tracer (the agentic learner's), by column of PHASES
+TIMELINE_NAMES = {
+    "rollout": "rollout",
+    "reference": "reference_inference",
+    "old policy": "old_actor_inference",
+    "rewards": "advantage_computation",
+    "update": "peft_train",
+    "weight sync": "weight_sync",
+    "data": "data_loading",
+    "tools": "environment",
+}
+
+
+def _union(intervals: Sequence[tuple[float, float]]) -> float:
+    """Seconds covered by ``intervals`` ((begin, end) pairs), overlaps counted once.
+
+    >>> _union([(0.0, 2.0), (1.0, 3.0), (5.0, 6.0)])
+    4.0
+    """
+    total, reach = 0.0, float("-inf")
+    for begin, end in sorted(intervals):
+        if end > reach:
+            total += end - max(begin, reach)
+            reach = end
+    return total
+
+
+def _timeline_spans(timelines: dict[str, Any], k: int) -> tuple[list[Any], list[Any]]:
+    """The finished spans of step ``k``: on the host threads, and on the first device."""
+    hosts = [t for t in timelines if t.startswith("host-")]
+    devices = sorted(t for t in timelines if not t.startswith("host-") and "_queue" not in t)
+
+    def spans(tid: str) -> list[Any]:
+        steps = timelines[tid].committed_steps
+        return [s for s in steps[k].values() if s.ended] if k < len(steps) else []
+
+    return [s for t in hosts for s in spans(t)], spans(devices[0]) if devices else []
+
+
+def timeline_breakdown(timelines: dict[str, Any], marks: Sequence[float]) -> list[dict[str, float]]:
+    """:func:`breakdown`'s rows from tunix's second tracer: ``timelines`` (its timelines by id)
+    and ``marks`` (the time of each step's export, from the tracer's ``perf_counter``)."""
+    rows = []
+    for k, mark in enumerate(marks):
+        host, device = _timeline_spans(timelines, k)
+        if not host:
+            continue
+        start = marks[k - 1] if k else min(s.begin for s in host)
+        row = {"step": k + 1, "seconds": mark - start}
+        for column, _, _ in PHASES:
+            name = TIMELINE_NAMES[column]
+            row[column] = _union([(s.begin, s.end) for s in host if s.name == name])
+        named = set(TIMELINE_NAMES.values())
+        covered = _union([(s.begin, s.end) for s in host if s.name in named])
+        row["other"] = max(0.0, row["seconds"] - covered)
+        for column, _ in DEVICE_PHASES:
+            name = TIMELINE_NAMES[column]
+            row[f"device {column}"] = sum(s.duration for s in device if s.name == name)
+        rows.append(row)
+    return rows
+
+
+def timeline_trace(timelines: dict[str, Any]) -> dict[str, Any]:
+    """tunix's second tracer's spans in the Chrome trace event format: one process for the
+    host's threads, one for the devices, times in microseconds from the first span."""
+    ids = sorted(timelines, key=lambda t: (not t.startswith("host-"), t))
+    nodes = [
+        (1 if tid.startswith("host-") else 2, n, span)
+        for n, tid in enumerate(ids, start=1)
+        for step in timelines[tid].committed_steps
+        for span in step.values()
+        if span.ended
+    ]
+    start = min((s.begin for _, _, s in nodes), default=0.0)
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "host"}},
+        {"ph": "M", "name": "process_name", "pid": 2, "args": {"name": "devices"}},
+    ]
+    for n, tid in enumerate(ids, start=1):
+        pid = 1 if tid.startswith("host-") else 2
+        events.append(
+            {"ph": "M", "name": "thread_name", "pid": pid, "tid": n, "args": {"name": tid}}
+        )
+    for pid, n, span in nodes:
+        events.append(
+            {
+                "name": span.name,
+                "cat": "device" if pid == 2 else "host",
+                "ph": "X",
+                "pid": pid,
+                "tid": n,
+                "ts": round((span.begin - start) * 1e6, 3),
+                "dur": round(span.duration * 1e6, 3),
+                "args": {k: str(v) for k, v in (span.tags or {}).items()},
+            }
+        )
+    return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+
 def chrome_trace(query: PerfSpanQuery) -> dict[str, Any]:
     """``query``'s spans in the Chrome trace event format: one process for the host's threads
     (groups and spans), one for the devices (their spans), times in microseconds from the first."""
@@ -164,16 +272,21 @@ class StepTrace:
         self.steps = max(0, int(steps))
         self.cluster: RLCluster | None = None
         self.query: PerfSpanQuery | None = None
+        self.timelines: dict[str, Any] | None = None  # tunix's second tracer's (agentic GRPO)
+        self.marks: list[float] = []  # when each of its steps was exported
         self.seen = 0
         self.rows: list[dict[str, float]] = []
         self.done = self.steps == 0
 
-    def perf_config(self) -> PerfMetricsConfig | None:
-        """The ``perf_config`` for tunix's ``RLCluster`` (None when nothing is traced)."""
+    def perf_config(self, timelines: bool = False) -> PerfMetricsConfig | None:
+        """The ``perf_config`` for tunix's ``RLCluster`` (None when nothing is traced);
+        ``timelines``: tunix's second tracer instead, the only one its agentic learner exports."""
         if self.done:
             return None
         from tunix.perf.metrics import PerfMetricsConfig
 
+        if timelines:
+            return PerfMetricsConfig(custom_export_fn_v2=self._export_timelines)
         return PerfMetricsConfig(custom_export_fn=self._export)
 
     def attach(self, cluster: RLCluster) -> None:
@@ -188,14 +301,29 @@ class StepTrace:
                 self.finish()
         return {}  # no metrics of its own: the figures go to steps.json
 
+    def _export_timelines(self, timelines: Any) -> dict[str, Any]:
+        """tunix's second tracer's export hook, called on the main thread after every step."""
+        if not self.done:
+            self.timelines, self.seen = dict(timelines), self.seen + 1
+            self.marks.append(time.perf_counter())
+            if self.seen >= self.steps:
+                self.finish()
+        return {}
+
     def finish(self) -> list[dict[str, float]]:
         """Write what was traced and stop tracing (once); returns the rows of ``steps.json``."""
-        if self.done or self.query is None or self.cluster is None:
+        if self.done or self.cluster is None or (self.query is None and self.timelines is None):
             return self.rows
-        self.cluster.perf.synchronize()  # the device spans still waiting for their arrays
-        self.rows = breakdown(self.query)
+        if self.timelines is not None:
+            self.cluster.perf_v2.synchronize()
+            self.rows = timeline_breakdown(self.timelines, self.marks)
+            trace = timeline_trace(self.timelines)
+        else:
+            self.cluster.perf.synchronize()  # the device spans still waiting for their arrays
+            self.rows = breakdown(self.query)
+            trace = chrome_trace(self.query)
         self.folder.mkdir(parents=True, exist_ok=True)
-        (self.folder / "trace.json").write_text(json.dumps(chrome_trace(self.query)))
+        (self.folder / "trace.json").write_text(json.dumps(trace))
         (self.folder / "steps.json").write_text(json.dumps(self.rows, indent=1))
         _compat.stop_perf_tracing(self.cluster)
         self.done = True

@@ -237,9 +237,10 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "RLCluster",
         ("actor", "reference", "tokenizer", "cluster_config", "perf_config"),
     ),
-    ("tunix.perf.metrics", "PerfMetricsConfig", ("custom_export_fn",)),
+    ("tunix.perf.metrics", "PerfMetricsConfig", ("custom_export_fn", "custom_export_fn_v2")),
     ("tunix.perf.metrics", "PerfSpanQuery", ()),
     ("tunix.perf.trace", "NoopTracer", ()),
+    ("tunix.perf.experimental.tracer", "NoopTracer", ()),
     ("tunix.rl.rl_cluster", "RLCluster.with_external_metrics_logger", ("external_metrics_logger",)),
     (
         "tunix.rl.rl_cluster",
