@@ -147,8 +147,9 @@ def simpo(out: pathlib.Path, mesh):
     return dpo(out, mesh, algorithm="simpo")
 
 
-def agentic_grpo(out: pathlib.Path, mesh):
-    """07's learner: tunix's agentic GRPO with the calculator, as agentic.build makes it."""
+def agentic_grpo(out: pathlib.Path, mesh, trace=None):
+    """07's learner: tunix's agentic GRPO with the calculator, as agentic.build makes it
+    (``trace``: a ``profiling.StepTrace`` for its first steps)."""
     reference = models.load_model("tiny-gemma3-sft", mesh=mesh, verbose=False)
     actor = models.apply_lora(reference.model, rank=8, alpha=16.0, mesh=mesh, verbose=False)
     settings = rl.GRPOSettings(
@@ -172,6 +173,7 @@ def agentic_grpo(out: pathlib.Path, mesh):
         eos_ids=reference.eos_ids,
         vocab_size=reference.config.num_embed,
         max_turns=2,
+        trace=trace,
     )
     batches = data.grpo_dataset(
         _records(200, 0), batch_size=2, num_batches=STEPS, seed=0, system_prompt=None

@@ -93,43 +93,17 @@ def test_a_run_that_ends_first_writes_what_it_traced(tmp_path):
 def test_agentic_grpo_is_traced_through_tunix_s_second_tracer(tmp_path):
     """07's learner exports only tunix's second tracer: its first steps are traced by phase from
     it, written as a Chrome trace, then both tracers stop."""
+    import resume_job
     from tunix.perf.experimental.tracer import NoopTracer
 
-    from tunixkit import agentic
-
     mesh = runtime.make_mesh()
-    reference = models.load_model("tiny-gemma3-sft", mesh=mesh, verbose=False)
-    actor = models.apply_lora(reference.model, rank=4, alpha=8.0, mesh=mesh, verbose=False)
-    settings = rl.GRPOSettings(
-        learning_rate=3e-3,
-        beta=0.1,
-        max_prompt_length=1024,  # the conversation of two turns grows past 512 tokens
-        max_generation_steps=16,
-        batch_size=2,
-        num_generations=2,
-        num_steps=3,
-        checkpoint_every=10**6,
-        temperature=1.0,
-    )
     trace = profiling.StepTrace(tmp_path / "trace", 2)
-    learner, cluster, _ = agentic.build(
-        actor,
-        reference.model,
-        reference.tokenizer,
-        mesh=mesh,
-        settings=settings,
-        output_dir=tmp_path,
-        eos_ids=reference.eos_ids,
-        vocab_size=reference.config.num_embed,
-        trace=trace,
-    )
-    records, _ = data.to_records(testing.synthetic_gsm8k(16, seed=0), "synthetic", verbose=False)
-    batches = data.grpo_dataset(records, batch_size=2, num_batches=3, system_prompt=None)
-    result = training.run(
-        learner, batches, mesh=mesh, metrics_file=tmp_path / "metrics.jsonl", label="GRPO"
-    )
-    assert result.steps == 3
-    assert trace.done and isinstance(cluster.perf_v2, NoopTracer)  # the third step untraced
+    learner, batches, _, _ = resume_job.agentic_grpo(tmp_path, mesh, trace=trace)
+    cluster = learner.rl_cluster
+    metrics = tmp_path / "metrics.jsonl"
+    result = training.run(learner, batches, mesh=mesh, metrics_file=metrics, label="GRPO")
+    assert result.steps == resume_job.STEPS > 2
+    assert trace.done and isinstance(cluster.perf_v2, NoopTracer)  # later steps untraced
     assert isinstance(cluster.actor_trainer._perf_tracer_v2, NoopTracer)
     rows = json.loads((tmp_path / "trace" / "steps.json").read_text())
     assert [r["step"] for r in rows] == [1, 2] and rows == trace.rows
