@@ -8,7 +8,7 @@ competition host's re-run weeks later installs the code that was tested. A commi
 clone of the repository, with no tag to push or forget. The pinned commit's library (``tunixkit/``,
 ``pyproject.toml``, ``requirements.txt``, the setup script: :data:`INSTALLED`) must equal the working
 tree's, so this refuses while those paths have changes that are not committed; after it, commit
-the notebooks (``jupytext --to ipynb --update notebooks/*.py`` first). ``tests/test_install.py``
+the notebooks (``jupytext --to ipynb --update notebooks/[0-9]*.py`` first). ``tests/test_install.py``
 fails when the library moved on without a new pin, naming this command.
 """
 
@@ -68,7 +68,9 @@ def pin() -> str:
             raise SystemExit(f"{path}: expected one TUNIXKIT_RELEASE pin, found {n}")
         path.write_text(text)
     print(f"{len(notebooks())} notebooks pinned to {commit}; now run")
-    print("  jupytext --to ipynb --update notebooks/*.py && git commit -am 'Pin the notebooks'")
+    print(
+        "  jupytext --to ipynb --update notebooks/[0-9]*.py && git commit -am 'Pin the notebooks'"
+    )
     return commit
 
 

@@ -28,7 +28,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cp notebooks/[0-9]*.py notebooks/[0-9]*.ipynb jupytext.toml "$tmp"/
 (cd "$tmp" && jupytext --to ipynb --update [0-9]*.py >/dev/null 2>&1)
 for nb in notebooks/[0-9]*.ipynb; do
-  diff -q "$nb" "$tmp/$(basename "$nb")" >/dev/null || { echo "out of sync: $nb (run: jupytext --to ipynb --update notebooks/*.py)"; exit 1; }
+  diff -q "$nb" "$tmp/$(basename "$nb")" >/dev/null || { echo "out of sync: $nb (run: jupytext --to ipynb --update notebooks/[0-9]*.py)"; exit 1; }
 done
 
 echo "== gate 3: notebooks carry no outputs"
