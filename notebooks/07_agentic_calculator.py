@@ -272,8 +272,8 @@ if (out_dir / "grpo" / "metrics.jsonl").is_file():
 # only one its agentic learner exports): seconds per phase of each step (the episodes' sampling, the
 # tool's calls, the reference's log-probabilities, the rewards, the update) and `other`, the time no
 # phase covers. The episodes sample on their own threads, ahead of the update, so the phases can add
-# up to more than the step. The first step compiles. `grpo/trace/trace.json` holds every span, per
-# thread and device: open it in ui.perfetto.dev or chrome://tracing.
+# up to more than the step. The first step compiles. `grpo/trace/perfetto_trace_v2_*.pb` (written by
+# tunix's own trace writer) holds every span, per thread and device: open it in ui.perfetto.dev.
 
 # %%
 step_time = trace.finish()  # written after the traced steps, or here if training ended first
@@ -389,8 +389,8 @@ else:
     )
 checks.must(  # the steps this session trained were traced first, each phase timed
     not TRACE_STEPS
-    or not trace.seen
-    or len(step_time) == min(TRACE_STEPS, trace.seen)
+    or trace.trained == 0
+    or len(step_time) == min(TRACE_STEPS, trace.trained)
     and all(r["rollout"] > 0 and r["reference"] + r["update"] > 0 for r in step_time),
     f"the first {TRACE_STEPS} agentic GRPO steps were not traced: {step_time}",
 )

@@ -8,6 +8,8 @@ what it traced when :meth:`StepTrace.finish` is called.
 import json
 
 import pytest
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2
+from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import TrackEvent
 
 from tunixkit import data, models, profiling, rewards, rl, runtime, testing, training
 
@@ -113,7 +115,15 @@ def test_agentic_grpo_is_traced_through_tunix_s_second_tracer(tmp_path):
         assert all(r[c] <= r["seconds"] + 1e-6 for c, _, _ in profiling.PHASES), r
     # a device span lands in the step committed after it began (the update's can be the next one)
     assert sum(r["device update"] for r in rows) > 0 and rows[0]["device rollout"] > 0, rows
-    events = json.loads((tmp_path / "trace" / "trace.json").read_text())["traceEvents"]
-    spans = {e["name"] for e in events if e["ph"] == "X"}
-    assert {"rollout", "reference_inference", "advantage_computation", "peft_train"} <= spans
+    assert trace.finish(result.trained) == rows and trace.trained == resume_job.STEPS
+    # the trace is tunix's own Perfetto file: every named phase is a slice in it, of both steps
+    (written,) = (tmp_path / "trace").glob("perfetto_trace_v2_*.pb")
+    assert not (tmp_path / "trace" / "trace.json").exists()
+    packets = perfetto_trace_pb2.Trace.FromString(written.read_bytes()).packet
+    begun = TrackEvent.Type.TYPE_SLICE_BEGIN
+    names = [p.track_event.name for p in packets if p.track_event.type == begun]
+    for phase in ("rollout", "reference_inference", "advantage_computation", "peft_train"):
+        assert any(n.startswith(f"{phase} (step=1") for n in names), (phase, sorted(set(names)))
+    tracks = {p.track_descriptor.name for p in packets if p.HasField("track_descriptor")}
+    assert "Host - Main threads" in tracks and any(t.endswith("Cluster") for t in tracks), tracks
     assert "| share after step 1 |" in profiling.table(rows)

@@ -577,8 +577,8 @@ def stage(
 ) -> str | None:
     """The agentic GRPO stage of a :class:`tunixkit.pipeline.Stages` run (LoRA on the shared
     reference, the previous stage's export as the start); returns its export (None: not
-    finished). ``trace``: where the time of its first steps goes (written by ``trace.finish()``
-    if training ends first)."""
+    finished). ``trace``: where the time of its first steps goes (written when they are done, or
+    when training ends first)."""
     if stages.done(name):
         return stages.state[name]["export"]
     if not stages.ready(name):
@@ -615,6 +615,8 @@ def stage(
         session=stages.clock(name),
         label=name,
     )
+    if trace:
+        trace.finish(result.trained)
     return pipeline.finish_stage(
         stages, name, lora, base, recipe, mesh, result, judged=recipe.judged
     )

@@ -1037,5 +1037,5 @@ def grpo_stage(
         label=name,
     )
     if trace:
-        trace.finish()
+        trace.finish(result.trained)
     return finish_stage(stages, name, lora, base, recipe, mesh, result)

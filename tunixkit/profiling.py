@@ -26,7 +26,9 @@ step, spans named ``rollout``, ``reference_inference``, ``advantage_computation`
 ``environment`` (the tool's calls), ``weight_sync`` and ``data_loading``, with no step group. There
 a step's ``seconds`` run from one export to the next, each phase is the time any thread was in it
 (the episodes' threads sample side by side and ahead of the update, so the phases can add up to
-more than the step), and ``other`` is the time no phase covers.
+more than the step), and ``other`` is the time no phase covers; the trace is written by tunix's own
+``PerfettoTraceWriter`` (``perfetto_trace_v2_<time>.pb``, for ``ui.perfetto.dev``) instead of
+``trace.json``.
 """
 
 from __future__ import annotations
@@ -179,41 +181,21 @@ def timeline_breakdown(timelines: dict[str, Any], marks: Sequence[float]) -> lis
     return rows
 
 
-def timeline_trace(timelines: dict[str, Any]) -> dict[str, Any]:
-    """tunix's second tracer's spans in the Chrome trace event format: one process for the
-    host's threads, one for the devices, times in microseconds from the first span."""
-    ids = sorted(timelines, key=lambda t: (not t.startswith("host-"), t))
-    nodes = [
-        (1 if tid.startswith("host-") else 2, n, span)
-        for n, tid in enumerate(ids, start=1)
-        for step in timelines[tid].committed_steps
-        for span in step.values()
-        if span.ended
-    ]
-    start = min((s.begin for _, _, s in nodes), default=0.0)
-    events: list[dict[str, Any]] = [
-        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "host"}},
-        {"ph": "M", "name": "process_name", "pid": 2, "args": {"name": "devices"}},
-    ]
-    for n, tid in enumerate(ids, start=1):
-        pid = 1 if tid.startswith("host-") else 2
-        events.append(
-            {"ph": "M", "name": "thread_name", "pid": pid, "tid": n, "args": {"name": tid}}
-        )
-    for pid, n, span in nodes:
-        events.append(
-            {
-                "name": span.name,
-                "cat": "device" if pid == 2 else "host",
-                "ph": "X",
-                "pid": pid,
-                "tid": n,
-                "ts": round((span.begin - start) * 1e6, 3),
-                "dur": round(span.duration * 1e6, 3),
-                "args": {k: str(v) for k, v in (span.tags or {}).items()},
-            }
-        )
-    return {"traceEvents": events, "displayTimeUnit": "ms"}
+def _timeline_trace(timelines: dict[str, Any], folder: pathlib.Path, cluster: RLCluster) -> str:
+    """Write tunix's second tracer's ``timelines`` with tunix's own Perfetto writer (a track per
+    host thread and per device, the devices under their roles' tracks); returns the file."""
+    from tunix.perf.experimental.trace_writer import PerfettoTraceWriter
+
+    roles = {
+        getattr(role, "value", str(role)): mesh.devices.flatten().tolist()
+        for role, mesh in cluster.cluster_config.role_to_mesh.items()
+    }
+    begun = time.time_ns()
+    PerfettoTraceWriter(str(folder), role_to_devices=roles).write_timelines(timelines)
+    written = [f for f in folder.glob("perfetto_trace_v2_*.pb") if f.stat().st_mtime_ns >= begun]
+    if not written:  # tunix's writer logs its failures and goes on: say so here
+        raise RuntimeError(f"tunix's PerfettoTraceWriter wrote no trace under {folder}")
+    return str(max(written, key=lambda f: f.stat().st_mtime_ns))
 
 
 def chrome_trace(query: PerfSpanQuery) -> dict[str, Any]:
@@ -274,7 +256,8 @@ class StepTrace:
         self.query: PerfSpanQuery | None = None
         self.timelines: dict[str, Any] | None = None  # tunix's second tracer's (agentic GRPO)
         self.marks: list[float] = []  # when each of its steps was exported
-        self.seen = 0
+        self.seen = 0  # steps tunix exported while traced
+        self.trained = 0  # steps trained by the run it traced (given to finish by who ran it)
         self.rows: list[dict[str, float]] = []
         self.done = self.steps == 0
 
@@ -310,26 +293,33 @@ class StepTrace:
                 self.finish()
         return {}
 
-    def finish(self) -> list[dict[str, float]]:
-        """Write what was traced and stop tracing (once); returns the rows of ``steps.json``."""
+    def finish(self, trained: int | None = None) -> list[dict[str, float]]:
+        """Write what was traced and stop tracing (once); returns the rows of ``steps.json``.
+        ``trained``: the steps the traced run trained (``RunResult.trained``), kept as
+        :attr:`trained` so that a check can tell a run whose steps were never exported (no rows)
+        from one that trained none."""
+        if trained is not None:
+            self.trained = trained
         if self.done or self.cluster is None or (self.query is None and self.timelines is None):
             return self.rows
         if self.timelines is not None:
             self.cluster.perf_v2.synchronize()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if self.timelines is not None:
+            self.cluster.perf_v2.synchronize()
             self.rows = timeline_breakdown(self.timelines, self.marks)
-            trace = timeline_trace(self.timelines)
+            written = _timeline_trace(self.timelines, self.folder, self.cluster)
         else:
             self.cluster.perf.synchronize()  # the device spans still waiting for their arrays
             self.rows = breakdown(self.query)
-            trace = chrome_trace(self.query)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        (self.folder / "trace.json").write_text(json.dumps(trace))
+            written = str(self.folder / "trace.json")
+            pathlib.Path(written).write_text(json.dumps(chrome_trace(self.query)))
         (self.folder / "steps.json").write_text(json.dumps(self.rows, indent=1))
         _compat.stop_perf_tracing(self.cluster)
         self.done = True
         print(
-            f"traced {len(self.rows)} GRPO step(s): {self.folder / 'trace.json'} "
-            "(ui.perfetto.dev or chrome://tracing), seconds by phase in "
+            f"traced {len(self.rows)} GRPO step(s): {written} "
+            "(ui.perfetto.dev), seconds by phase in "
             f"{self.folder / 'steps.json'}; tracing stopped"
         )
         return self.rows

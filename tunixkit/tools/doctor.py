@@ -241,6 +241,12 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("tunix.perf.metrics", "PerfSpanQuery", ()),
     ("tunix.perf.trace", "NoopTracer", ()),
     ("tunix.perf.experimental.tracer", "NoopTracer", ()),
+    (
+        "tunix.perf.experimental.trace_writer",
+        "PerfettoTraceWriter",
+        ("trace_dir", "role_to_devices"),
+    ),
+    ("tunix.perf.experimental.trace_writer", "PerfettoTraceWriter.write_timelines", ("timelines",)),
     ("tunix.rl.rl_cluster", "RLCluster.with_external_metrics_logger", ("external_metrics_logger",)),
     (
         "tunix.rl.rl_cluster",
