@@ -147,7 +147,6 @@ from IPython.display import Markdown, display
 from tunixkit import (
     domains,
     evaluation,
-    judging,
     models,
     pipeline,
     profiling,
@@ -268,13 +267,8 @@ display(Markdown(domains.examples(train)))
 mesh = runtime.make_mesh()
 stages = pipeline.Stages(out_dir, recipe.shares, clock)  # what a rerun or RESUME_FROM has done
 memplan.check_stages(recipe, mesh, stages=stages.to_do())
-if recipe.judge_id is None:  # smoke: the synthetic tasks' rubric plays the judge
-    judge = judging.Judge(tasks.grader, name="judge")
-else:
-    judge_model = models.load_model(recipe.judge_id, mesh=mesh)
-    # each question is graded with its domain's criteria (judging.JudgeRubric.CRITERIA)
-    rubric = judging.JudgeRubric(domain_of={r["prompt"]: r["domain"] for r in records})
-    judge = judging.Judge(judging.llm_grader(judge_model, rubric=rubric), name="judge")
+# the judge model, grading each question by its domain's criteria; smoke: the tasks' rubric
+judge = pipeline.make_judge(recipe.judge_id, records, tasks.grader, mesh=mesh)
 with clock.timed("calibration", items=len(heldout), planned=n_heldout):
     calibration = domains.calibrate(judge, heldout)
 display(Markdown(domains.calibration_table(calibration)))

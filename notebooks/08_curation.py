@@ -126,7 +126,6 @@ from tunixkit import (
     curation,
     domains,
     evaluation,
-    judging,
     models,
     pipeline,
     prompting,
@@ -197,12 +196,8 @@ print(f"{len(heldout)} held-out prompts")
 
 # %%
 mesh = runtime.make_mesh()
-if recipe.judge_id is None:  # smoke: the synthetic tasks' rubric plays the judge
-    judge = judging.Judge(tasks.grader, name="judge")
-else:
-    judge_model = models.load_model(recipe.judge_id, mesh=mesh)
-    rubric = judging.JudgeRubric(domain_of={r["prompt"]: r["domain"] for r in tasks.records})
-    judge = judging.Judge(judging.llm_grader(judge_model, rubric=rubric), name="judge")
+# the judge model, grading each question by its domain's criteria; smoke: the tasks' rubric
+judge = pipeline.make_judge(recipe.judge_id, tasks.records, tasks.grader, mesh=mesh)
 calibration = domains.calibrate(judge, heldout)
 display(Markdown(domains.calibration_table(calibration)))
 domains.act_on_calibration(calibration, judge, tasks.records, recipe.judge_check)

@@ -310,6 +310,25 @@ class Stages:
         return result
 
 
+def make_judge(
+    judge_id: str | None,
+    records: Sequence[Mapping[str, Any]],
+    grader: Callable[..., Any] | None = None,
+    *,
+    mesh: Mesh | None = None,
+) -> judging.Judge:
+    """06's and 08's judge: the model ``judge_id`` (loaded on ``mesh``) grading each question with
+    its domain's criteria (:class:`tunixkit.judging.JudgeRubric`, the domains read from
+    ``records``); None: ``grader`` plays the judge (smoke: the synthetic tasks' rubric)."""
+    if judge_id is None:
+        if grader is None:
+            raise ValueError("make_judge: no judge model (judge_id None) and no grader to use")
+        return judging.Judge(grader, name="judge")
+    judge_model = models.load_model(judge_id, mesh=mesh)
+    rubric = judging.JudgeRubric(domain_of={r["prompt"]: r["domain"] for r in records})
+    return judging.Judge(judging.llm_grader(judge_model, rubric=rubric), name="judge")
+
+
 def sample_and_judge(
     loaded: LoadedModel,
     tasks: Sequence[dict[str, str]],
