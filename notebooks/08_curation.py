@@ -30,11 +30,19 @@
 #
 # The pass goes chunk by chunk: every finished prompt, with all its candidates, their scores and
 # verdicts, is appended to `curated/candidates.jsonl`, and `curated.jsonl` is rewritten after each
-# chunk. A session killed mid-pass keeps every chunk it finished; a rerun, or a session with
-# `RESUME_FROM` set to this one's output, goes on from the next prompt. The session clock (and an
-# `OUTPUT_DIR/STOP` file) stops the pass before a chunk that would not end in time. The candidates
-# read back are filtered again with this run's thresholds, so a later session may change one
-# without sampling again.
+# chunk. A session killed mid-pass keeps every chunk it finished; a rerun, or a new session with
+# `RESUME_FROM` set to the last one's `OUTPUT_DIR` (on Kaggle its output attached as an input:
+# `/kaggle/input/<notebook>/runs/08_curation`; a folder without `curated/candidates.jsonl` is an
+# error, not a fresh start), goes on from the next prompt with the same settings. The session clock
+# (and an `OUTPUT_DIR/STOP` file) stops the pass before a chunk that would not end in time. The
+# candidates read back are filtered again with this run's thresholds, so a session with other
+# thresholds (into a new `OUTPUT_DIR`, with `RESUME_FROM`) re-filters without sampling again.
+# At full size expect several sessions: 10,000 prompts of 4 samples and the data's answer are
+# 40,000 answers of up to 768 tokens and 50,000 judge calls; the progress bar gives the pace.
+# The last session's `curated.jsonl` holds every session's kept answers: that is the file 06 reads
+# (06 adds GSM8K's math on its own, as with any `TRACES`). Data answers without reasoning (the
+# mix's dolly and MBPP rows: the answer alone) fail the format filter; there only the model's own
+# answers can be kept.
 #
 # **What the filter buys** (`compare_steps` > 0, on in smoke): the start model is fine-tuned twice
 # for the same number of steps, once on the curated rows and once on the same prompts' rows as the
@@ -260,10 +268,12 @@ if curated:
 names = ["start", "uncurated", "curated"]
 evals, changes = {}, {}
 family = models.get_spec(recipe.model_id).family
-uncurated = [{k: d[k] for k in ("domain", "prompt")} for d in done]
-by_prompt = {r["prompt"]: r["response"] for r in to_curate}
-for r in uncurated:
-    r["response"] = by_prompt[r["prompt"]]
+# the same prompts' rows as the data has them (the i-th prompt curated is the i-th row: a prompt
+# can stand in several rows, with other answers)
+uncurated = [
+    {"domain": r["domain"], "prompt": r["prompt"], "response": r["response"]}
+    for r in to_curate[: len(done)]
+]
 compare = pipeline.Stages(out_dir / "compare", {}, clock)  # the evaluations, side by side
 compare.out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -284,8 +294,8 @@ def evaluate(name, path):
 
 if recipe.compare_steps and curated:
     evals["start"] = evaluate("start", MODEL_PATH)
-    for name, rows in (("uncurated", uncurated), ("curated", curated)):
-        side = pipeline.Stages(out_dir / name, {"sft": 1.0}, clock)
+    for name, rows in (("uncurated", uncurated), ("curated", curated)):  # compare/<name>/sft
+        side = pipeline.Stages(compare.out_dir / name, {"sft": 1.0}, clock)
         pairs = [
             (
                 prompting.format_prompt(r["prompt"], recipe.eval.system_prompt, family=family),

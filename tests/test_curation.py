@@ -102,6 +102,23 @@ def test_a_cut_last_line_costs_that_prompt_only(setup, tmp_path):
     assert all(json.loads(line) for line in path.read_text().splitlines())
 
 
+def test_a_last_line_cut_just_before_its_newline_is_redone_too(setup, tmp_path):
+    loaded, tasks, grader = setup
+    _curate(loaded, tasks[:CHUNK], _judge(grader)[0], tmp_path / "pass")
+    path = tmp_path / "pass" / "candidates.jsonl"
+    path.write_bytes(path.read_bytes()[:-1])  # the whole last line, but not its newline
+    judge, calls = _judge(grader)
+    done = _curate(loaded, tasks[: 2 * CHUNK], judge, tmp_path / "pass")
+    assert len(done) == 2 * CHUNK and len(calls) == 2  # the cut chunk's last prompt, the next
+    assert len(path.read_text().splitlines()) == 2 * CHUNK
+
+
+def test_a_resume_from_without_a_pass_is_an_error(setup, tmp_path):
+    loaded, tasks, grader = setup
+    with pytest.raises(data.DataError, match=r"no curation pass to continue"):
+        _curate(loaded, tasks, _judge(grader)[0], tmp_path / "pass", earlier=tmp_path / "nothing")
+
+
 def test_another_pass_s_folder_is_refused(setup, tmp_path):
     loaded, tasks, grader = setup
     _curate(loaded, tasks[:CHUNK], _judge(grader)[0], tmp_path / "pass")

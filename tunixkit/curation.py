@@ -94,12 +94,12 @@ def _read_jsonl(path: pathlib.Path) -> tuple[list[dict[str, Any]], int]:
         if not line.strip():
             good += len(line) + 1
             continue
+        if n == len(lines):  # the last line, without its newline: a cut append, even if it parses
+            print(f"{path}: its last line was cut (a killed session); that prompt is redone")
+            break
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError as e:
-            if n == len(lines):  # the last line, without its newline: a cut append
-                print(f"{path}: its last line was cut (a killed session); that prompt is redone")
-                break
             raise DataError(f"{path}, line {n}: not a JSON object ({e})") from e
         good += len(line) + 1
     return rows, min(good, len(raw))
@@ -170,7 +170,12 @@ def curate(
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "candidates.jsonl"
     before = pathlib.Path(earlier) / "candidates.jsonl" if earlier else None
-    if not path.is_file() and before is not None and before.is_file():
+    if not path.is_file() and before is not None:
+        if not before.is_file():
+            raise DataError(
+                f"{before}: no curation pass to continue (RESUME_FROM names the OUTPUT_DIR of the "
+                "session before, the folder holding curated/candidates.jsonl)"
+            )
         shutil.copyfile(before, path)
         print(f"curation: continuing the pass of {before.parent}")
     done, whole = _read_jsonl(path)

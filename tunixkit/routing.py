@@ -213,6 +213,10 @@ def merge(
     matrices stacked, each scaled by its weight (alpha grows with the rank, so that alpha / rank,
     the update's scale, stays each adapter's)."""
     names = list(adapters)
+    if set(weights) != set(names):
+        raise ValueError(
+            f"merge: weights for {sorted(weights)}, adapters {sorted(names)}: one weight each"
+        )
     k = len(names)
     merged = models.apply_lora(
         base.model, family=base.family, rank=k * rank, alpha=k * alpha, mesh=mesh, verbose=False
@@ -228,7 +232,7 @@ def merge(
             a for a, (x, y) in enumerate(zip(parts[0].shape, big.shape, strict=True)) if y == k * x
         )
         if "lora_b" in key:  # the B matrices carry the weights
-            parts = [p * weights.get(n, 1.0) for p, n in zip(parts, names, strict=True)]
+            parts = [p * weights[n] for p, n in zip(parts, names, strict=True)]
         out.append(jnp.concatenate(parts, axis=axis).astype(big.dtype))
     nnx.update(merged, jax.tree_util.tree_unflatten(treedef, out))
     return merged
