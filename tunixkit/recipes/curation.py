@@ -45,7 +45,7 @@ class Curation(Pipeline):
 
     @classmethod
     def smoke(cls) -> Curation:
-        # SFT on the 280 curated rows beat SFT on the 480 uncurated ones by +0.149 (95% low end
+        # SFT on the 280 curated rows beat SFT on the 480 uncurated ones by +0.136 (95% low end
         # +0.070) in held-out judged score, 150 steps each (docs/tuning.md#08-curation-smoke)
         return cls(
             **_fields(Pipeline.smoke()),
