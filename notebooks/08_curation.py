@@ -97,7 +97,6 @@ if importlib.util.find_spec("tunixkit") is None:
             site.addsitedir(folder)
     importlib.invalidate_caches()
 
-
 # %% tags=["parameters"]
 PROFILE = None  # "smoke", "full", or None for automatic ($TUNIXKIT_PROFILE, else by device)
 OUTPUT_DIR = "runs/08_curation"  # everything this notebook writes goes here
