@@ -1,5 +1,6 @@
 """nbval settings for the notebooks: smoke profile, CPU with 2 emulated devices
-(``killing.NOTEBOOK_DEVICES``), offline.
+(``killing.NOTEBOOK_DEVICES``), offline; and nbval made to keep a long cell's output
+(``nbval_drain``: it would drop what passed ZeroMQ's queues, and fail the cell).
 
 Set before any kernel starts, so every notebook kernel inherits them.
 """
@@ -10,6 +11,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))  # killing.py
 import killing  # noqa: E402
+import nbval_drain  # noqa: E402, F401
 
 os.environ["TUNIXKIT_PROFILE"] = "smoke"
 os.environ["JAX_PLATFORMS"] = "cpu"
