@@ -48,6 +48,7 @@ NOTEBOOKS = {
     "06": ("06_multidomain_pipeline", recipes.Pipeline),
     "07": ("07_agentic_calculator", recipes.Agentic),
     "08": ("08_curation", recipes.Curation),
+    "09": ("09_routed_adapters", recipes.Routed),
 }
 # A notebook run with other parameters: key: (notebook, recipe, parameters). Its bars are the
 # recipe's, measured on the default data; the notebook reports them without enforcing them.
@@ -62,6 +63,7 @@ AGAIN = "trained_on"
 # is named here until its --again run is recorded (tests/test_no_learning.py fails on a stale entry)
 AWAITING_AGAIN = {
     "08": "first recorded 2026-12-02 on an AMD EPYC; no other kind of machine has run it yet",
+    "09": "first recorded 2026-12-02 on an AMD EPYC; no other kind of machine has run it yet",
 }
 # Further runs of a notebook: (mode, RECIPE_OVERRIDES, what it is)
 BASELINES = {

@@ -111,6 +111,21 @@ CASES = {  # notebook: parameters beyond PROFILE, OUTPUT_DIR and GSM8K_PATH (inp
             "eval.max_generation_steps": 32,
         },
     },
+    # 09 on the default public mix with a judge model: two adapters and the one adapter, 2 steps
+    # each, routed, merged and exported
+    "09_routed_adapters": {
+        "MODEL_ID": "tiny-gemma3-sft",
+        "JUDGE_ID": "tiny-gemma3-sft",
+        "MIX_PATHS": "mix",
+        "ADAPTER_STEPS": 2,
+        "RECIPE_OVERRIDES": {
+            "train_tasks": 36,
+            "heldout_per_domain": 1,
+            "eval_samples": 1,
+            "batch_size": 4,
+            "eval.max_generation_steps": 32,
+        },
+    },
 }
 # 01, 02 and 03 run their full path as a rehearsal (the same cells, the export included, cut after
 # 4 steps by the rehearsal instead of by NUM_STEPS): notebook: (parameters, its rehearsal's stages)
@@ -213,6 +228,11 @@ def test_full_profile_runs_end_to_end_on_a_tiny_model(tmp_path, name, inputs):
         assert f"curated traces: TRACES = {summary['curated_file']!r}" in said
         assert set(summary["evaluations"]) == {"start", "uncurated", "curated"}, summary
         assert "uncurated->curated" in summary["changes"], summary
+    if name.startswith("09"):  # every adapter trained, every evaluation, the merged export
+        assert summary["steps"] == {"math": 2, "writing": 2, "one adapter": 4}, summary
+        assert set(summary["evaluations"]) == {"base", "one adapter", "routed", "merged"}
+        assert (tmp_path / "run" / "merged" / "export" / "hf" / "config.json").is_file()
+        assert 1 <= len(summary["swap_seconds"]) <= 2, summary  # one swap per adapter routed to
     if name.startswith("06"):  # the default mix: every domain in every stage's data
         # the judge model's scores reach the pipeline (its NumPy floats were once read as 0)
         scores = [s["all"]["judged"] for s in summary["scores"].values()]

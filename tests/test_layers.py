@@ -26,7 +26,7 @@ LAYERS = (
     ("converted checkpoints", ("packaged",)),
     ("training and models", ("training", "models", "evaluation", "mix", "profiling")),
     ("algorithms", ("judging", "rl", "preferences", "distill", "domains")),
-    ("stages", ("pipeline", "curation")),
+    ("stages", ("pipeline", "curation", "routing")),
     ("agentic", ("agentic",)),
     ("recipes", ("recipes",)),
 )

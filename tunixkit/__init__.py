@@ -39,6 +39,7 @@ algorithms
 stages
   pipeline     stages in one session (SFT, self-improvement, SimPO/DPO, GRPO), notebook 06
   curation     answer many prompts, keep the good answers, write the next session's traces (08)
+  routing      adapters by domain from one base: a router, swaps in place, the merged one (09)
 agentic
   agentic      agentic GRPO with the calculator tool, notebook 07
 recipes
@@ -77,6 +78,7 @@ __all__ = [
     "recipes",
     "rewards",
     "rl",
+    "routing",
     "runlog",
     "runtime",
     "session",

@@ -23,7 +23,7 @@ import itertools
 import json
 import pathlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tunixkit import data, evaluation, prompting, stats
@@ -582,6 +582,8 @@ def evaluate(
     output_dir: str | pathlib.Path | None = None,
     samples: int = 0,
     sampling: evaluation.EvalConfig | None = None,
+    route: Callable[[Mapping[str, str]], str] | None = None,
+    use: Callable[[str], None] | None = None,
 ) -> DomainScores:
     """Greedy answers to ``tasks`` (records with ``domain``, ``prompt``, ``answer``), judged by
     ``judge`` (:class:`tunixkit.judging.Judge`): per domain and ``all``, the format rate, the share
@@ -593,17 +595,35 @@ def evaluate(
     and ``sampled`` / ``sampled_ci`` hold the mean judged score of those answers: what a policy
     gradient stage optimises, and a smoother measure than one greedy answer per prompt. The
     completions go to ``output_dir/domains_<name>.jsonl`` (per task: the greedy answer, its score,
-    and the mean score of its samples), which :func:`paired_change` compares between stages."""
+    and the mean score of its samples), which :func:`paired_change` compares between stages.
+
+    With ``route`` (task -> the name of a model state) and ``use`` (puts that state in
+    ``loaded.model``, e.g. an adapter: :mod:`tunixkit.routing`), the tasks are answered group by
+    group, each group after ``use`` of its route, and scored together as one evaluation."""
+    if samples and (sampling is None or not sampling.temperature):
+        raise ValueError("evaluate: samples > 0 needs a sampling config with a temperature")
     prompts = [loaded.chat.prompt(t["prompt"], config.system_prompt) for t in tasks]
-    gens = evaluation.generate(loaded, prompts, config, progress=False)
+    routes = [route(t) if route else "" for t in tasks]
+    gens: list[evaluation.Generation] = [None] * len(tasks)  # type: ignore[list-item]
+    groups: list[list[evaluation.Generation]] = [[] for _ in tasks]
+    for group in dict.fromkeys(routes):  # each route once, in the order first met
+        idx = [i for i, r in enumerate(routes) if r == group]
+        if use is not None:
+            use(group)
+        part = [prompts[i] for i in idx]
+        for i, g in zip(
+            idx, evaluation.generate(loaded, part, config, progress=False), strict=True
+        ):
+            gens[i] = g
+        if samples:
+            made = evaluation.sample_groups(loaded, part, sampling, samples=samples)
+            for i, group in zip(idx, made, strict=True):
+                groups[i] = group
     texts = [g.text for g in gens]
     questions = [t["prompt"] for t in tasks]
     scores = judge.scores(questions, texts)
     sampled: list[float] = []
     if samples:
-        if sampling is None or not sampling.temperature:
-            raise ValueError("evaluate: samples > 0 needs a sampling config with a temperature")
-        groups = evaluation.sample_groups(loaded, prompts, sampling, samples=samples)
         judged = judge.scores(
             [q for q in questions for _ in range(samples)], [g.text for gs in groups for g in gs]
         )

@@ -20,6 +20,7 @@ notebook                    preset (file)
 06_multidomain_pipeline     :class:`Pipeline` (``multidomain_pipeline.py``)
 07_agentic_calculator       :class:`Agentic` (``agentic_calculator.py``)
 08_curation                 :class:`Curation` (``curation.py``)
+09_routed_adapters          :class:`Routed` (``routed_adapters.py``)
 ==========================  =====================================================
 """
 
@@ -41,6 +42,7 @@ from tunixkit.recipes.math_eval import MathEval
 from tunixkit.recipes.multidomain_pipeline import Pipeline, Tasks, pipeline_tasks
 from tunixkit.recipes.qlora_sft import SFT
 from tunixkit.recipes.quickstart import Quickstart
+from tunixkit.recipes.routed_adapters import Routed
 
 __all__ = [
     "COMPETITION_MODELS",
@@ -53,6 +55,7 @@ __all__ = [
     "MathEval",
     "Pipeline",
     "Quickstart",
+    "Routed",
     "Start",
     "Tasks",
     "competition_note",
