@@ -53,7 +53,7 @@ os.environ.setdefault("TUNIXKIT_SESSION_START", str(time.time()))  # the session
 # The tunixkit commit this notebook was tested with (written by scripts/release.py): a re-run months
 # later installs the same code. TUNIXKIT_SOURCE: the repository (a URL, or a folder used as it is,
 # e.g. the repository attached as a Kaggle dataset when the Internet is off).
-TUNIXKIT_RELEASE = os.environ.get("TUNIXKIT_RELEASE", "9e6046d6943d239744ef6568fbb322206509ce76")
+TUNIXKIT_RELEASE = os.environ.get("TUNIXKIT_RELEASE", "737411fbbaf4039e53cdc2a938900d46147d66fb")
 if importlib.util.find_spec("tunixkit") is None:
     src = os.environ.get("TUNIXKIT_SOURCE", "https://github.com/tunixkit/tunixkit")
     if not os.path.isdir(src):
