@@ -77,7 +77,6 @@ if importlib.util.find_spec("tunixkit") is None:
             site.addsitedir(folder)
     importlib.invalidate_caches()
 
-
 # %% tags=["parameters"]
 PROFILE = None  # "smoke", "full", or None for automatic ($TUNIXKIT_PROFILE, else by device)
 OUTPUT_DIR = "runs/09_routed_adapters"  # everything this notebook writes goes here
