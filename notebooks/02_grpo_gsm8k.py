@@ -256,12 +256,7 @@ example = ["<reasoning>3 + 4 = 7 apples.</reasoning>\n<answer>7</answer>", "7"]
 # reward functions that GRPO optimises. A resumed run reads both back from `OUTPUT_DIR`.
 
 # %%
-sampled = dataclasses.replace(
-    eval_config,
-    temperature=recipe.grpo.temperature,
-    top_k=recipe.grpo.top_k,
-    top_p=recipe.grpo.top_p,
-)
+sampled = recipe.grpo.sampled(eval_config)
 with clock.timed("evaluation", items=len(test_records)):
     before = evaluation.evaluate(
         policy,

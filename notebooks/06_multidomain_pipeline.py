@@ -139,7 +139,6 @@ TRACE_STEPS = 3  # first GRPO steps traced: where the time goes (grpo/trace/, gr
 RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, "eval.batch_size": 8}
 
 # %%
-import dataclasses
 import json
 
 from IPython.display import Markdown, display
@@ -287,27 +286,8 @@ domains.act_on_calibration(calibration, judge, records, recipe.judge_check, rehe
 # %%
 print(stages.summary())
 # Sampled answers (the GRPO stage's temperature) are judged too: `eval_samples` per prompt.
-sampling = dataclasses.replace(
-    recipe.eval,
-    temperature=recipe.grpo.temperature,
-    top_k=recipe.grpo.top_k,
-    top_p=recipe.grpo.top_p,
-)
-
-
-def evaluate(name, path):
-    return stages.evaluate(
-        name,
-        recipe.model_id,
-        path,
-        heldout,
-        judge,
-        recipe.eval,
-        mesh=mesh,
-        samples=recipe.eval_samples,
-        sampling=sampling,
-    )
-
+sampling = recipe.grpo.sampled(recipe.eval)
+evaluate = stages.evaluator(recipe, heldout, judge, mesh=mesh)
 
 evals = {"start": evaluate("start", MODEL_PATH)}
 display(Markdown(domains.table(list(evals.values()))))
@@ -354,20 +334,14 @@ else:
     )
 data_by_domain = {"sft": domains.by_domain(sft_rows)}
 print("stage 1's rows by domain:", data_by_domain["sft"])
-plain = [prompting.without_system(i, recipe.plain_share) for i in range(len(sft_rows))]
-sft_pairs = [  # every target ends its turn, so that the model learns to stop
-    (
-        prompting.format_prompt(
-            r["prompt"], None if p else recipe.eval.system_prompt, family=family
-        ),
-        prompting.end_turn(r["response"], family=family),
-    )
-    for r, p in zip(sft_rows, plain, strict=True)
-]
+sft_pairs = prompting.sft_pairs(  # every target ends its turn, so that the model learns to stop
+    sft_rows, recipe.eval.system_prompt, family=family, plain_share=recipe.plain_share
+)
+plain = sum(prompting.without_system(i, recipe.plain_share) for i in range(len(sft_rows)))
 lacking = sum(r["response"] != target for r, (_, target) in zip(sft_rows, sft_pairs, strict=True))
 print(
     f"SFT targets: {len(sft_pairs)}; the end of turn added to {lacking} that lacked it; "
-    f"{sum(plain)} without the system prompt (plain_share {recipe.plain_share:g})"
+    f"{plain} without the system prompt (plain_share {recipe.plain_share:g})"
 )
 sft_export = pipeline.sft_stage(
     stages, "sft", sft_pairs, recipe, steps=recipe.sft_steps, base_path=MODEL_PATH, mesh=mesh
@@ -672,6 +646,13 @@ if not stages.done("grpo"):
         clock.hours or clock.stop_file.is_file(),
         f"the pipeline stopped at {final} without a session limit or a STOP file",
     )
+checks.must(  # a GRPO stage that trained this session traced its first steps, each phase timed
+    not TRACE_STEPS
+    or trace.trained == 0
+    or len(trace.rows) == min(TRACE_STEPS, trace.trained)
+    and all(r["rollout"] > 0 and r["update"] > 0 for r in trace.rows),
+    f"the first {TRACE_STEPS} GRPO steps were not traced: {trace.rows}",
+)
 checks.done("pipeline")
 print(f"stages: {stages.summary()}")
 print(f"the judged model ({final or 'the start model'}): {summary['judged_model']}")

@@ -124,7 +124,6 @@ COMPARE_STEPS = None  # SFT steps of each side of the comparison (0: none); None
 RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"eval.batch_size": 8}
 
 # %%
-import dataclasses
 import json
 
 from IPython.display import Markdown, display
@@ -218,12 +217,7 @@ domains.act_on_calibration(calibration, judge, tasks.records, recipe.judge_check
 # never sees) the accuracy of kept and of dropped answers.
 
 # %%
-sampling = dataclasses.replace(
-    recipe.eval,
-    temperature=recipe.grpo.temperature,
-    top_k=recipe.grpo.top_k,
-    top_p=recipe.grpo.top_p,
-)
+sampling = recipe.grpo.sampled(recipe.eval)
 policy = models.load_model(recipe.model_id, path=MODEL_PATH, mesh=mesh)
 with clock.timed("curation", items=len(to_curate)):
     done = curation.curate(
@@ -275,33 +269,13 @@ uncurated = [
 ]
 compare = pipeline.Stages(out_dir / "compare", {}, clock)  # the evaluations, side by side
 compare.out_dir.mkdir(parents=True, exist_ok=True)
-
-
-def evaluate(name, path):
-    return compare.evaluate(
-        name,
-        recipe.model_id,
-        path,
-        heldout,
-        judge,
-        recipe.eval,
-        mesh=mesh,
-        samples=recipe.eval_samples,
-        sampling=sampling,
-    )
-
+evaluate = compare.evaluator(recipe, heldout, judge, mesh=mesh)
 
 if recipe.compare_steps and curated:
     evals["start"] = evaluate("start", MODEL_PATH)
     for name, rows in (("uncurated", uncurated), ("curated", curated)):  # compare/<name>/sft
         side = pipeline.Stages(compare.out_dir / name, {"sft": 1.0}, clock)
-        pairs = [
-            (
-                prompting.format_prompt(r["prompt"], recipe.eval.system_prompt, family=family),
-                prompting.end_turn(r["response"], family=family),
-            )
-            for r in rows
-        ]
+        pairs = prompting.sft_pairs(rows, recipe.eval.system_prompt, family=family)
         export = pipeline.sft_stage(
             side,
             "sft",

@@ -191,13 +191,7 @@ family = models.get_spec(recipe.model_id).family
 
 
 def pairs(rows):
-    return [
-        (
-            prompting.format_prompt(r["prompt"], recipe.eval.system_prompt, family=family),
-            prompting.end_turn(r["response"], family=family),
-        )
-        for r in rows
-    ]
+    return prompting.sft_pairs(rows, recipe.eval.system_prompt, family=family)
 
 
 base_path = MODEL_PATH
@@ -252,12 +246,7 @@ lora, adapters, runs = routing.train_adapters(
 # adapters against the base, routed and merged against the one adapter.
 
 # %%
-sampling = dataclasses.replace(
-    recipe.eval,
-    temperature=recipe.grpo.temperature,
-    top_k=recipe.grpo.top_k,
-    top_p=recipe.grpo.top_p,
-)
+sampling = recipe.grpo.sampled(recipe.eval)
 compare = out_dir / "compare"
 compare.mkdir(parents=True, exist_ok=True)
 swap = routing.Swapper(lora, adapters)

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from tunixkit import answers, evaluation, judging, rewards
+from tunixkit import answers, data, evaluation, judging, rewards
 from tunixkit.data import DataError
 
 if TYPE_CHECKING:
@@ -132,9 +132,7 @@ def _curated_rows(done: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _write_atomic(path: pathlib.Path, rows: Sequence[Mapping[str, Any]]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    os.replace(tmp, path)
+    os.replace(data.write_jsonl(rows, path.with_suffix(".tmp")), path)
 
 
 def curate(

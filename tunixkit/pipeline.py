@@ -309,6 +309,33 @@ class Stages:
         stored.write_text(json.dumps(dataclasses.asdict(result), indent=1))
         return result
 
+    def evaluator(
+        self,
+        recipe: Pipeline,
+        tasks: Sequence[Mapping[str, str]],
+        judge: Judge,
+        *,
+        mesh: Mesh | None = None,
+    ) -> Callable[[str, str | pathlib.Path | None], domains.DomainScores]:
+        """:meth:`evaluate` as the recipe says (its model, evaluation settings and ``eval_samples``
+        answers sampled as the GRPO rollouts are): ``evaluator(name, path)``, ``path`` a stage's
+        export or None for the start model."""
+
+        def evaluate(name: str, path: str | pathlib.Path | None) -> domains.DomainScores:
+            return self.evaluate(
+                name,
+                recipe.model_id,
+                path,
+                tasks,
+                judge,
+                recipe.eval,
+                mesh=mesh,
+                samples=recipe.eval_samples,
+                sampling=recipe.grpo.sampled(recipe.eval),
+            )
+
+        return evaluate
+
 
 def make_judge(
     judge_id: str | None,

@@ -94,7 +94,8 @@ def breakdown(query: PerfSpanQuery) -> list[dict[str, float]]:
     """Per ``global_step`` of ``query`` (a tunix ``PerfSpanQuery``): ``step`` (its index in the
     trace, from 1), ``seconds`` (the whole step, on the main thread), each phase of
     :data:`PHASES` as the host waited for it and ``other`` (what the phases leave of the step),
-    then ``device <phase>`` for those of :data:`DEVICE_PHASES` (the first device's time)."""
+    then ``device <phase>`` for those of :data:`DEVICE_PHASES` (the first device's time). A step
+    still running when the trace was written, or one in which no phase ran, is left out."""
     threads = [t for t in query.get_timeline_ids() if t.startswith("thread-")]
     devices = sorted(t for t in query.get_timeline_ids() if not t.startswith("thread-"))
     rows = []
@@ -109,6 +110,8 @@ def breakdown(query: PerfSpanQuery) -> list[dict[str, float]]:
                 row[column] = _seconds([step], name, group=True)
             else:
                 row[column] = _seconds(host, name, group=False)
+        if not any(row[c] for c, _, _ in PHASES):
+            continue  # no phase ran in it: the step a resumed run opens and ends at once, untrained
         row["other"] = step.duration - sum(row[c] for c, _, _ in PHASES)
         on_device = (
             query().timeline(devices[0]).nth_group("global_step", k).get() if devices else []

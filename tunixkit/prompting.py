@@ -9,6 +9,8 @@ a family's chat template), :func:`format_completion` (a target answer) and :func
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from tunixkit import families
 
 __all__ = [
@@ -109,3 +111,32 @@ def without_system(i: int, share: float) -> bool:
     ([False, False, False, True, False, False, False, True], False)
     """
     return int((i + 1) * share) > int(i * share)
+
+
+def sft_pairs(
+    rows: Sequence[Mapping[str, str]],
+    system_prompt: str | None,
+    *,
+    family: str = "gemma3",
+    plain_share: float = 0.0,
+) -> list[tuple[str, str]]:
+    """SFT's (prompt, target) pairs of ``rows`` (``prompt``, ``response``): the prompt in the
+    family's chat template with ``system_prompt``, except for ``plain_share`` of the rows spread
+    evenly (:func:`without_system`); every target ends its turn (:func:`end_turn`), so that the
+    model learns to stop.
+
+    >>> rows = [{"prompt": "1+1?", "response": "<answer>2</answer>"}] * 2
+    >>> [(p.count("Be brief"), t) for p, t in sft_pairs(rows, "Be brief.", plain_share=0.5)]
+    [(1, '<answer>2</answer><end_of_turn>'), (0, '<answer>2</answer><end_of_turn>')]
+    """
+    return [
+        (
+            format_prompt(
+                r["prompt"],
+                None if without_system(i, plain_share) else system_prompt,
+                family=family,
+            ),
+            end_turn(r["response"], family=family),
+        )
+        for i, r in enumerate(rows)
+    ]

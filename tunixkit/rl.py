@@ -90,6 +90,13 @@ class GRPOSettings:
         "vanilla"  # "vanilla" (tunix's sampler), "vllm" or "sglang_jax" (see ENGINES)
     )
 
+    def sampled(self, config: evaluation.EvalConfig) -> evaluation.EvalConfig:
+        """``config`` sampling as the rollouts do (this temperature, top-k and top-p): the
+        evaluation of sampled answers, beside the greedy ones."""
+        return dataclasses.replace(
+            config, temperature=self.temperature, top_k=self.top_k, top_p=self.top_p
+        )
+
 
 # What each rollout engine needs in tunix 0.1.7 (rl_cluster.py:363-482): the module it imports when
 # chosen, the pip package, and the model families tunix ships trainer-to-engine weight mappings for.
