@@ -20,6 +20,7 @@ PACKAGE = ROOT / "tunixkit"
 # Lowest first; a module may import the modules of the layers before its own.
 LAYERS = (
     ("tunix workarounds", ("_compat",)),
+    ("processes", ("hosts",)),
     ("basics", ("answers", "stats", "calculator", "runtime", "runlog", "tokenizer", "families")),
     ("the answer format", ("prompting",)),
     ("data and files", ("session", "data", "rewards", "checkpoints")),

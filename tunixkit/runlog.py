@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tunix.sft import hooks
 
+from tunixkit import hosts
+
 if TYPE_CHECKING:
     from flax import nnx
     from matplotlib.figure import Figure
@@ -36,7 +38,8 @@ class MetricsFile(hooks.TrainingHooks):
     """A tunix ``TrainingHooks`` that appends each logged step's metrics to a JSONL file.
 
     tunix keeps its metric history in memory; this file survives a restart, so curves and
-    first/last figures span every session of a resumed run. Rows:
+    first/last figures span every session of a resumed run. Of several processes (a multi-host
+    run), process 0 writes it. Rows:
     ``{"mode", "step", <name>: value}`` with the latest value of each of ``names`` that the trainer
     logged (``loss`` by default; DPO adds ``rewards/margin`` and ``rewards/accuracy``).
     """
@@ -65,8 +68,9 @@ class MetricsFile(hooks.TrainingHooks):
             row["learning_rate"] = rate  # the rate this step's update used
         if mode == "eval" and self.on_eval is not None:
             row |= {k: float(v) for k, v in self.on_eval().items()}
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(row) + "\n")
+        if hosts.is_writer():  # every process measured the row (on_eval may be a collective)
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(row) + "\n")
 
     def on_train_step_end(self, train_ctx: Any, train_step: int, train_loss: Any) -> None:
         self._write(train_ctx, "train", train_step)
@@ -137,7 +141,7 @@ class RLMetricsFile:
                 continue
             value = np.asarray(values, dtype=float)
             row[key] = float(op(value) if op is not None else value.mean())
-        if len(row) > 2:
+        if len(row) > 2 and hosts.is_writer():
             with self.path.open("a", encoding="utf-8") as f:
                 f.write(json.dumps(row) + "\n")
 
@@ -212,5 +216,5 @@ def digest(model: nnx.Module, *, trainable_only: bool = True) -> str:
         jax.tree_util.tree_flatten_with_path(state)[0], key=lambda kv: str(kv[0])
     ):
         h.update(str(path).encode())
-        h.update(np.ascontiguousarray(jax.device_get(leaf)).tobytes())
+        h.update(np.ascontiguousarray(hosts.host_value(leaf)).tobytes())
     return h.hexdigest()[:16]

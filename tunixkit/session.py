@@ -33,7 +33,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from tunixkit import runtime
+from tunixkit import hosts, runtime
 
 __all__ = [
     "Clock",
@@ -188,8 +188,9 @@ class Session:
     def record(self, name: str, seconds: float) -> None:
         """Keep a duration measured elsewhere (e.g. ``LoadedModel.load_seconds`` as ``"load"``)."""
         self.timings[name] = float(seconds)
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        (self.out_dir / TIMINGS_FILE).write_text(json.dumps(self.timings, indent=1))
+        if hosts.is_writer():  # of several processes, process 0's timings (its clock decides)
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            (self.out_dir / TIMINGS_FILE).write_text(json.dumps(self.timings, indent=1))
 
     def reserve(self) -> float:
         """Seconds to keep after training: the evaluation after (as long as the one before took),
@@ -246,12 +247,16 @@ class Session:
 
     def fit(self, n: int, *, label: str = "evaluation") -> int:
         """How many of ``n`` questions the evaluation after training can take in the time left
-        (at the pace of the evaluation before it); says so when that is fewer than ``n``."""
+        (at the pace of the evaluation before it); says so when that is fewer than ``n``. Of
+        several processes, process 0's figure (:func:`tunixkit.hosts.agree`)."""
         per_item = self.timings.get(label, 0.0) / max(1.0, self.timings.get(f"{label}_items", n))
         budget = self.remaining() - self.margin
-        if per_item <= 0 or budget >= per_item * n:
+        fit = (
+            n if per_item <= 0 or budget >= per_item * n else max(1, min(n, int(budget / per_item)))
+        )
+        fit = int(hosts.agree(fit))  # process 0's figure on every process (one evaluation)
+        if fit == n:
             return n
-        fit = max(1, min(n, int(budget / per_item)))
         print(
             f"session clock: {budget:.0f}s left, so the {label} shrinks to {fit} of {n} questions"
         )

@@ -37,7 +37,7 @@ import numpy as np
 import optax
 from flax.struct import dataclass as flax_dataclass
 
-from tunixkit import _compat, runtime
+from tunixkit import _compat, hosts, runtime
 from tunixkit.runlog import MetricsFile, RLMetricsFile
 from tunixkit.session import Clock
 from tunixkit.tokenizer import Tokenizer
@@ -505,20 +505,24 @@ class _Feed:
 
     def _must_stop(self, steps: int) -> bool:
         """Whether to stop with ``steps`` steps done: the session clock leaves no time for another
-        step, or ``OUTPUT_DIR/STOP`` asks to stop (``stopped`` says which)."""
+        step, or ``OUTPUT_DIR/STOP`` asks to stop (``stopped`` says which). Of several processes,
+        process 0's clock and files decide for all (:func:`tunixkit.hosts.agree`): a process that
+        stopped alone would leave the others waiting in the next step's collectives."""
         if self.session is None:
             return False
+        reason = None
         rehearsal = self.session.rehearsal
         if rehearsal is not None and steps - self.skip >= rehearsal.steps:
-            self.stopped = "rehearsal"
-            return True
-        if self.session.stop_requested(steps):
-            self.stopped = "stop requested"
-            return True
-        if self.session.must_stop(max(self.step_seconds[-3:], default=0.0)):
-            self.stopped = "session clock"
-            return True
-        return False
+            reason = "rehearsal"
+        elif self.session.stop_requested(steps):
+            reason = "stop requested"
+        elif self.session.must_stop(max(self.step_seconds[-3:], default=0.0)):
+            reason = "session clock"
+        agreed = int(hosts.agree(np.int32(-1 if reason is None else STOPS.index(reason))))
+        if agreed < 0:
+            return False
+        self.stopped = STOPS[agreed]
+        return True
 
     def _batches(self) -> Iterator[Any]:
         for i, batch in enumerate(self.batches):
@@ -575,6 +579,9 @@ class _Feed:
             return
         pace = statistics.median(self.step_seconds[1:])
         more = self.session.steps_that_fit(pace)
+        # process 0's figure on every process: the schedule's horizon is part of the update
+        more = int(hosts.agree(np.int32(-1 if more is None else more)))
+        more = None if more < 0 else more
         horizon = None if more is None else schedule_horizon(self.trainer)
         if more is None or horizon is None:
             return
@@ -616,6 +623,8 @@ class _Feed:
         return float(schedule_rate(peak, warmup, trainer.train_steps, horizon, xp=np))
 
 
+# why a run stopped early, by the index process 0 sends the others (:meth:`_Feed._must_stop`)
+STOPS = ("rehearsal", "stop requested", "session clock")
 PACE_STEPS = 3  # steps timed after the first (compiles) before the pace sizes the schedule
 
 

@@ -1,0 +1,103 @@
+"""Several processes, one run (tunixkit.hosts): JAX's multi-controller runtime on this CPU.
+
+Two processes of 2 emulated devices each, joined by a local coordinator, train ``resume_job``'s DPO
+run into one shared folder (``tests/hosts_job.py``), against the same run in one process on 4
+devices: the trained weights must match within float tolerance (the collectives' order of sums
+differs), one metrics file is written (process 0's), and a session clock that has run out on
+process 1 alone must not stop it (process 0 decides for both; stopping alone would leave process 0
+waiting in the next step's collective). The one-process behaviour of every function is checked
+in the process of the test itself.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import jax
+import killing
+import numpy as np
+
+from tunixkit import hosts
+
+JOB = os.path.join(os.path.dirname(__file__), "hosts_job.py")
+
+
+def test_one_process_needs_no_coordinator():
+    assert not hosts.wanted({}) and not hosts.wanted({hosts.PROCESSES: "1"})
+    assert hosts.wanted({hosts.PROCESSES: "2"})
+    assert hosts.wanted({"TPU_WORKER_HOSTNAMES": "t1k-0,t1k-1"})  # a multi-host TPU slice
+    assert not hosts.wanted({"TPU_WORKER_HOSTNAMES": "localhost"})  # one TPU VM
+    assert hosts.start({}) is False
+    assert hosts.count() == 1 and hosts.is_writer()
+    assert hosts.agree(3) == 3 and hosts.agree(None) is None  # nothing to agree on
+    x = jax.numpy.arange(4.0)
+    np.testing.assert_array_equal(hosts.host_value(x), np.arange(4.0))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def _run(out, devices: int, processes: int) -> list[dict]:
+    """``hosts_job`` in ``processes`` processes of ``devices`` devices each; their summaries."""
+    env = os.environ | killing.cpu_env(devices) | {"WANDB_MODE": "disabled"}
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [os.path.dirname(__file__), env.get("PYTHONPATH")])
+    )
+    port = _free_port()
+    jobs = []
+    for rank in range(processes):
+        joined = (
+            {
+                hosts.COORDINATOR: f"localhost:{port}",
+                hosts.PROCESSES: str(processes),
+                hosts.PROCESS_ID: str(rank),
+            }
+            if processes > 1
+            else {}
+        )
+        jobs.append(
+            subprocess.Popen(
+                [sys.executable, JOB, str(out)],
+                env=env | joined,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
+    summaries = []
+    for rank, job in enumerate(jobs):
+        # a guard against a hang (a process left waiting in a collective), not a pace
+        output, _ = job.communicate(timeout=900)
+        assert job.returncode == 0, f"process {rank} failed:\n{output[-4000:]}"
+        summaries.append(json.loads(output.strip().splitlines()[-1]))
+    return summaries
+
+
+def test_two_processes_train_what_one_process_trains(tmp_path):
+    (one,) = _run(tmp_path / "one", devices=4, processes=1)
+    two = _run(tmp_path / "two", devices=2, processes=2)
+    assert one["devices"] == 4 and one["processes"] == 1
+    assert [s["process"] for s in two] == [0, 1]
+    assert all(s["processes"] == 2 and s["devices"] == 4 for s in two)
+    # the collectives: process 0's values on both; a sharded array whole on both
+    assert [s["agreed"] for s in two] == [[False, 10], [False, 10]]
+    assert all(s["whole"] == list(range(8)) for s in two)
+    # process 1's clock had run out: it trained on to the end with process 0, as one process does
+    assert [(s["steps"], s["stopped"]) for s in two] == [(6, "done"), (6, "done")]
+    assert (one["steps"], one["stopped"]) == (6, "done")
+    assert two[0]["digest"] == two[1]["digest"]  # both hold the same weights
+    a = np.load(tmp_path / "one" / "weights.npz")
+    b = np.load(tmp_path / "two" / "weights.npz")
+    assert list(a) == list(b) and len(a) > 0
+    for key in a:
+        np.testing.assert_allclose(b[key], a[key], rtol=1e-4, atol=1e-5, err_msg=key)
+    # one writer: one metrics row a step, and one checkpoint folder for both processes
+    rows = [json.loads(line) for line in (tmp_path / "two" / "metrics.jsonl").open()]
+    assert [r["step"] for r in rows if r["mode"] == "train"] == list(range(1, 7))
+    assert sorted(p.name for p in (tmp_path / "two" / "checkpoints").iterdir()) == ["4", "6"]
+    assert not (tmp_path / "two" / "clock1" / "timings.json").exists()
