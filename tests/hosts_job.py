@@ -1,11 +1,12 @@
 """One process of a two-process run on this CPU (``tests/test_hosts.py`` starts two).
 
     JAX_COORDINATOR_ADDRESS=localhost:PORT JAX_NUM_PROCESSES=2 JAX_PROCESS_ID=<0|1> \\
-        python tests/hosts_job.py OUTPUT_DIR
+        python tests/hosts_job.py OUTPUT_DIR [dpo|grpo]
 
 Joins the run (:func:`tunixkit.hosts.start`), checks the collectives (:func:`~tunixkit.hosts.agree`
 gives process 0's value, :func:`~tunixkit.hosts.host_value` a sharded array whole), then trains
-``resume_job``'s DPO run into the shared ``OUTPUT_DIR``, as every process of a pod does. Process
+``resume_job``'s DPO run (or its GRPO run: rollouts sampled on every process) into the shared
+``OUTPUT_DIR``, as every process of a pod does. Process
 1's session clock has run out before the first step, process 0's has no limit: the run must go
 on to the end on both (process 0's clock decides), not stop on one and leave the other waiting in
 a collective. Process 0 writes the trained LoRA weights, whole, to ``OUTPUT_DIR/weights.npz``.
@@ -34,7 +35,7 @@ from tunixkit import runlog, runtime, session, training  # noqa: E402
 
 
 def main() -> None:
-    out = pathlib.Path(sys.argv[1])
+    out, kind = pathlib.Path(sys.argv[1]), (sys.argv[2:] or ["dpo"])[0]
     me = jax.process_index()
     mesh = runtime.make_mesh()
     agreed = [bool(hosts.agree(np.bool_(me == 1))), int(hosts.agree(np.int32(10 + me)))]
@@ -43,12 +44,12 @@ def main() -> None:
         jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(mesh.axis_names)),
     )
     whole = hosts.host_value(sharded).tolist()
-    trainer, batches, _, model = resume_job.dpo(out, mesh)
+    trainer, batches, _, model = resume_job.JOBS[kind](out, mesh)
     # process 1's clock has run out; process 0's has no limit (clocks of their own, in their own
     # folders: only the decision is shared)
     clock = session.Session(out / f"clock{me}", 1e-9 if me == 1 else None, time.time())
     result = training.run(
-        trainer, batches, mesh=mesh, metrics_file=out / "metrics.jsonl", session=clock, label="dpo"
+        trainer, batches, mesh=mesh, metrics_file=out / "metrics.jsonl", session=clock, label=kind
     )
     summary = dataclasses.asdict(result) | {
         "process": me,

@@ -42,8 +42,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _run(out, devices: int, processes: int) -> list[dict]:
-    """``hosts_job`` in ``processes`` processes of ``devices`` devices each; their summaries."""
+def _run(out, devices: int, processes: int, kind: str = "dpo") -> list[dict]:
+    """``hosts_job`` (``kind``'s run) in ``processes`` processes of ``devices`` devices each;
+    their summaries."""
     env = os.environ | killing.cpu_env(devices) | {"WANDB_MODE": "disabled"}
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [os.path.dirname(__file__), env.get("PYTHONPATH")])
@@ -62,7 +63,7 @@ def _run(out, devices: int, processes: int) -> list[dict]:
         )
         jobs.append(
             subprocess.Popen(
-                [sys.executable, JOB, str(out)],
+                [sys.executable, JOB, str(out), kind],
                 env=env | joined,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -101,3 +102,14 @@ def test_two_processes_train_what_one_process_trains(tmp_path):
     assert [r["step"] for r in rows if r["mode"] == "train"] == list(range(1, 7))
     assert sorted(p.name for p in (tmp_path / "two" / "checkpoints").iterdir()) == ["4", "6"]
     assert not (tmp_path / "two" / "clock1" / "timings.json").exists()
+
+
+def test_two_processes_sample_grpo_rollouts(tmp_path):
+    """Every process samples the same rollouts (tunix's sampler fetches them whole:
+    ``_compat.sampler_fetches_whole``) and trains the same GRPO steps to the same weights."""
+    two = _run(tmp_path, devices=2, processes=2, kind="grpo")
+    assert [(s["steps"], s["stopped"]) for s in two] == [(6, "done"), (6, "done")]
+    assert two[0]["digest"] == two[1]["digest"]
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").open()]
+    rewarded = [r["step"] for r in rows if "reward" in r]
+    assert rewarded == list(range(1, 7)), rows  # each step's rollouts scored, written once

@@ -5,6 +5,8 @@ Modules by layer, lowest first; a module imports only modules of the layers befo
 
 tunix workarounds
   _compat      every tunix 0.1.7 workaround in one place, each with its test, applied where used
+processes
+  hosts        one run over several processes (a multi-host slice): join, one writer, agreement
 basics
   answers      answer extraction and numeric checking
   stats        the intervals and tests every evaluation reports (Wilson, McNemar, clustered means)
@@ -67,6 +69,7 @@ __all__ = [
     "domains",
     "evaluation",
     "families",
+    "hosts",
     "judging",
     "mix",
     "models",

@@ -85,6 +85,15 @@ trainers for compiling without running; it keeps those tool-only patches to itse
   2,048 tokens makes 16 x 2,048 x 262,144 logits to read one position of each. This pass reads the
   final-normed hidden states (tunix's ``output_hidden_states``) and projects the last position
   only; the unused logits of every position are dead code the compiler drops.
+- :func:`sampler_fetches_whole`: ``generate/sampler.py``'s ``Sampler.__call__`` brings the sampled
+  tokens (and log-probabilities, logits) to the host with ``jax.device_get``, which an array
+  sharded over other processes' devices refuses (``RuntimeError: Fetching value for `jax.Array`
+  that spans non-addressable (non process local) devices is not possible``): in a run of several
+  processes every GRPO rollout and every evaluation failed at its first sampler call. Applied by
+  :func:`tunixkit.hosts.start` once the processes have joined (only then: one process fetches
+  as tunix does), the sampler's fetches gather such an array whole on every process
+  (:func:`whole`; every process samples the same batch, so each calls the gather)
+  (``tests/test_hosts.py``).
 """
 
 from __future__ import annotations
@@ -146,6 +155,8 @@ __all__ = [
     "split_rows",
     "stop_perf_tracing",
     "updates_per_step",
+    "sampler_fetches_whole",
+    "whole",
     "without_aux_metric",
 ]
 
@@ -647,3 +658,36 @@ def make_eval_due(trainer: Any, step: int) -> None:
     """
     if step % trainer.config.eval_every_n_steps:
         trainer.config.eval_every_n_steps = step
+
+
+def whole(x: Any) -> np.ndarray:
+    """``x`` (a ``jax.Array``, or anything ``jax.device_get`` takes) whole on this host; an array
+    sharded over other processes' devices is gathered (a collective: every process calls it)."""
+    if not isinstance(x, jax.Array) or x.is_fully_addressable or x.is_fully_replicated:
+        return jax.device_get(x)
+    from jax.experimental import multihost_utils
+
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+
+
+class _WholeFetchingJax:
+    """The ``jax`` that tunix's sampler module sees once :func:`sampler_fetches_whole` is applied:
+    ``jax`` itself, but ``device_get`` fetches every leaf whole (:func:`whole`)."""
+
+    def __init__(self, module: Any) -> None:
+        self._jax = module
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._jax, name)
+
+    def device_get(self, tree: Any) -> Any:
+        return self._jax.tree.map(whole, tree)
+
+
+def sampler_fetches_whole() -> None:
+    """Make tunix's sampler fetch arrays sharded over other processes whole (see the module
+    docstring). For a run of several processes, where every sampler call needs it; once."""
+    from tunix.generate import sampler as sampler_module
+
+    if not isinstance(sampler_module.jax, _WholeFetchingJax):
+        sampler_module.jax = _WholeFetchingJax(sampler_module.jax)

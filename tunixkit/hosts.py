@@ -14,6 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from tunixkit import _compat
+
+__all__ = ["agree", "count", "host_value", "is_writer", "start"]
+
 # The usual coordinator variables (as ``jax.distributed.initialize`` reads them on a cluster it
 # does not detect itself): where process 0 listens, how many processes, and this one's index.
 COORDINATOR, PROCESSES, PROCESS_ID = (
@@ -56,6 +60,7 @@ def start(environ: dict[str, str] | None = None) -> bool:
         )
     else:
         jax.distributed.initialize()  # a TPU slice: its metadata names the hosts
+    _compat.sampler_fetches_whole()  # tunix's sampler fetches its tokens with jax.device_get
     return True
 
 
@@ -88,10 +93,4 @@ def agree(value: Any) -> Any:
 def host_value(x: Any) -> np.ndarray:
     """``x`` (a ``jax.Array``) whole, as a NumPy array on this host, also when its shards lie on
     other hosts' devices (then gathered: a collective, every process calls it)."""
-    import jax
-
-    if not isinstance(x, jax.Array) or x.is_fully_addressable or x.is_fully_replicated:
-        return np.asarray(jax.device_get(x))
-    from jax.experimental import multihost_utils
-
-    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+    return np.asarray(_compat.whole(x))
