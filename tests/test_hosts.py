@@ -5,12 +5,16 @@ run into one shared folder (``tests/hosts_job.py``), against the same run in one
 devices: the trained weights must match within float tolerance (the collectives' order of sums
 differs), one metrics file is written (process 0's), and a session clock that has run out on
 process 1 alone must not stop it (process 0 decides for both; stopping alone would leave process 0
-waiting in the next step's collective). The one-process behaviour of every function is checked
-in the process of the test itself.
+waiting in the next step's collective). Process 1 then SIGKILLed after a checkpoint
+(``tests/killing.py``): process 0 ends (JAX's heartbeat names the dead process), and a rerun of
+both resumes both from that checkpoint to the same weights. A GRPO run samples its rollouts on
+both processes. The one-process behaviour of every function is checked in the process of the test
+itself.
 """
 
 import json
 import os
+import pathlib
 import socket
 import subprocess
 import sys
@@ -42,17 +46,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _run(out, devices: int, processes: int, kind: str = "dpo") -> list[dict]:
-    """``hosts_job`` (``kind``'s run) in ``processes`` processes of ``devices`` devices each;
-    their summaries."""
-    env = os.environ | killing.cpu_env(devices) | {"WANDB_MODE": "disabled"}
+def _start(out, devices: int, processes: int, kind: str = "dpo", hang_at: dict | None = None):
+    """``hosts_job`` (``kind``'s run) in ``processes`` processes of ``devices`` devices each, into
+    ``out``; ``hang_at``: {process: checkpoint step it hangs after}. [(process, its log)]."""
+    # a killed process ends the others' run after 30 s without its heartbeat (JAX's default: 100)
+    env = os.environ | killing.cpu_env(devices) | {"WANDB_MODE": "disabled", hosts.HEARTBEAT: "30"}
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [os.path.dirname(__file__), env.get("PYTHONPATH")])
     )
     port = _free_port()
     jobs = []
     for rank in range(processes):
-        joined = (
+        mine = env | (
             {
                 hosts.COORDINATOR: f"localhost:{port}",
                 hosts.PROCESSES: str(processes),
@@ -61,22 +66,30 @@ def _run(out, devices: int, processes: int, kind: str = "dpo") -> list[dict]:
             if processes > 1
             else {}
         )
-        jobs.append(
-            subprocess.Popen(
-                [sys.executable, JOB, str(out), kind],
-                env=env | joined,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
+        if rank in (hang_at or {}):
+            mine = killing.hang_at(mine, hang_at[rank])
+        log = pathlib.Path(out) / f"process{rank}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("w") as f:
+            job = subprocess.Popen(
+                [sys.executable, JOB, str(out), kind], env=mine, stdout=f, stderr=subprocess.STDOUT
             )
-        )
+        jobs.append((job, log))
+    return jobs
+
+
+def _finish(jobs) -> list[dict]:
+    """The summaries of ``jobs``, each of which must end well."""
     summaries = []
-    for rank, job in enumerate(jobs):
-        # a guard against a hang (a process left waiting in a collective), not a pace
-        output, _ = job.communicate(timeout=900)
-        assert job.returncode == 0, f"process {rank} failed:\n{output[-4000:]}"
-        summaries.append(json.loads(output.strip().splitlines()[-1]))
+    for rank, (job, log) in enumerate(jobs):
+        rc = killing.wait(job, log)  # a guard against a hang, not a pace
+        assert rc == 0, f"process {rank} failed:\n{log.read_text()[-4000:]}"
+        summaries.append(json.loads(log.read_text().strip().splitlines()[-1]))
     return summaries
+
+
+def _run(out, devices: int, processes: int, kind: str = "dpo") -> list[dict]:
+    return _finish(_start(out, devices, processes, kind))
 
 
 def test_two_processes_train_what_one_process_trains(tmp_path):
@@ -102,6 +115,17 @@ def test_two_processes_train_what_one_process_trains(tmp_path):
     assert [r["step"] for r in rows if r["mode"] == "train"] == list(range(1, 7))
     assert sorted(p.name for p in (tmp_path / "two" / "checkpoints").iterdir()) == ["4", "6"]
     assert not (tmp_path / "two" / "clock1" / "timings.json").exists()
+
+    # process 1 killed after checkpoint 2: process 0 does not wait for it for ever, and a rerun
+    # of both resumes both from step 2, to the weights of the run that was not killed
+    killed = _start(tmp_path / "killed", devices=2, processes=2, hang_at={1: 2})
+    killing.kill_when_hanging(*killed[1], 2)
+    (survivor, log) = killed[0]
+    assert killing.wait(survivor, log) != 0
+    assert "Task 1 heartbeat timeout" in log.read_text()  # JAX's word: the other process died
+    again = _run(tmp_path / "killed", devices=2, processes=2)
+    assert [(s["resumed_from"], s["steps"], s["stopped"]) for s in again] == [(2, 6, "done")] * 2
+    assert [s["digest"] for s in again] == [two[0]["digest"]] * 2
 
 
 def test_two_processes_sample_grpo_rollouts(tmp_path):

@@ -25,6 +25,9 @@ COORDINATOR, PROCESSES, PROCESS_ID = (
     "JAX_NUM_PROCESSES",
     "JAX_PROCESS_ID",
 )
+# Seconds without a process's heartbeat after which the others end the run (a process killed or
+# preempted: JAX's coordinator says "Task N heartbeat timeout"); unset: JAX's default.
+HEARTBEAT = "TUNIXKIT_HEARTBEAT_SECONDS"
 
 
 def wanted(environ: dict[str, str] | None = None) -> bool:
@@ -41,8 +44,10 @@ def wanted(environ: dict[str, str] | None = None) -> bool:
 def start(environ: dict[str, str] | None = None) -> bool:
     """Join the run's processes when the environment asks for several (:func:`wanted`); before any
     other JAX call. On a TPU slice JAX finds the coordinator itself; elsewhere the coordinator
-    variables say it (CPU processes talk through gloo). Returns whether it joined; a second call
-    does nothing."""
+    variables say it (CPU processes talk through gloo). A process that dies ends the others'
+    run once its heartbeat has been missing ``$TUNIXKIT_HEARTBEAT_SECONDS`` (JAX's default: 100);
+    a rerun of every process resumes from the last checkpoint. Returns whether it joined; a second
+    call does nothing."""
     import jax
 
     env = os.environ if environ is None else environ
@@ -50,6 +55,8 @@ def start(environ: dict[str, str] | None = None) -> bool:
         return False
     if jax.distributed.is_initialized():
         return True
+    # how long the others wait for a silent process before the run ends (JAX's default: 100 s)
+    heartbeat = {"heartbeat_timeout_seconds": int(env[HEARTBEAT])} if env.get(HEARTBEAT) else {}
     if env.get(COORDINATOR):
         if env.get("JAX_PLATFORMS", "") == "cpu":
             jax.config.update("jax_cpu_collectives_implementation", "gloo")
@@ -57,9 +64,10 @@ def start(environ: dict[str, str] | None = None) -> bool:
             coordinator_address=env[COORDINATOR],
             num_processes=int(env[PROCESSES]),
             process_id=int(env[PROCESS_ID]),
+            **heartbeat,
         )
     else:
-        jax.distributed.initialize()  # a TPU slice: its metadata names the hosts
+        jax.distributed.initialize(**heartbeat)  # a TPU slice: its metadata names the hosts
     _compat.sampler_fetches_whole()  # tunix's sampler fetches its tokens with jax.device_get
     return True
 

@@ -95,7 +95,8 @@ def breakdown(query: PerfSpanQuery) -> list[dict[str, float]]:
     trace, from 1), ``seconds`` (the whole step, on the main thread), each phase of
     :data:`PHASES` as the host waited for it and ``other`` (what the phases leave of the step),
     then ``device <phase>`` for those of :data:`DEVICE_PHASES` (the first device's time). A step
-    still running when the trace was written, or one in which no phase ran, is left out."""
+    still running when the trace was written, or one in which no phase but ``data`` ran (a resumed
+    run's last, untrained), is left out."""
     threads = [t for t in query.get_timeline_ids() if t.startswith("thread-")]
     devices = sorted(t for t in query.get_timeline_ids() if not t.startswith("thread-"))
     rows = []
@@ -110,8 +111,8 @@ def breakdown(query: PerfSpanQuery) -> list[dict[str, float]]:
                 row[column] = _seconds([step], name, group=True)
             else:
                 row[column] = _seconds(host, name, group=False)
-        if not any(row[c] for c, _, _ in PHASES):
-            continue  # no phase ran in it: the step a resumed run opens and ends at once, untrained
+        if not any(row[c] for c, _, _ in PHASES if c != "data"):
+            continue  # only the data loader ran in it: the step a resumed run opens and ends
         row["other"] = step.duration - sum(row[c] for c, _, _ in PHASES)
         on_device = (
             query().timeline(devices[0]).nth_group("global_step", k).get() if devices else []
