@@ -180,6 +180,8 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ),
     ),
     ("tunix.generate.sampler", "Sampler.init_sample_state", ("all_input_ids",)),
+    # the module's own jax, whose device_get a multi-process run swaps (sampler_fetches_whole)
+    ("tunix.generate.sampler", "jax", ()),
     ("tunix.generate.sampler", "_SamplingState", ("token_buffer", "positions", "cache", "done")),
     ("tunix.sft.peft_trainer", "PeftTrainer", ("model", "optimizer", "training_config")),
     ("tunix.sft.peft_trainer", "PeftTrainer.with_gen_model_input_fn", ("gen_model_input_fn",)),
