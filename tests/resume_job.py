@@ -149,7 +149,7 @@ def simpo(out: pathlib.Path, mesh):
 
 def agentic_grpo(out: pathlib.Path, mesh, trace=None):
     """07's learner: tunix's agentic GRPO with the calculator, as agentic.build makes it
-    (``trace``: a ``profiling.StepTrace`` for its first steps)."""
+    (``trace``: a ``profiling.StepTrace`` for its first steps), on ``agentic.training_mesh``."""
     reference = models.load_model("tiny-gemma3-sft", mesh=mesh, verbose=False)
     actor = models.apply_lora(reference.model, rank=8, alpha=16.0, mesh=mesh, verbose=False)
     settings = rl.GRPOSettings(
@@ -232,6 +232,8 @@ def main() -> None:
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     mesh = runtime.make_mesh()
+    if args.kind == "agentic":
+        mesh = agentic.training_mesh(mesh)  # as agentic.stage trains it
     trainer, batches, eval_batches, model = JOBS[args.kind](args.out, mesh)
     if args.stop_after:
         batches = batches[: args.stop_after]

@@ -292,3 +292,15 @@ def test_the_episode_budget_is_one_number_for_training_and_the_evaluations(tmp_p
             verbose=False,
             recipe_overrides={"grpo.rollout_micro_batch_size": 2},
         )
+
+
+def test_agentic_grpo_trains_on_one_device_of_emulated_cpu_devices():
+    """agentic.training_mesh: the 2 emulated CPU devices' mesh becomes its first device alone, its
+    axes kept (the sampling and training threads' collectives deadlocked on two); a mesh of one
+    device and no mesh stay as they are."""
+    mesh = runtime.make_mesh()
+    assert mesh.devices.size == 2
+    one = agentic.training_mesh(mesh)
+    assert one.devices.size == 1 and one.axis_names == mesh.axis_names
+    assert one.devices.flat[0] == mesh.devices.flat[0]
+    assert agentic.training_mesh(one) is one and agentic.training_mesh(None) is None

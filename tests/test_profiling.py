@@ -11,7 +11,7 @@ import pytest
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2
 from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import TrackEvent
 
-from tunixkit import data, models, profiling, rewards, rl, runtime, testing, training
+from tunixkit import agentic, data, models, profiling, rewards, rl, runtime, testing, training
 
 
 def grpo_run(tmp_path, trace_steps: int, steps: int):
@@ -98,7 +98,7 @@ def test_agentic_grpo_is_traced_through_tunix_s_second_tracer(tmp_path):
     import resume_job
     from tunix.perf.experimental.tracer import NoopTracer
 
-    mesh = runtime.make_mesh()
+    mesh = agentic.training_mesh(runtime.make_mesh())  # as agentic.stage trains
     trace = profiling.StepTrace(tmp_path / "trace", 2)
     learner, batches, _, _ = resume_job.agentic_grpo(tmp_path, mesh, trace=trace)
     cluster = learner.rl_cluster

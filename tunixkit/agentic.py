@@ -84,6 +84,7 @@ __all__ = [
     "stage",
     "table",
     "trace_pairs",
+    "training_mesh",
 ]
 
 
@@ -491,6 +492,23 @@ def episode_cache_size(settings: rl.GRPOSettings) -> int:
     return 2 * settings.max_prompt_length + settings.max_generation_steps + 16
 
 
+def training_mesh(mesh: Mesh | None) -> Mesh | None:
+    """The mesh agentic GRPO trains on: ``mesh``, except over several emulated CPU devices, where
+    it is their first device alone. tunix's agentic learner samples episodes in a thread beside
+    the thread that trains, and on emulated CPU devices the two threads' multi-device programs
+    can each hold a device the other waits for: XLA then ends the process in a collective
+    ("Termination timeout for all gather ... Expected 2 threads to join the rendezvous, but only
+    1 of them arrived", 07 in CI on 2026-11-27 and 2026-12-02, with episodes already taking
+    turns). One device has no collective to wait in. Accelerators keep ``mesh``."""
+    if mesh is None or mesh.devices.size == 1 or mesh.devices.flat[0].platform != "cpu":
+        return mesh
+    import jax
+
+    return jax.sharding.Mesh(
+        np.asarray(mesh.devices.flat[:1]).reshape((1,) * mesh.devices.ndim), mesh.axis_names
+    )
+
+
 def build(
     actor: nnx.Module,
     reference: nnx.Module,
@@ -537,10 +555,9 @@ def build(
         trace.attach(cluster)
     _compat.fresh_seed_per_call(cluster, settings.seed)
     episodes = Episodes(out / "episodes.jsonl")
-    # Episodes run in threads, each calling the sampler. On emulated CPU devices, concurrent
-    # multi-device programs wait on each other's collectives and hang ("all reduce ... may be
-    # stuck"), so there they take turns; accelerators run the whole batch at once.
-    cpu_mesh = mesh.devices.flat[0].platform == "cpu" and mesh.devices.size > 1
+    # Episodes run in threads, each calling the sampler. On CPU they take turns, so that a seed
+    # gives the same episodes (and the smoke run its figures); accelerators run the batch at once.
+    cpu_mesh = mesh.devices.flat[0].platform == "cpu"
     algo = agentic_grpo_learner.GRPOConfig(
         num_generations=settings.num_generations,
         num_iterations=settings.num_iterations,
@@ -583,6 +600,7 @@ def stage(
         return stages.state[name]["export"]
     if not stages.ready(name):
         return None
+    mesh = training_mesh(mesh)
     base, lora = pipeline.start_stage(stages, name, recipe, None, mesh, frozen_reference=True)
     learner, _, _ = build(
         lora,
