@@ -104,7 +104,7 @@ def test_each_sampler_call_gets_its_own_seed():
     rollout = types.SimpleNamespace(
         generate=lambda prompts, config, **kw: seeds.append(config.seed)
     )
-    cluster = types.SimpleNamespace(rollout=rollout)
+    cluster = types.SimpleNamespace(rollout=rollout, global_steps=0)
     config = types.SimpleNamespace(seed=7)
     import dataclasses
 
@@ -113,9 +113,20 @@ def test_each_sampler_call_gets_its_own_seed():
         seed: int
 
     _compat.fresh_seed_per_call(cluster, 100)
-    for _ in range(3):
+    for step in (0, 0, 0, 1, 1):
+        cluster.global_steps = step
         cluster.rollout.generate(["p"], Config(seed=config.seed))
-    assert seeds == [101, 102, 103]
+    stride = _compat.SEED_STRIDE
+    assert seeds == [101, 102, 103, 101 + stride, 102 + stride]
+    # a resumed run (a new process at step 1, as tunix restores it) samples with the same seeds
+    seeds.clear()
+    sample = types.SimpleNamespace(generate=lambda prompts, config, **kw: seeds.append(config.seed))
+    resumed = types.SimpleNamespace(rollout=sample)
+    resumed.global_steps = 1
+    _compat.fresh_seed_per_call(resumed, 100)
+    for _ in range(2):
+        resumed.rollout.generate(["p"], Config(seed=7))
+    assert seeds == [101 + stride, 102 + stride]
 
 
 def test_tunix_orpo_path_logs_an_odds_ratio_simpo_drops_it():

@@ -103,7 +103,6 @@ import dataclasses
 import functools
 import importlib
 import inspect
-import itertools
 import math
 import threading
 import uuid
@@ -239,14 +238,26 @@ class ForgivingToolEnvironment(ToolEnvironment):
         return out
 
 
+# Seeds a step's sampler calls may take before the next step's (fresh_seed_per_call).
+SEED_STRIDE = 2**16
+
+
 def fresh_seed_per_call(cluster: RLCluster, base_seed: int) -> None:
-    """Make each of ``cluster``'s sampler calls use its own seed (``base_seed`` + 1, + 2, ...)."""
+    """Make each of ``cluster``'s sampler calls use its own seed: the n-th call (from 1) made while
+    the cluster is at step ``s`` (its ``global_steps``, which tunix restores from a checkpoint)
+    samples with ``base_seed + SEED_STRIDE * s + n``. A resumed run thus samples its steps with
+    the seeds an uninterrupted one used (a count of every call since the process began restarted
+    at 1 and sampled a resumed run's step 3 with step 1's seeds)."""
     rollout = cluster.rollout
-    generate, counter, lock = rollout.generate, itertools.count(1), threading.Lock()
+    generate, lock, at = rollout.generate, threading.Lock(), {"step": None, "calls": 0}
 
     def generate_with_own_seed(prompts, rollout_config, **kwargs):
         with lock:
-            seed = (base_seed + next(counter)) % 2**31
+            step = int(cluster.global_steps)
+            if step != at["step"]:
+                at.update(step=step, calls=0)
+            at["calls"] += 1
+            seed = (base_seed + SEED_STRIDE * step + at["calls"]) % 2**31
         return generate(prompts, dataclasses.replace(rollout_config, seed=seed), **kwargs)
 
     rollout.generate = generate_with_own_seed

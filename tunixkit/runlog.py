@@ -93,7 +93,8 @@ class MetricsFile(hooks.TrainingHooks):
 class RLMetricsFile:
     """GRPO's per-step metrics into the same JSONL file: an ``RLCluster`` external metrics logger
     (rewards, each reward function, completion length) plus a :class:`MetricsFile` on its actor
-    trainer (loss, KL). ``offset``: the steps a resumed run starts from (tunix counts from 0)."""
+    trainer (loss, KL). Rows carry tunix's step, which a resumed run restores: its steps go on from
+    the checkpoint's (an offset added to it once labelled a run resumed at 2 with steps 5 to 8)."""
 
     # the summed reward (GRPO; the environment's in agentic GRPO), completion length; and as they
     # are, the per-step figures tunixkit's metric functions log under ``tool/``
@@ -108,11 +109,10 @@ class RLMetricsFile:
         self,
         path: str | pathlib.Path,
         *,
-        offset: int = 0,
         before_step: Callable[[Any], None] | None = None,
         rate: Callable[[Any], float | None] | None = None,
     ) -> None:
-        self.path, self.offset, self.before_step = pathlib.Path(path), offset, before_step
+        self.path, self.before_step = pathlib.Path(path), before_step
         self.rate = rate  # the actor's learning rate (:class:`MetricsFile`'s ``rate``)
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
@@ -124,7 +124,8 @@ class RLMetricsFile:
     def __call__(self, buffer: Any) -> None:
         row: dict[str, Any] = {
             "mode": str(buffer.mode),
-            "step": self.offset + int(buffer.global_steps) + 1,
+            # tunix restores its step count from the checkpoint: a resumed run goes on from it
+            "step": int(buffer.global_steps) + 1,
         }
         for name, (values, op) in buffer.metrics.items():
             key = self.NAMES.get(name)

@@ -677,9 +677,9 @@ def run(
     feed.trainer = trainer
     if rl:
         _check_grpo_skip(trainer, resumed_from)
-        RLMetricsFile(
-            metrics_file, offset=resumed_from, before_step=feed.size_schedule, rate=feed.rate
-        ).attach(trainer.rl_cluster)
+        RLMetricsFile(metrics_file, before_step=feed.size_schedule, rate=feed.rate).attach(
+            trainer.rl_cluster
+        )
     else:
         trainer.with_training_hooks(
             _RunHooks(feed, metrics_file, metric_names, on_eval, feed.size_schedule, feed.rate)
