@@ -130,10 +130,26 @@ def test_two_processes_train_what_one_process_trains(tmp_path):
 
 def test_two_processes_sample_grpo_rollouts(tmp_path):
     """Every process samples the same rollouts (tunix's sampler fetches them whole:
-    ``_compat.sampler_fetches_whole``) and trains the same GRPO steps to the same weights."""
-    two = _run(tmp_path, devices=2, processes=2, kind="grpo")
+    ``_compat.sampler_fetches_whole``) and trains the same GRPO steps to the same weights, those
+    of one process on 4 devices: the same rewards each step, and the same LoRA weights within
+    float tolerance."""
+    (one,) = _run(tmp_path / "one", devices=4, processes=1, kind="grpo")
+    two = _run(tmp_path / "two", devices=2, processes=2, kind="grpo")
     assert [(s["steps"], s["stopped"]) for s in two] == [(6, "done"), (6, "done")]
+    assert (one["steps"], one["stopped"]) == (6, "done")
     assert two[0]["digest"] == two[1]["digest"]
-    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").open()]
-    rewarded = [r["step"] for r in rows if "reward" in r]
-    assert rewarded == list(range(1, 7)), rows  # each step's rollouts scored, written once
+
+    def rewards(run: str) -> list[tuple[int, float]]:
+        rows = [json.loads(line) for line in (tmp_path / run / "metrics.jsonl").open()]
+        return [(r["step"], r["reward"]) for r in rows if "reward" in r]
+
+    # each step's rollouts scored, written once; the same samples as one process's (their rewards)
+    assert [step for step, _ in rewards("two")] == list(range(1, 7)), rewards("two")
+    np.testing.assert_allclose(
+        [r for _, r in rewards("two")], [r for _, r in rewards("one")], atol=1e-6
+    )
+    a = np.load(tmp_path / "one" / "weights.npz")
+    b = np.load(tmp_path / "two" / "weights.npz")
+    assert list(a) == list(b) and len(a) > 0
+    for key in a:
+        np.testing.assert_allclose(b[key], a[key], rtol=1e-4, atol=1e-5, err_msg=key)
