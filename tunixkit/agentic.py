@@ -54,6 +54,7 @@ from tunixkit import (
     profiling,
     prompting,
     rl,
+    runtime,
     training,
 )
 from tunixkit.answers import extract_answer, numbers_equal, parse_number
@@ -502,11 +503,8 @@ def training_mesh(mesh: Mesh | None) -> Mesh | None:
     turns). One device has no collective to wait in. Accelerators keep ``mesh``."""
     if mesh is None or mesh.devices.size == 1 or mesh.devices.flat[0].platform != "cpu":
         return mesh
-    import jax
-
-    return jax.sharding.Mesh(
-        np.asarray(mesh.devices.flat[:1]).reshape((1,) * mesh.devices.ndim), mesh.axis_names
-    )
+    shape = (1,) * mesh.devices.ndim
+    return runtime.make_mesh(shape, mesh.axis_names, devices=list(mesh.devices.flat[:1]))
 
 
 def build(
@@ -557,7 +555,7 @@ def build(
     episodes = Episodes(out / "episodes.jsonl")
     # Episodes run in threads, each calling the sampler. On CPU they take turns, so that a seed
     # gives the same episodes (and the smoke run its figures); accelerators run the batch at once.
-    cpu_mesh = mesh.devices.flat[0].platform == "cpu"
+    on_cpu = mesh.devices.flat[0].platform == "cpu"
     algo = agentic_grpo_learner.GRPOConfig(
         num_generations=settings.num_generations,
         num_iterations=settings.num_iterations,
@@ -566,7 +564,7 @@ def build(
         kl_loss_mode=settings.kl_loss_mode,
         system_prompt=system_prompt,
         max_response_length=settings.max_generation_steps,
-        max_concurrency=1 if cpu_mesh else settings.batch_size * settings.num_generations,
+        max_concurrency=1 if on_cpu else settings.batch_size * settings.num_generations,
     )
     learner = agentic_grpo_learner.GRPOLearner(
         rl_cluster=cluster,
