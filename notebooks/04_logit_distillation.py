@@ -53,7 +53,7 @@ os.environ.setdefault("TUNIXKIT_SESSION_START", str(time.time()))  # the session
 # The tunixkit commit this notebook was tested with (written by scripts/release.py): a re-run months
 # later installs the same code. TUNIXKIT_SOURCE: the repository (a URL, or a folder used as it is,
 # e.g. the repository attached as a Kaggle dataset when the Internet is off).
-TUNIXKIT_RELEASE = os.environ.get("TUNIXKIT_RELEASE", "379dde1ad53dcb383df6376c9782906efeee6f33")
+TUNIXKIT_RELEASE = os.environ.get("TUNIXKIT_RELEASE", "426d92ea1904ddaca8b943b01295c0a59a84e521")
 if importlib.util.find_spec("tunixkit") is None:
     src = os.environ.get("TUNIXKIT_SOURCE", "https://github.com/tunixkit/tunixkit")
     if not os.path.isdir(src):
