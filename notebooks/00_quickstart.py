@@ -75,10 +75,9 @@ GSM8K_PATH = (
 )
 
 # %%
-import json
 import time
 
-from tunixkit import evaluation, models, recipes, runtime
+from tunixkit import evaluation, models, recipes, runlog, runtime
 
 rt, recipe, out_dir, clock = recipes.start(
     recipes.Quickstart, PROFILE, OUTPUT_DIR, inputs={"model_path": MODEL_PATH}, model_id=MODEL_ID
@@ -142,7 +141,7 @@ summary = {
     "format_rate": result.format_rate,
     "mean_tokens": result.mean_tokens,
 }
-(out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+runlog.write_summary(out_dir, summary)
 summary
 
 # %% [markdown]

@@ -115,7 +115,6 @@ TRACE_STEPS = 3  # first GRPO steps traced: where the time goes (trace/, step_ti
 
 # %%
 import dataclasses
-import json
 
 from IPython.display import Markdown, display
 
@@ -491,7 +490,7 @@ summary = {
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
     "adoption": {"adopted": adoption.adopted, "why": adoption.why, "judged": str(judged_path)},
 }
-(out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+runlog.write_summary(out_dir, summary)
 {k: v for k, v in summary.items() if not isinstance(v, dict)}
 
 # %% [markdown]

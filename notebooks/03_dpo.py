@@ -105,7 +105,6 @@ RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, 
 
 # %%
 import dataclasses
-import json
 
 from IPython.display import Markdown, display
 from tunix.sft.dpo import dpo_trainer
@@ -391,7 +390,7 @@ summary = {
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
     "adoption": {"adopted": adoption.adopted, "why": adoption.why, "judged": str(judged_path)},
 }
-(out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+runlog.write_summary(out_dir, summary)
 summary
 
 # %% [markdown]

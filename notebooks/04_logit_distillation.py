@@ -100,7 +100,6 @@ KAGGLE_MODEL = None  # to upload the student's export: "<user>/<model>/jax/<vari
 RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, "eval.batch_size": 8}
 
 # %%
-import json
 
 from IPython.display import Markdown, display
 from tunix.distillation import distillation_trainer
@@ -352,7 +351,7 @@ summary = {
     "exports": {k: str(v) for k, v in exports.items()},
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
 }
-(out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+runlog.write_summary(out_dir, summary)
 {k: v for k, v in summary.items() if not isinstance(v, dict)}
 
 # %% [markdown]

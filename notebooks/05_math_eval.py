@@ -86,12 +86,11 @@ MATH_PATH = None  # full: a local copy of EleutherAI/hendrycks_math (folder or f
 
 # %%
 import dataclasses
-import json
 import pathlib
 
 from IPython.display import Markdown, display
 
-from tunixkit import evaluation, models, prompting, recipes, runtime
+from tunixkit import evaluation, models, prompting, recipes, runlog, runtime
 
 rt, recipe, out_dir, clock = recipes.start(
     recipes.MathEval,
@@ -222,7 +221,7 @@ summary = {
         for bench, found in math_results.items()
     },
 }
-(out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+runlog.write_summary(out_dir, summary)
 (out_dir / "comparison.md").write_text(evaluation.comparison_table(results) + "\n")
 {name: round(m["accuracy"], 3) for name, m in summary["models"].items()}
 

@@ -139,7 +139,6 @@ TRACE_STEPS = 3  # first GRPO steps traced: where the time goes (grpo/trace/, gr
 RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, "eval.batch_size": 8}
 
 # %%
-import json
 
 from IPython.display import Markdown, display
 
@@ -152,6 +151,7 @@ from tunixkit import (
     prompting,
     recipes,
     rl,
+    runlog,
     runtime,
     session,
     testing,
@@ -586,7 +586,7 @@ summary = {
     # what OUTPUT_DIR holds (a stage's export replaces the one before; Kaggle keeps 20 GB)
     "output_bytes": session.disk_usage(out_dir),
 }
-(out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+runlog.write_summary(out_dir, summary)
 print(f"output: {summary['output_bytes'] / 1e9:.2f} GB in {out_dir} (Kaggle keeps 20 GB)")
 print("prompts cut:", summary["prompts_cut"], "judge prompts cut:", summary["judge_prompts_cut"])
 {name: round(e.rows["all"]["judged"], 3) for name, e in evals.items()}

@@ -344,7 +344,7 @@ summary = {
     },
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
 }
-(out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+runlog.write_summary(out_dir, summary)
 summary["train"]
 
 # %% [markdown]

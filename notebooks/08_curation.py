@@ -136,6 +136,7 @@ from tunixkit import (
     pipeline,
     prompting,
     recipes,
+    runlog,
     runtime,
     testing,
 )
@@ -336,5 +337,5 @@ summary = {
     "checks": figures,
     "seconds": clock.elapsed(),
 }
-(out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+runlog.write_summary(out_dir, summary)
 checks.done("curation")

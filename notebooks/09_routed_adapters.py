@@ -100,11 +100,20 @@ RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"eval.batch_size"
 
 # %%
 import dataclasses
-import json
 
 from IPython.display import Markdown, display
 
-from tunixkit import domains, evaluation, models, pipeline, prompting, recipes, routing, runtime
+from tunixkit import (
+    domains,
+    evaluation,
+    models,
+    pipeline,
+    prompting,
+    recipes,
+    routing,
+    runlog,
+    runtime,
+)
 
 rt, recipe, out_dir, clock = recipes.start(
     recipes.Routed,
@@ -354,5 +363,5 @@ summary = {
     "checks": figures,
     "seconds": clock.elapsed(),
 }
-(out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+runlog.write_summary(out_dir, summary)
 checks.done("routed adapters")

@@ -119,6 +119,7 @@ def rows() -> list[str]:
         "memplan_gpu",
         "memplan_tpu_aot",
         "memplan_tpu_aot_families",
+        "memplan_tpu_aot_pod",
     ):
         try:
             out += _rows(name)
@@ -128,6 +129,7 @@ def rows() -> list[str]:
                 "memplan_gpu": "memory_plan",
                 "memplan_tpu_aot": "memory_plan",
                 "memplan_tpu_aot_families": "memory_plan",
+                "memplan_tpu_aot_pod": "memory_plan",
                 "sft_step_gpu": "sft_step",
                 "sampler_placement_tpu_aot": "sampler_placement",
                 "judge_score_tpu_aot": "judge_score",
@@ -302,11 +304,10 @@ def _rows(name: str) -> list[str]:
 def _memplan_rows(m: dict, *, accelerator: bool, flag: str = "gpu") -> list[str]:
     """One row per plan: the CPU's emulated-device upper bounds, or compiled for an accelerator
     (a lent GPU, ``--accelerator``; a TPU slice's compiler run here, ``--tpu-aot``)."""
-    option = " --tpu-aot" if flag == "tpu_aot" else " --accelerator"
+    aot = flag.startswith("tpu_aot")
+    option = " --tpu-aot" if aot else " --accelerator"
     script = f"`bench/memory_plan.py{option if accelerator else ''}`"
-    device = (
-        m["device"].split(" (")[0] if flag != "tpu_aot" else f"{m['device'].split(',')[0]} (AOT)"
-    )
+    device = m["device"].split(" (")[0] if not aot else f"{m['device'].split(',')[0]} (AOT)"
     out = []
     for plan in [*m["plans"], *m.get("rechecks", [])]:
         worst = max(plan["steps"], key=lambda s: s["peak"])
@@ -319,6 +320,8 @@ def _memplan_rows(m: dict, *, accelerator: bool, flag: str = "gpu") -> list[str]
             if accelerator
             else f"{sum(s['compile_s'] for s in plan['steps']):.0f} s of compiles"
         )
+        if flag == "tpu_aot_pod":  # planned by memplan's command itself, for a multi-host slice
+            script, where = f"`{plan['command']}`", f"compiled for {plan['topology']} (AOT)"
         out.append(
             f"| {script} | {plan['recipe']}{stage} | {plan['peak'] / 2**30:.1f} GiB"
             f"{'' if accelerator else '/device'} ({worst['name']}), {where} "

@@ -44,6 +44,19 @@ def main() -> None:
         jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(mesh.axis_names)),
     )
     whole = hosts.host_value(sharded).tolist()
+    # each process's rows of a global batch, and the global batch tunix makes of them
+    rows = hosts.own_rows({"x": np.arange(8)}, mesh)["x"]
+    made = jax.make_array_from_process_local_data(
+        jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("fsdp")), rows
+    )
+    # a file written once: process 0 writes, the other waits for it; a failure there ends both
+    hosts.once("write a note", (out / "note.txt").write_text, f"written by process {me}")
+    note = (out / "note.txt").read_text()
+    try:
+        hosts.once("fail on purpose", lambda: 1 / 0)
+        failed = ""
+    except (ZeroDivisionError, RuntimeError) as e:
+        failed = f"{type(e).__name__}: {e}"
     trainer, batches, _, model = resume_job.JOBS[kind](out, mesh)
     # process 1's clock has run out; process 0's has no limit (clocks of their own, in their own
     # folders: only the decision is shared)
@@ -57,6 +70,10 @@ def main() -> None:
         "devices": jax.device_count(),
         "agreed": agreed,
         "whole": whole,
+        "rows": rows.tolist(),
+        "made": hosts.host_value(made).tolist(),
+        "note": note,
+        "failed": failed,
         "digest": runlog.digest(model),
     }
     # the trained LoRA weights, whole (gathered from every process), in path order

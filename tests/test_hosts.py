@@ -36,6 +36,7 @@ def test_one_process_needs_no_coordinator():
     assert hosts.start({}) is False
     assert hosts.count() == 1 and hosts.is_writer()
     assert hosts.agree(3) == 3 and hosts.agree(None) is None  # nothing to agree on
+    assert hosts.once("add", lambda a, b: a + b, 2, b=3) == 5  # run here, its value returned
     x = jax.numpy.arange(4.0)
     np.testing.assert_array_equal(hosts.host_value(x), np.arange(4.0))
 
@@ -101,6 +102,13 @@ def test_two_processes_train_what_one_process_trains(tmp_path):
     # the collectives: process 0's values on both; a sharded array whole on both
     assert [s["agreed"] for s in two] == [[False, 10], [False, 10]]
     assert all(s["whole"] == list(range(8)) for s in two)
+    # each process feeds its own rows of a batch; the global batch made of them is the whole one
+    assert [s["rows"] for s in two] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert all(s["made"] == list(range(8)) for s in two)
+    # hosts.once: process 0 wrote the note, process 1 read it whole; a failure ends both
+    assert [s["note"] for s in two] == ["written by process 0"] * 2
+    assert two[0]["failed"] == "ZeroDivisionError: division by zero"
+    assert two[1]["failed"] == "RuntimeError: process 0 failed to fail on purpose: its log says why"
     # process 1's clock had run out: it trained on to the end with process 0, as one process does
     assert [(s["steps"], s["stopped"]) for s in two] == [(6, "done"), (6, "done")]
     assert (one["steps"], one["stopped"]) == (6, "done")

@@ -94,6 +94,8 @@ trainers for compiling without running; it keeps those tool-only patches to itse
   as tunix does), the sampler's fetches gather such an array whole on every process
   (:func:`whole`; every process samples the same batch, so each calls the gather)
   (``tests/test_hosts.py``).
+- :func:`shards_input_as_it_comes`: which tunix trainers build their global batch from each
+  process's rows (``PeftTrainer``), and which compute on the whole batch first (DPO, distillation).
 """
 
 from __future__ import annotations
@@ -702,3 +704,18 @@ def sampler_fetches_whole() -> None:
 
     if not isinstance(sampler_module.jax, _WholeFetchingJax):
         sampler_module.jax = _WholeFetchingJax(sampler_module.jax)
+
+
+def shards_input_as_it_comes(trainer: Any) -> bool:
+    """Whether ``trainer`` makes its global batch from each process's part as it comes (tunix's
+    ``shard_input``: ``jax.make_array_from_process_local_data``), so that each process of a run
+    may feed only its own rows (:func:`tunixkit.hosts.own_rows`): ``PeftTrainer`` (SFT) does. Its
+    DPO and distillation trainers compute on the batch in ``_prepare_inputs`` before they shard it
+    (the reference's or the teacher's log-probabilities), so every process feeds them the whole
+    batch; GRPO samples on every process alike."""
+    from tunix.sft import peft_trainer
+
+    return (
+        isinstance(trainer, peft_trainer.PeftTrainer)
+        and type(trainer)._prepare_inputs is peft_trainer.PeftTrainer._prepare_inputs
+    )

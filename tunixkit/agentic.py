@@ -54,6 +54,7 @@ from tunixkit import (
     profiling,
     prompting,
     rl,
+    runlog,
     runtime,
     training,
 )
@@ -450,7 +451,7 @@ def plot_eval(
     ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    runlog.save_figure(fig, path)
     return fig
 
 

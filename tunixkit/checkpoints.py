@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tunixkit import families
+from tunixkit import families, hosts
 
 if TYPE_CHECKING:
     from flax import nnx
@@ -62,17 +62,28 @@ def write_hf_checkpoint(
     **config_kw: Any,
 ) -> pathlib.Path:
     """Write ``model`` in the HF layout of ``family``; ``shards > 1`` writes
-    ``model-0000i-of-0000n.safetensors`` + index. ``config_kw``: token ids for ``config.json``."""
-    import safetensors.numpy as stn
-
+    ``model-0000i-of-0000n.safetensors`` + index. ``config_kw``: token ids for ``config.json``.
+    Of several processes, every one gathers the weights and process 0 writes them."""
     fam = families.get(family)
     out = pathlib.Path(out_dir)
+    sd = fam.hf_state_dict(model, cfg)  # whole on every process (of several: gathered)
+    config = fam.hf_config(cfg, dtype=str(next(iter(sd.values())).dtype), **config_kw)
+    hosts.once(f"write {out}", _write_hf, out, sd, config, shards, extra_files)
+    return out
+
+
+def _write_hf(
+    out: pathlib.Path,
+    sd: dict[str, np.ndarray],
+    config: dict[str, Any],
+    shards: int,
+    extra_files: Mapping[str, str | pathlib.Path],
+) -> None:
+    """The files of :func:`write_hf_checkpoint`, from the weights ``sd`` (host arrays)."""
+    import safetensors.numpy as stn
+
     out.mkdir(parents=True, exist_ok=True)
-    sd = fam.hf_state_dict(model, cfg)
-    dtype = str(next(iter(sd.values())).dtype)
-    (out / CONFIG_FILE).write_text(
-        json.dumps(fam.hf_config(cfg, dtype=dtype, **config_kw), indent=1)
-    )
+    (out / CONFIG_FILE).write_text(json.dumps(config, indent=1))
     if shards == 1:
         stn.save_file(sd, str(out / WEIGHTS_FILE), metadata={"format": "pt"})
     else:
@@ -88,7 +99,6 @@ def write_hf_checkpoint(
         (out / INDEX_FILE).write_text(json.dumps(index, indent=1))
     for name, src in dict(extra_files).items():
         shutil.copyfile(src, out / name)
-    return out
 
 
 def _safetensors_header(path: pathlib.Path) -> dict:
@@ -154,15 +164,31 @@ def save_state(
     from flax import nnx
 
     directory = pathlib.Path(directory).resolve()
-    if directory.exists():
-        shutil.rmtree(directory)
+    hosts.once(f"clear {directory}", shutil.rmtree, directory, ignore_errors=True)
     state = nnx.state(model, nnx.LoRAParam) if lora_only else nnx.state(model)
+    if portable and hosts.count() > 1:
+        # Of several processes: no device of this host holds all of an array sharded over the
+        # slice, so it is gathered whole (every process) and process 0 writes it alone, as host
+        # arrays (they restore onto whatever devices the reader's target names).
+        whole = jax.tree.map(hosts.host_value, state)
+        hosts.once(f"write {directory}", _save_alone, directory, whole)
+        return directory
     if portable:
         state = jax.device_put(state, jax.sharding.SingleDeviceSharding(jax.devices()[0]))
     checkpointer = ocp.StandardCheckpointer()
     checkpointer.save(directory, state)
     checkpointer.wait_until_finished()
     return directory
+
+
+def _save_alone(directory: pathlib.Path, state: Any) -> None:
+    """Orbax's save of ``state`` by this process alone (process 0 of several)."""
+    import orbax.checkpoint as ocp
+
+    alone = ocp.options.MultiprocessingOptions(primary_host=0, active_processes={0})
+    checkpointer = ocp.StandardCheckpointer(multiprocessing_options=alone)
+    checkpointer.save(directory, state)
+    checkpointer.wait_until_finished()
 
 
 def restore_state(
@@ -229,6 +255,11 @@ def write_judged(
         raise FileNotFoundError(
             f"{orbax_dir}: no params/ here; pass tunixkit.models.export(...)['orbax']"
         )
+    hosts.once(f"write the judged copy in {actor}", _write_judged, orbax_dir, actor, step)
+    return actor / str(step) / "model_params"
+
+
+def _write_judged(orbax_dir: pathlib.Path, actor: pathlib.Path, step: int) -> None:
     actor.mkdir(parents=True, exist_ok=True)
     staging = actor / f".{step}.partial"
     shutil.rmtree(staging, ignore_errors=True)
@@ -245,7 +276,6 @@ def write_judged(
     for other in actor.iterdir():
         if other != target:
             shutil.rmtree(other, ignore_errors=True)
-    return target / "model_params"
 
 
 def carry_judged(

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from tunixkit import answers, data, evaluation, judging, rewards
+from tunixkit import answers, data, evaluation, judging, rewards, runlog
 from tunixkit.data import DataError
 
 if TYPE_CHECKING:
@@ -129,10 +129,6 @@ def _curated_rows(done: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 }
             )
     return rows
-
-
-def _write_atomic(path: pathlib.Path, rows: Sequence[Mapping[str, Any]]) -> None:
-    os.replace(data.write_jsonl(rows, path.with_suffix(".tmp")), path)
 
 
 def curate(
@@ -247,11 +243,11 @@ def curate(
             f.flush()
             os.fsync(f.fileno())
         done += lines
-        _write_atomic(folder / "curated.jsonl", _curated_rows(done))
+        data.write_jsonl(_curated_rows(done), folder / "curated.jsonl")
         chunks += 1
         bar.update(len(part))
     bar.close()
-    _write_atomic(folder / "curated.jsonl", _curated_rows(done))
+    data.write_jsonl(_curated_rows(done), folder / "curated.jsonl")
     return done
 
 
@@ -368,5 +364,5 @@ def plot(done: Sequence[Mapping[str, Any]], path: str | pathlib.Path, title: str
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    runlog.save_figure(fig, path)
     return fig

@@ -15,6 +15,7 @@ import csv
 import dataclasses
 import io
 import json
+import os
 import pathlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -205,12 +206,16 @@ def read_rows(path: str | pathlib.Path, required: Sequence[str] = ()) -> list[di
 
 
 def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | pathlib.Path) -> pathlib.Path:
-    """Write rows as JSON lines (UTF-8), creating parent folders."""
+    """Write rows as JSON lines (UTF-8), creating parent folders. The file appears whole: written
+    beside it, then moved into place, so a reader (another process of the run, a later session
+    after a kill) never finds it half written."""
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as f:
+    part = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    with part.open("w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    os.replace(part, path)
     return path
 
 

@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tunixkit import data, evaluation, prompting, stats
+from tunixkit import data, evaluation, prompting, runlog, stats
 from tunixkit.answers import is_correct
 from tunixkit.rewards import has_format
 
@@ -883,5 +883,5 @@ def plot(
         ax.set_title(greedy if key == "judged" else "Mean judged score of sampled answers")
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    runlog.save_figure(fig, path)
     return fig

@@ -22,7 +22,7 @@ import numpy as np
 from flax import nnx
 from tqdm.auto import tqdm
 
-from tunixkit import _compat, families, session, stats
+from tunixkit import _compat, families, runlog, session, stats
 from tunixkit.answers import extract_answer, is_correct, latex_answer, latex_correct
 from tunixkit.prompting import MATH_SYSTEM_PROMPT
 from tunixkit.rewards import has_format
@@ -779,5 +779,5 @@ def plot_comparison(
     ax.set_title(f"{title} (n={results[0].n})" if results else title)
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    runlog.save_figure(fig, path)
     return fig

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from tunixkit import _compat
+from tunixkit import _compat, hosts
 
 __all__ = ["ChatTemplate", "Family", "UnknownFamilyError", "get", "vocab_size"]
 
@@ -306,7 +306,7 @@ def _g3_state_dict(model, cfg) -> dict[str, np.ndarray]:
             "post_feedforward_layernorm.weight": layer.post_ffw_norm.scale.value,
         }
         sd |= {pre + k: v for k, v in parts.items()}
-    return {name: np.ascontiguousarray(np.asarray(x)) for name, x in sd.items()}
+    return {name: np.ascontiguousarray(hosts.host_value(x)) for name, x in sd.items()}
 
 
 # --- Gemma2 (2B): checked against transformers.Gemma2ForCausalLM (tests/test_gemma2.py). tunix's
@@ -462,7 +462,7 @@ def _g2_state_dict(model, cfg) -> dict[str, np.ndarray]:
             "post_feedforward_layernorm.weight": layer.post_ffw_norm.scale.value,
         }
         sd |= {pre + k: v for k, v in parts.items()}
-    return {name: np.ascontiguousarray(np.asarray(x)) for name, x in sd.items()}
+    return {name: np.ascontiguousarray(hosts.host_value(x)) for name, x in sd.items()}
 
 
 # --- Llama 3.x, Qwen2/2.5, Qwen3: checked against transformers' LlamaForCausalLM,
@@ -640,7 +640,7 @@ def _decoder_state_dict(model, cfg) -> dict[str, np.ndarray]:
             parts |= {"self_attn.q_norm.weight": a.q_norm.w.value}
             parts |= {"self_attn.k_norm.weight": a.k_norm.w.value}
         sd |= {f"model.layers.{i}.{k}": v for k, v in parts.items()}
-    return {name: np.ascontiguousarray(np.asarray(x)) for name, x in sd.items()}
+    return {name: np.ascontiguousarray(hosts.host_value(x)) for name, x in sd.items()}
 
 
 _DECODER_LORA = ".*q_proj|.*k_proj|.*v_proj|.*o_proj|.*gate_proj|.*up_proj|.*down_proj"

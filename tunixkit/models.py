@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tunixkit import checkpoints, families, packaged, runtime
+from tunixkit import checkpoints, families, hosts, packaged, runtime
 from tunixkit.tokenizer import Tokenizer
 from tunixkit.tokenizer import load as load_tokenizer
 
@@ -558,8 +558,17 @@ def export(
         "preset": _preset_of(base.family, base.preset, base.config),
         "config": checkpoints.tunix_config_dict(base.config),
     }
-    (orbax_dir / checkpoints.TUNIX_CONFIG_FILE).write_text(json.dumps(meta, indent=1))
-    for name, path in extras.items():
-        if name.startswith("tokenizer") or name == "special_tokens_map.json":
-            shutil.copyfile(path, orbax_dir / name)
+    tokenizer = [
+        path
+        for name, path in extras.items()
+        if name.startswith("tokenizer") or name == "special_tokens_map.json"
+    ]
+    hosts.once(f"write {orbax_dir}", _write_beside, orbax_dir, meta, tokenizer)
     return {"hf": hf_dir, "orbax": orbax_dir}
+
+
+def _write_beside(orbax_dir: pathlib.Path, meta: dict[str, Any], files: list[pathlib.Path]) -> None:
+    """The Orbax export's ``tunix_config.json`` and tokenizer files."""
+    (orbax_dir / checkpoints.TUNIX_CONFIG_FILE).write_text(json.dumps(meta, indent=1))
+    for path in files:
+        shutil.copyfile(path, orbax_dir / path.name)

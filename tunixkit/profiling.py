@@ -39,7 +39,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tunixkit import _compat
+from tunixkit import _compat, runlog
 
 if TYPE_CHECKING:
     from tunix.perf.metrics import PerfMetricsConfig, PerfSpanQuery
@@ -397,5 +397,5 @@ def plot(rows: Sequence[dict[str, float]], path: str | pathlib.Path, title: str 
     axes[0][-1].legend(fontsize=8, loc="upper right")
     fig.suptitle(title or "Where each traced GRPO step's time went")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    runlog.save_figure(fig, path)
     return fig

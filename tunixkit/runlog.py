@@ -6,7 +6,9 @@ digest.
   would start at the resume); :class:`RLMetricsFile` does the same for GRPO's ``RLCluster``;
 - :func:`read_metrics` / :func:`plot_metrics`: that file as arrays, and as train/eval curves (PNG);
 - :func:`digest`: a fingerprint of the trained weights (did a resumed run end where a straight one
-  did?).
+  did?);
+- :func:`write_summary` / :func:`save_figure`: a notebook's ``summary.json`` and its PNGs, written
+  once (of several processes, by process 0: :func:`tunixkit.hosts.once`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ __all__ = [
     "digest",
     "plot_metrics",
     "read_metrics",
+    "save_figure",
+    "write_summary",
 ]
 
 
@@ -196,7 +200,7 @@ def plot_metrics(
         ax.legend()
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
     return fig
 
 
@@ -219,3 +223,18 @@ def digest(model: nnx.Module, *, trainable_only: bool = True) -> str:
         h.update(str(path).encode())
         h.update(np.ascontiguousarray(hosts.host_value(leaf)).tobytes())
     return h.hexdigest()[:16]
+
+
+def save_figure(fig: Figure, path: str | pathlib.Path) -> pathlib.Path:
+    """``fig`` as a PNG at ``path``, written once (of several processes, by process 0)."""
+    hosts.once(f"write {path}", fig.savefig, path, dpi=110)
+    return pathlib.Path(path)
+
+
+def write_summary(out_dir: str | pathlib.Path, summary: dict[str, Any]) -> pathlib.Path:
+    """A notebook's ``OUTPUT_DIR/summary.json`` (values JSON cannot hold as their ``str``), written
+    once (of several processes, by process 0); returns its path."""
+    path = pathlib.Path(out_dir) / "summary.json"
+    text = json.dumps(summary, indent=2, default=str)
+    hosts.once(f"write {path}", path.write_text, text)
+    return path

@@ -911,8 +911,8 @@ def publish(
             f"'<user>/<model>/jax/<variation>' to publish {folder})"
         )
         return None
-    try:
-        upload_to_kaggle(folder, handle, notes=notes, public=public)
+    try:  # of several processes, process 0 uploads
+        hosts.once(f"upload {folder}", upload_to_kaggle, folder, handle, notes=notes, public=public)
     except ValueError:
         raise  # a malformed handle: said before any upload starts
     except Exception as exc:  # the run's results are on disk; a failed upload must not lose them

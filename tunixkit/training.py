@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import pathlib
 import shutil
 import statistics
@@ -496,6 +497,7 @@ class _Feed:
         self.paced = False  # whether the schedule was sized from the first steps' pace
         # the schedule's (peak, warmup share, horizon) as last read; () without one; None: unread
         self.schedule: tuple[float, ...] | None = None
+        self.rows: Callable[[Any], Any] = lambda batch: batch  # the part of a batch fed here
 
     def __iter__(self) -> Iterator[Any]:
         try:
@@ -551,7 +553,7 @@ class _Feed:
                     if self.last is not None:
                         self.step_seconds.append(now - self.last)
                     self.last = now
-            yield batch
+            yield self.rows(batch)
 
     def step_ended(self, trainer: Any) -> None:
         """Called by the trainer's hook after each optimizer step (tunix 0.1.7 calls it from the
@@ -675,6 +677,12 @@ def run(
         eval_at_end=eval_batches is not None and not rl,
     )
     feed.trainer = trainer
+    # of several processes, each feeds its own rows of a batch to a trainer that shards them
+    if hosts.count() > 1 and mesh is not None and _compat.shards_input_as_it_comes(trainer):
+        axis = tuple(trainer.config.data_sharding_axis)
+        feed.rows = functools.partial(hosts.own_rows, mesh=mesh, axis=axis)
+        if eval_batches is not None:
+            eval_batches = [feed.rows(b) for b in eval_batches]
     if rl:
         _check_grpo_skip(trainer, resumed_from)
         RLMetricsFile(metrics_file, before_step=feed.size_schedule, rate=feed.rate).attach(

@@ -13,7 +13,7 @@ import pathlib
 import shutil
 from typing import Any, ClassVar, NamedTuple
 
-from tunixkit import checkpoints, data, evaluation, runtime, session
+from tunixkit import checkpoints, data, evaluation, hosts, runtime, session
 from tunixkit.runtime import Runtime, resolve
 
 # qwix regex: adapters on the MLP only (the smoke GRPO recipes; the families' default adds
@@ -212,6 +212,9 @@ def start(
     compiled programs are kept for the next session and for the run after a rehearsal
     (:func:`tunixkit.runtime.compilation_cache`); None: ``output_dir/jax_cache``; False: nowhere.
 
+    On a multi-host slice (one process per host, each running the notebook) it first joins the
+    processes (:func:`tunixkit.hosts.start`), before any other JAX call.
+
     >>> import tempfile
     >>> from tunixkit.recipes import Quickstart
     >>> out = tempfile.mkdtemp()  # a run of other code in the same folder would be refused
@@ -235,6 +238,7 @@ def start(
     ...       recipe_overrides={"num_questions": 3}).recipe.num_questions
     3
     """
+    hosts.start()  # several processes: joined before the first JAX call (resolve counts devices)
     rt = resolve(profile, verbose=verbose)
     recipe = preset.for_runtime(rt)
     for name, value in overrides.items():
@@ -261,7 +265,17 @@ def start(
         "recipe": recipe.as_dict(),
         "inputs": dict(inputs or {}),
     }
-    said = session.prepare(out_dir, record, resume_from=resume_from, start_fresh=start_fresh)
+    said = (
+        hosts.once(  # of several processes, process 0 prepares the shared folder
+            f"prepare {out_dir}",
+            session.prepare,
+            out_dir,
+            record,
+            resume_from=resume_from,
+            start_fresh=start_fresh,
+        )
+        or f"prepared by process 0 of {hosts.count()}"
+    )
     clock = session.Session.start(out_dir, session_hours)
     # under the notebook's OUTPUT_DIR, not its rehearsal's: the real run reuses what that compiled
     if compile_cache is None or compile_cache is True:
@@ -277,7 +291,13 @@ def start(
             )
         clock.plan = plan
     if resume_from is not None and not rehearsal:
-        checkpoints.carry_judged(resume_from, out_dir, clock.judged_dir())
+        hosts.once(
+            "carry the judged model",
+            checkpoints.carry_judged,
+            resume_from,
+            out_dir,
+            clock.judged_dir(),
+        )
     if rehearsal:  # its judged model stays in its own folder, removed with it
         batch = getattr(getattr(recipe, "eval", None), "batch_size", 8)
         clock.rehearsal = session.Rehearsal(report_dir=report_dir, items=2 * batch)

@@ -881,12 +881,19 @@ _COMPILE_ONLY_ENV = {
 _ACCELERATOR_TYPE = {"v5e": "v5litepod", "v6e": "v6e"}  # libtpu's name, "<type>-<chips>"
 
 
+# chips a host of a slice holds: a slice of up to 8 chips is one host (v5e-8, v6e-8); larger ones
+# (v5e-16 and up, v6e-16 and up) are hosts of 2x2 chips, one Python process each
+_ONE_HOST_CHIPS, _POD_HOST = 8, (2, 2)
+
+
 def tpu_slice_mesh(topology: str = "v5e:2x4"):
     """A ``(fsdp, tp) = (chips, 1)`` mesh of a TPU slice's devices for compiling only, on any host
-    (no TPU attached): ``"v5e:2x4"`` is Kaggle's v5e-8, ``"v5e:1x1"`` Colab's one chip. The plan
-    then compiles with the TPU's own compiler. Needs libtpu (``pip install 'libtpu==0.0.42.*'``, the
-    version jax 0.10.2's ``tpu`` extra names; ~200 MB) and ``JAX_PLATFORMS=cpu`` set before JAX
-    starts; :func:`main`'s ``--topology`` does both settings."""
+    (no TPU attached): ``"v5e:2x4"`` is Kaggle's v5e-8, ``"v5e:1x1"`` Colab's one chip,
+    ``"v5e:4x4"`` a v5e-16 (4 hosts of 4 chips: the devices of processes 0-3, as the run of
+    :mod:`tunixkit.hosts` sees them). The plan then compiles with the TPU's own compiler. Needs
+    libtpu (``pip install 'libtpu==0.0.42.*'``, the version jax 0.10.2's ``tpu`` extra names;
+    ~200 MB) and ``JAX_PLATFORMS=cpu`` set before JAX starts; :func:`main`'s ``--topology`` does
+    both settings."""
     from jax.experimental import topologies
 
     for key, value in _COMPILE_ONLY_ENV.items():
@@ -899,9 +906,10 @@ def tpu_slice_mesh(topology: str = "v5e:2x4"):
             f"{', '.join(_ACCELERATOR_TYPE)}, e.g. 'v5e:2x4' (a v5e-8)"
         )
     os.environ.setdefault("TPU_ACCELERATOR_TYPE", f"{_ACCELERATOR_TYPE[name]}-{dims[0] * dims[1]}")
+    per_host = tuple(dims) if dims[0] * dims[1] <= _ONE_HOST_CHIPS else _POD_HOST
     try:
         desc = topologies.get_topology_desc(
-            platform="tpu", topology_name=topology, chips_per_host_bounds=(*dims, 1)
+            platform="tpu", topology_name=topology, chips_per_host_bounds=(*per_host, 1)
         )
     except Exception as e:  # no libtpu, or one that does not know the topology
         raise RuntimeError(
@@ -1199,7 +1207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--topology",
         help="compile for a TPU slice with libtpu's compile-only client, no TPU needed: "
-        "'v5e:2x4' (Kaggle's v5e-8, sets --devices 8) or 'v5e:1x1' (Colab); needs libtpu",
+        "'v5e:2x4' (Kaggle's v5e-8, sets --devices 8), 'v5e:1x1' (Colab) or 'v5e:4x4' (a "
+        "v5e-16: 4 hosts of 4 chips); needs libtpu",
     )
     args = ap.parse_args(argv)
     mesh = None
