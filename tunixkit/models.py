@@ -480,8 +480,9 @@ def merge_lora(
     for path, p in _lora_pairs(lora_model).items():
         lora_mod, target = _module(lora_model, path), _module(plain_model, path)
         param = getattr(target, p["weight"])
-        w = np.asarray(jax.device_get(param.value), np.float32)
-        a, b = (np.asarray(jax.device_get(p[k]), np.float32) for k in ("a", "b"))
+        # whole on this host (of several processes: gathered, every process calls it)
+        w = np.asarray(hosts.host_value(param.value), np.float32)
+        a, b = (np.asarray(hosts.host_value(p[k]), np.float32) for k in ("a", "b"))
         spec = getattr(lora_mod, f"{p['weight']}_lora_einsum_str", None)
         if spec is not None:  # "lhs,a,b->out": the weight's own dims are a's and b's minus rank
             rhs = lora_mod.einsum_str.split("->")[0].split(",")[1]
