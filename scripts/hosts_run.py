@@ -56,6 +56,8 @@ DEVICES = 4  # in all: one process of 4, or two of 2
 RTOL, ATOL = 1e-4, 1e-5
 # files each process writes for itself: its executed notebook, the compilation cache, traces
 OWN = ("jax_cache", "trace", "tensorboard")
+# the file Orbax writes last into a checkpoint it finished (a step's folder, or a portable export)
+ORBAX_MARK = "_CHECKPOINT_METADATA"
 
 
 def _env(devices: int) -> dict[str, str]:
@@ -130,12 +132,18 @@ def run(notebook: str, processes: int) -> dict:
 
 
 def _files(folder: pathlib.Path) -> list[str]:
-    """The run's files, by path (what each process keeps for itself left out)."""
-    return sorted(
-        str(p.relative_to(folder))
-        for p in folder.rglob("*")
-        if p.is_file() and p.relative_to(folder).parts[0] not in OWN
-    )
+    """The run's files, by path (what each process keeps for itself left out). An Orbax checkpoint
+    counts as one entry, its folder: inside it, Orbax writes files per process
+    (``ocdbt.process_1/``, ``array_metadatas/process_1``) under hashed names (``d/<hash>``), so two
+    processes' checkpoint of the same step holds other file names than one process's."""
+    orbax = [p.parent for p in folder.rglob(ORBAX_MARK)]
+    outermost = [d for d in orbax if not any(o != d and o in d.parents for o in orbax)]
+    out = {f"{d.relative_to(folder)}/" for d in outermost}
+    for p in folder.rglob("*"):
+        rel = p.relative_to(folder)
+        if p.is_file() and rel.parts[0] not in OWN and not any(d in p.parents for d in outermost):
+            out.add(str(rel))
+    return sorted(out)
 
 
 def _weights(folder: pathlib.Path) -> dict[str, np.ndarray]:
@@ -212,16 +220,26 @@ def main() -> int:
     ap.add_argument(
         "--reuse-one", action="store_true", help="keep the one-process run of the last results"
     )
+    ap.add_argument(
+        "--compare-only",
+        action="store_true",
+        help="run nothing: compare the two runs the last results name again",
+    )
     args = ap.parse_args()
     bad = 0
     for key in args.notebooks:
         notebook = NOTEBOOKS[key]
         out = RESULTS / f"hosts_{key}.json"
+        last = json.loads(out.read_text())["runs"] if out.is_file() else {}
+        here = {n: (RUNS / notebook / n / "run").is_dir() for n in ("one", "two")}
+        if args.compare_only and not (last and all(here.values())):
+            print(f"[{notebook}] nothing to compare: run it first ({out}, {RUNS / notebook})")
+            return 1
         print(f"[{notebook}] one process of {DEVICES} devices", flush=True)
-        kept = args.reuse_one and out.is_file() and (RUNS / notebook / "one" / "run").is_dir()
-        one = json.loads(out.read_text())["runs"]["one"] if kept else run(notebook, 1)
+        kept = (args.reuse_one or args.compare_only) and last and here["one"]
+        one = last["one"] if kept else run(notebook, 1)
         print(f"[{notebook}] two processes of {DEVICES // 2} devices: {one}", flush=True)
-        two = run(notebook, 2)
+        two = last["two"] if args.compare_only else run(notebook, 2)
         result = compare(notebook, one, two)
         out.write_text(json.dumps(result, indent=1) + "\n")
         print(json.dumps({k: result[k] for k in ("runs", "export_weights")}, indent=1))

@@ -22,7 +22,7 @@ import numpy as np
 from flax import nnx
 from tqdm.auto import tqdm
 
-from tunixkit import _compat, families, runlog, session, stats
+from tunixkit import _compat, families, hosts, runlog, session, stats
 from tunixkit.answers import extract_answer, is_correct, latex_answer, latex_correct
 from tunixkit.prompting import MATH_SYSTEM_PROMPT
 from tunixkit.rewards import has_format
@@ -205,7 +205,8 @@ class Checks:
         ]
         if path is not None:
             record = {"enforced": self.enforce, "figures": figures, "bars": rows}
-            pathlib.Path(path).write_text(json.dumps(record, indent=2) + "\n")
+            text = json.dumps(record, indent=2) + "\n"
+            hosts.once(f"write {path}", pathlib.Path(path).write_text, text)
         for row, b in zip(rows, bars, strict=True):
             if row["met"]:
                 print(b.describe(figures))
@@ -614,11 +615,10 @@ def evaluate(
             }
             | {k: r[k] for k in ("subject", "level") if k in r}
         )
-    if stored is not None:
+    if stored is not None:  # every process sampled every prediction: process 0 writes them
+        text = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in preds)
         stored.parent.mkdir(parents=True, exist_ok=True)
-        with stored.open("w", encoding="utf-8") as f:
-            for p in preds:
-                f.write(json.dumps(p, ensure_ascii=False) + "\n")
+        hosts.once(f"write {stored}", stored.write_text, text, encoding="utf-8")
     return result_from(name, preds)
 
 

@@ -39,7 +39,9 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tunixkit import _compat, runlog
+import jax
+
+from tunixkit import _compat, hosts, runlog
 
 if TYPE_CHECKING:
     from tunix.perf.metrics import PerfMetricsConfig, PerfSpanQuery
@@ -308,6 +310,8 @@ class StepTrace:
             return self.rows
         if self.timelines is not None:
             self.cluster.perf_v2.synchronize()
+        if not hosts.is_writer():  # of several processes, each traced its own devices
+            self.folder = self.folder / f"process_{jax.process_index()}"
         self.folder.mkdir(parents=True, exist_ok=True)
         if self.timelines is not None:
             self.cluster.perf_v2.synchronize()

@@ -395,15 +395,17 @@ class Rehearsal:
     events: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
-        (pathlib.Path(self.report_dir) / REHEARSAL_EVENTS).unlink(missing_ok=True)
+        if hosts.is_writer():  # the file process 0 alone appends to (:meth:`_measured`)
+            (pathlib.Path(self.report_dir) / REHEARSAL_EVENTS).unlink(missing_ok=True)
 
     def _measured(self, event: dict[str, Any]) -> None:
         """Keep ``event``; say it and append it to ``report_dir/rehearsal_events.jsonl`` at once, so
         that a rehearsal cut short (a session's limit, a kill) keeps what it measured."""
         self.events.append(event)
-        pathlib.Path(self.report_dir).mkdir(parents=True, exist_ok=True)
-        with (pathlib.Path(self.report_dir) / REHEARSAL_EVENTS).open("a") as f:
-            f.write(json.dumps(event) + "\n")
+        if hosts.is_writer():  # of several processes, process 0's events (its clock decides)
+            pathlib.Path(self.report_dir).mkdir(parents=True, exist_ok=True)
+            with (pathlib.Path(self.report_dir) / REHEARSAL_EVENTS).open("a") as f:
+                f.write(json.dumps(event) + "\n")
         print(
             f"rehearsal: {event['what']} took {event['seconds']:.0f} s "
             f"({event['compile_seconds']:.0f} s of it compiling); "
@@ -571,7 +573,7 @@ class Rehearsal:
                 "output: keep fewer checkpoints or exports"
             )
         path = self.report_dir / REHEARSAL_FILE
-        path.write_text(json.dumps(report, indent=1, default=float))
+        hosts.once(f"write {path}", path.write_text, json.dumps(report, indent=1, default=float))
         print(_describe_report(report, path))
         # The rehearsal's weights are of no further use: leave the disk to the real run.
         heavy = [
