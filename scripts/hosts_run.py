@@ -30,7 +30,6 @@ import os
 import pathlib
 import platform
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -40,8 +39,6 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 import killing  # noqa: E402  (the tests' CPU flags)
-
-from tunixkit import hosts  # noqa: E402
 
 RUNS = ROOT / "notebooks" / "runs" / "hosts"
 RESULTS = ROOT / "bench" / "results"
@@ -60,35 +57,6 @@ OWN = ("jax_cache", "trace", "tensorboard")
 ORBAX_MARK = "_CHECKPOINT_METADATA"
 
 
-def _env(devices: int) -> dict[str, str]:
-    cache = os.environ.get("TUNIXKIT_CACHE", str(pathlib.Path.home() / ".cache" / "tunixkit"))
-    return dict(
-        os.environ,
-        TUNIXKIT_PROFILE="smoke",
-        **killing.cpu_env(devices),
-        HF_HUB_OFFLINE="1",
-        HF_DATASETS_OFFLINE="1",
-        WANDB_MODE="disabled",
-        JAX_COMPILATION_CACHE_DIR=os.environ.get("JAX_COMPILATION_CACHE_DIR", f"{cache}/jax"),
-        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
-        JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
-    )
-
-
-def _free_port() -> int:
-    """A free port for the coordinator below Linux's ephemeral range (32768 up), where the notebook
-    kernels' own ports are drawn: a port drawn there was taken by a kernel before the coordinator
-    bound it ("Failed to start RPC server")."""
-    for port in range(20000 + os.getpid() % 5000, 32000):
-        with socket.socket() as s:
-            try:
-                s.bind(("localhost", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port in 20000-32000")
-
-
 def _papermill(notebook: str, out: pathlib.Path, executed: pathlib.Path, env: dict) -> list:
     params = {"PROFILE": "smoke", "OUTPUT_DIR": str(out)}
     cmd = [sys.executable, "-m", "papermill", str(ROOT / "notebooks" / f"{notebook}.ipynb")]
@@ -103,21 +71,12 @@ def run(notebook: str, processes: int) -> dict:
     where = RUNS / notebook / ("one" if processes == 1 else "two")
     shutil.rmtree(where, ignore_errors=True)
     where.mkdir(parents=True)
-    env = _env(DEVICES // processes)
-    port = _free_port()
-    jobs = []
+    envs = killing.process_envs(killing.notebook_env(DEVICES // processes), processes)
     t0 = time.perf_counter()
-    for rank in range(processes):
-        mine = env | (
-            {
-                hosts.COORDINATOR: f"localhost:{port}",
-                hosts.PROCESSES: str(processes),
-                hosts.PROCESS_ID: str(rank),
-            }
-            if processes > 1
-            else {}
-        )
-        jobs.append(_papermill(notebook, where / "run", where / f"executed{rank}.ipynb", mine))
+    jobs = [
+        _papermill(notebook, where / "run", where / f"executed{rank}.ipynb", env)
+        for rank, env in enumerate(envs)
+    ]
     exits = []
     for job, log in jobs:
         exits.append(job.wait())

@@ -105,18 +105,7 @@ def run(key: str, mode: str) -> dict:
     out.mkdir(parents=True)
     overrides = overrides_for(key, mode)
     params = {"PROFILE": "smoke", "OUTPUT_DIR": str(out), "RECIPE_OVERRIDES": overrides, **extra}
-    cache = os.environ.get("TUNIXKIT_CACHE", str(pathlib.Path.home() / ".cache" / "tunixkit"))
-    env = dict(
-        os.environ,
-        TUNIXKIT_PROFILE="smoke",
-        **killing.cpu_env(killing.NOTEBOOK_DEVICES),  # nbval's (notebooks/conftest.py)
-        HF_HUB_OFFLINE="1",
-        HF_DATASETS_OFFLINE="1",
-        WANDB_MODE="disabled",
-        JAX_COMPILATION_CACHE_DIR=os.environ.get("JAX_COMPILATION_CACHE_DIR", f"{cache}/jax"),
-        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
-        JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
-    )
+    env = killing.notebook_env(killing.NOTEBOOK_DEVICES)  # nbval's (notebooks/conftest.py)
     cmd = [sys.executable, "-m", "papermill", str(ROOT / "notebooks" / f"{notebook}.ipynb")]
     cmd += [str(out / "executed.ipynb"), "-k", "python3", "-y", json.dumps(params)]
     print(f"[{name(key)} {mode}] overrides {overrides} -> {out}", flush=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import socket
 import subprocess
 import time
 
@@ -53,6 +54,52 @@ def cpu_env(devices: int) -> dict:
         "XLA_FLAGS": xla_flags(devices),
         "PJRT_NPROC": str(max(POOL_THREADS, devices)),
     }
+
+
+def notebook_env(devices: int) -> dict:
+    """The environment of a notebook run headless on this CPU by a script (papermill): the smoke
+    profile, offline, no wandb, :func:`cpu_env`, and the compilation cache the tests share
+    (``TUNIXKIT_CACHE``'s ``jax/``, every compile kept)."""
+    cache = os.environ.get("TUNIXKIT_CACHE", str(pathlib.Path.home() / ".cache" / "tunixkit"))
+    return dict(
+        os.environ,
+        TUNIXKIT_PROFILE="smoke",
+        **cpu_env(devices),
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        WANDB_MODE="disabled",
+        JAX_COMPILATION_CACHE_DIR=os.environ.get("JAX_COMPILATION_CACHE_DIR", f"{cache}/jax"),
+        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+        JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
+    )
+
+
+def free_port() -> int:
+    """A free port for a local JAX coordinator below Linux's ephemeral range (32768 up), where
+    other processes' own ports (a notebook kernel's) are drawn: a port drawn there was once taken
+    by a kernel before the coordinator bound it ("Failed to start RPC server")."""
+    for port in range(20000 + os.getpid() % 5000, 32000):
+        with socket.socket() as s:
+            try:
+                s.bind(("localhost", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port in 20000-32000")
+
+
+def process_envs(env: dict, processes: int) -> list[dict]:
+    """``env`` for each of ``processes`` processes of one JAX run on this machine, joined by a
+    coordinator on a :func:`free_port` (:mod:`tunixkit.hosts`' variables); one process: ``env``."""
+    from tunixkit import hosts
+
+    if processes == 1:
+        return [env]
+    where = f"localhost:{free_port()}"
+    return [
+        env | {hosts.COORDINATOR: where, hosts.PROCESSES: str(processes), hosts.PROCESS_ID: str(r)}
+        for r in range(processes)
+    ]
 
 
 def hang_at(env: dict, step: int, where: str = "") -> dict:

@@ -15,7 +15,6 @@ itself.
 import json
 import os
 import pathlib
-import socket
 import subprocess
 import sys
 
@@ -41,12 +40,6 @@ def test_one_process_needs_no_coordinator():
     np.testing.assert_array_equal(hosts.host_value(x), np.arange(4.0))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return s.getsockname()[1]
-
-
 def _start(out, devices: int, processes: int, kind: str = "dpo", hang_at: dict | None = None):
     """``hosts_job`` (``kind``'s run) in ``processes`` processes of ``devices`` devices each, into
     ``out``; ``hang_at``: {process: checkpoint step it hangs after}. [(process, its log)]."""
@@ -55,18 +48,8 @@ def _start(out, devices: int, processes: int, kind: str = "dpo", hang_at: dict |
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [os.path.dirname(__file__), env.get("PYTHONPATH")])
     )
-    port = _free_port()
     jobs = []
-    for rank in range(processes):
-        mine = env | (
-            {
-                hosts.COORDINATOR: f"localhost:{port}",
-                hosts.PROCESSES: str(processes),
-                hosts.PROCESS_ID: str(rank),
-            }
-            if processes > 1
-            else {}
-        )
+    for rank, mine in enumerate(killing.process_envs(env, processes)):
         if rank in (hang_at or {}):
             mine = killing.hang_at(mine, hang_at[rank])
         log = pathlib.Path(out) / f"process{rank}.log"
