@@ -49,6 +49,12 @@ def main() -> None:
     made = jax.make_array_from_process_local_data(
         jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("fsdp")), rows
     )
+    # the rollouts tunix's RL cluster scores (the same 8 rows on every process), placed as the
+    # global batch its reference pass computes on (_compat.rl_shards_whole_batches)
+    from tunix.rl import rl_cluster
+
+    with mesh:
+        scored = rl_cluster.sharding_utils.shard_input(np.arange(8), ("fsdp",))
     # a file written once: process 0 writes, the other waits for it; a failure there ends both
     hosts.once("write a note", (out / "note.txt").write_text, f"written by process {me}")
     note = (out / "note.txt").read_text()
@@ -72,6 +78,7 @@ def main() -> None:
         "whole": whole,
         "rows": rows.tolist(),
         "made": hosts.host_value(made).tolist(),
+        "scored": hosts.host_value(scored).tolist(),
         "note": note,
         "failed": failed,
         "digest": runlog.digest(model),

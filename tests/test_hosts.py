@@ -88,6 +88,9 @@ def test_two_processes_train_what_one_process_trains(tmp_path):
     # each process feeds its own rows of a batch; the global batch made of them is the whole one
     assert [s["rows"] for s in two] == [[0, 1, 2, 3], [4, 5, 6, 7]]
     assert all(s["made"] == list(range(8)) for s in two)
+    # the rollouts every process holds whole are the global batch GRPO's reference pass scores,
+    # not one batch per process (tunix's shard_input made 16 rows of these 8)
+    assert all(s["scored"] == list(range(8)) for s in two) and one["scored"] == list(range(8))
     # hosts.once: process 0 wrote the note, process 1 read it whole; a failure ends both
     assert [s["note"] for s in two] == ["written by process 0"] * 2
     assert two[0]["failed"] == "ZeroDivisionError: division by zero"

@@ -94,6 +94,16 @@ trainers for compiling without running; it keeps those tool-only patches to itse
   as tunix does), the sampler's fetches gather such an array whole on every process
   (:func:`whole`; every process samples the same batch, so each calls the gather)
   (``tests/test_hosts.py``).
+- :func:`rl_shards_whole_batches`: ``rl/rl_cluster.py``'s reference (and old-policy)
+  log-probabilities place the rollouts with ``sft/sharding_utils.py``'s ``shard_input``, which
+  builds the global batch with ``jax.make_array_from_process_local_data``: each process's
+  rollouts taken as its own rows. Every process holds the same whole rollouts (the sampler fetches
+  them whole), so with 2 processes the reference pass computed on 2 x the step's rows (8 rollouts
+  made a global batch of 16, ``tests/test_hosts.py``): on a 4-host v5e-16, 4 x the work and the
+  activations the memory plan counts. Applied by :func:`tunixkit.hosts.start` once the processes
+  have joined, rl_cluster's ``shard_input`` takes a host-local batch as the whole global batch
+  (:class:`_WholeBatchSharding`); the trainers' own ``shard_input`` (SFT's rows, each process's
+  own: :func:`shards_input_as_it_comes`) is left as tunix has it.
 - :func:`shards_input_as_it_comes`: which tunix trainers build their global batch from each
   process's rows (``PeftTrainer``), and which compute on the whole batch first (DPO, distillation).
 """
@@ -156,6 +166,7 @@ __all__ = [
     "split_rows",
     "stop_perf_tracing",
     "updates_per_step",
+    "rl_shards_whole_batches",
     "sampler_fetches_whole",
     "whole",
     "without_aux_metric",
@@ -704,6 +715,57 @@ def sampler_fetches_whole() -> None:
 
     if not isinstance(sampler_module.jax, _WholeFetchingJax):
         sampler_module.jax = _WholeFetchingJax(sampler_module.jax)
+
+
+class _WholeBatchSharding:
+    """``tunix.sft.sharding_utils`` as ``tunix.rl.rl_cluster`` sees it once
+    :func:`rl_shards_whole_batches` is applied: the module itself, but ``shard_input`` takes a
+    host-local batch (every process holds the same one) as the whole global batch, and gives each
+    device its rows of it. Otherwise as tunix's: no mesh, a batch already placed, or one holding
+    an array of several processes, is returned as it is."""
+
+    def __init__(self, module: Any) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._module, name)
+
+    def shard_input(self, input_data: Any, data_sharding_axis: tuple[str, ...]) -> Any:
+        from jax.interpreters import pxla
+
+        mesh = pxla.thread_resources.env.physical_mesh
+        leaves = jax.tree.leaves(input_data)
+        if mesh.empty or any(
+            isinstance(x, jax.Array) and not x.is_fully_addressable for x in leaves
+        ):
+            return input_data  # nothing to place on, or placed over the processes already
+        pspec = jax.sharding.PartitionSpec(*data_sharding_axis)
+
+        def place(x: Any) -> Any:
+            host = np.asarray(x)
+            sharding = self._module.get_sharding(host, mesh=mesh, pspec=pspec)
+            return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+
+        with jax.transfer_guard("allow"):
+            return jax.tree.map(place, input_data)
+
+
+def rl_shards_whole_batches() -> None:
+    """Make tunix's RL cluster place the rollouts it scores as the whole global batch (see the
+    module docstring). For a run of several processes; once.
+
+    >>> import jax, numpy as np
+    >>> from tunix.sft import sharding_utils
+    >>> mesh = jax.make_mesh((1,), ("fsdp",))
+    >>> with mesh:
+    ...     x = _WholeBatchSharding(sharding_utils).shard_input(np.arange(4), ("fsdp",))
+    >>> x.shape, tuple(x.sharding.spec), x.tolist()
+    ((4,), ('fsdp',), [0, 1, 2, 3])
+    """
+    from tunix.rl import rl_cluster
+
+    if not isinstance(rl_cluster.sharding_utils, _WholeBatchSharding):
+        rl_cluster.sharding_utils = _WholeBatchSharding(rl_cluster.sharding_utils)
 
 
 def shards_input_as_it_comes(trainer: Any) -> bool:

@@ -72,6 +72,7 @@ def start(environ: dict[str, str] | None = None) -> bool:
     else:
         jax.distributed.initialize(**heartbeat)  # a TPU slice: its metadata names the hosts
     _compat.sampler_fetches_whole()  # tunix's sampler fetches its tokens with jax.device_get
+    _compat.rl_shards_whole_batches()  # and its RL cluster took each process's rollouts as its own
     return True
 
 

@@ -182,6 +182,11 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("tunix.generate.sampler", "Sampler.init_sample_state", ("all_input_ids",)),
     # the module's own jax, whose device_get a multi-process run swaps (sampler_fetches_whole)
     ("tunix.generate.sampler", "jax", ()),
+    # the module rl_cluster places rollouts with, which a multi-process run swaps
+    # (rl_shards_whole_batches), and the sharding it asks of it
+    ("tunix.rl.rl_cluster", "sharding_utils", ()),
+    ("tunix.sft.sharding_utils", "shard_input", ("input_data", "data_sharding_axis")),
+    ("tunix.sft.sharding_utils", "get_sharding", ("x", "mesh", "pspec")),
     ("tunix.generate.sampler", "_SamplingState", ("token_buffer", "positions", "cache", "done")),
     ("tunix.sft.peft_trainer", "PeftTrainer", ("model", "optimizer", "training_config")),
     ("tunix.sft.peft_trainer", "PeftTrainer.with_gen_model_input_fn", ("gen_model_input_fn",)),
