@@ -359,24 +359,24 @@ def mesh_context(mesh: Mesh) -> Iterator[Any]:
 
 
 def peak_memory() -> tuple[int, str]:
-    """(bytes, what was measured): the peak bytes in use on accelerator device 0, or on CPU the
+    """(bytes, what was measured): the peak bytes in use on this process's first accelerator device, or on CPU the
     process's peak resident memory (model, data and JAX's own buffers together)."""
     import resource
 
     import jax
 
-    stats = jax.devices()[0].memory_stats() or {}
+    stats = jax.local_devices()[0].memory_stats() or {}
     if "peak_bytes_in_use" in stats:
-        return int(stats["peak_bytes_in_use"]), f"peak {jax.devices()[0].device_kind} memory"
+        return int(stats["peak_bytes_in_use"]), f"peak {jax.local_devices()[0].device_kind} memory"
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "peak process RSS (CPU)"
 
 
 def device_memory_limit() -> int | None:
-    """The bytes accelerator device 0 can hold (``bytes_limit`` of its memory stats), or None where
+    """The bytes this process's first accelerator device can hold (``bytes_limit`` of its memory stats), or None where
     the backend does not say (the CPU)."""
     import jax
 
-    stats = jax.devices()[0].memory_stats() or {}
+    stats = jax.local_devices()[0].memory_stats() or {}
     return int(stats["bytes_limit"]) if "bytes_limit" in stats else None
 
 
