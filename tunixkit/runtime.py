@@ -359,8 +359,9 @@ def mesh_context(mesh: Mesh) -> Iterator[Any]:
 
 
 def peak_memory() -> tuple[int, str]:
-    """(bytes, what was measured): the peak bytes in use on this process's first accelerator device, or on CPU the
-    process's peak resident memory (model, data and JAX's own buffers together)."""
+    """(bytes, what was measured): the peak bytes in use on this process's first accelerator
+    device, or on CPU the process's peak resident memory (model, data and JAX's own buffers
+    together)."""
     import resource
 
     import jax
@@ -372,8 +373,8 @@ def peak_memory() -> tuple[int, str]:
 
 
 def device_memory_limit() -> int | None:
-    """The bytes this process's first accelerator device can hold (``bytes_limit`` of its memory stats), or None where
-    the backend does not say (the CPU)."""
+    """The bytes this process's first accelerator device can hold (``bytes_limit`` of its memory
+    stats), or None where the backend does not say (the CPU)."""
     import jax
 
     stats = jax.local_devices()[0].memory_stats() or {}
