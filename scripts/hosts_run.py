@@ -14,8 +14,8 @@ every host of a slice runs the same notebook into the same mounted folder. Then:
   figures of ``summary.json`` match the one-process run's within float tolerance (the collectives
   sum in another order).
 
-    python scripts/hosts_run.py          # 02 (~15 min on 2 cores)
-    python scripts/hosts_run.py 01 03    # other notebooks
+    python scripts/hosts_run.py          # 02 (~19 min on 2 cores: 299 s one, 838 s two)
+    python scripts/hosts_run.py 01 03    # other notebooks (01: ~5 min)
 
 Results: ``bench/results/hosts_<notebook>.json``, read by ``tests/test_hosts_run.py``. Runs go to
 ``notebooks/runs/hosts/<notebook>/{one,two}/`` (not committed).

@@ -30,6 +30,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import resume_job  # noqa: E402
 from flax import nnx  # noqa: E402
+from tunix.rl import rl_cluster  # noqa: E402
 
 from tunixkit import runlog, runtime, session, training  # noqa: E402
 
@@ -51,8 +52,6 @@ def main() -> None:
     )
     # the rollouts tunix's RL cluster scores (the same 8 rows on every process), placed as the
     # global batch its reference pass computes on (_compat.rl_shards_whole_batches)
-    from tunix.rl import rl_cluster
-
     with mesh:
         scored = rl_cluster.sharding_utils.shard_input(np.arange(8), ("fsdp",))
     # a file written once: process 0 writes, the other waits for it; a failure there ends both

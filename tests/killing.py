@@ -91,6 +91,8 @@ def free_port() -> int:
 def process_envs(env: dict, processes: int) -> list[dict]:
     """``env`` for each of ``processes`` processes of one JAX run on this machine, joined by a
     coordinator on a :func:`free_port` (:mod:`tunixkit.hosts`' variables); one process: ``env``."""
+    # here, not at the top: conftest.py imports this module to set JAX's environment, before
+    # anything imports jax (tunixkit does)
     from tunixkit import hosts
 
     if processes == 1:

@@ -127,9 +127,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
+from jax.interpreters import pxla
 from tunix.distillation.strategies import LogitStrategy
 from tunix.generate.sampler import Sampler
-from tunix.rl import common
+from tunix.rl import common, rl_cluster
 from tunix.rl.agentic.agents.tool_agent import ToolAgent
 from tunix.rl.agentic.environments.tool_environment import ToolEnvironment
 from tunix.rl.agentic.parser.chat_template_parser.parser import GemmaChatTemplateParser
@@ -731,8 +732,6 @@ class _WholeBatchSharding:
         return getattr(self._module, name)
 
     def shard_input(self, input_data: Any, data_sharding_axis: tuple[str, ...]) -> Any:
-        from jax.interpreters import pxla
-
         mesh = pxla.thread_resources.env.physical_mesh
         leaves = jax.tree.leaves(input_data)
         if mesh.empty or any(
@@ -762,8 +761,6 @@ def rl_shards_whole_batches() -> None:
     >>> x.shape, tuple(x.sharding.spec), x.tolist()
     ((4,), ('fsdp',), [0, 1, 2, 3])
     """
-    from tunix.rl import rl_cluster
-
     if not isinstance(rl_cluster.sharding_utils, _WholeBatchSharding):
         rl_cluster.sharding_utils = _WholeBatchSharding(rl_cluster.sharding_utils)
 
