@@ -64,15 +64,11 @@ if importlib.util.find_spec("tunixkit") is None:
 # %% tags=["parameters"]
 PROFILE = None  # "smoke", "full", or None for automatic ($TUNIXKIT_PROFILE, else by device)
 OUTPUT_DIR = "runs/00_quickstart"  # everything this notebook writes goes here
-SOURCE = (
-    "auto"  # full profile: "auto" (Kaggle on Kaggle, else Hugging Face), "hf", "kaggle", "local"
-)
+SOURCE = "auto"  # full: "auto" (Kaggle on Kaggle, else Hugging Face), "hf", "kaggle", "local"
 MODEL_PATH = None  # SOURCE "local": a folder with config.json, *.safetensors, tokenizer.model
 MODEL_ID = None  # None: the profile's model; or any tunixkit.models.MODELS id, e.g. "qwen3-0.6b",
 # "smollm2-135m-instruct" (a real Llama-architecture model on any machine, no hub)
-GSM8K_PATH = (
-    None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
-)
+GSM8K_PATH = None  # full: a local GSM8K (a file, or the openai/gsm8k folder); None: download
 
 # %%
 import time

@@ -80,9 +80,7 @@ START_FRESH = False  # True: move an OUTPUT_DIR made with other settings aside a
 COMPILE_CACHE = None  # where compiled programs are kept; None: OUTPUT_DIR/jax_cache; False: off
 REHEARSAL = False  # True: time a few steps at the real shapes, project the session, no long run
 REHEARSAL_FROM = None  # a rehearsal's OUTPUT_DIR or rehearsal.json: sizes the LR schedule
-MODEL_ID = (
-    None  # None: the profile's model; e.g. "gemma-2-2b-it", "gemma-3-270m" (any machine, no hub)
-)
+MODEL_ID = None  # None: the profile's model; e.g. "gemma-2-2b-it", "gemma-3-270m" (no hub needed)
 SOURCE = "auto"  # full profile: "auto" (Kaggle on Kaggle, else Hugging Face), "hf", "kaggle"
 NUM_STEPS = None  # optimizer steps; None: the profile's
 LEARNING_RATE = None  # peak learning rate; None: the profile's
@@ -90,9 +88,7 @@ LORA_RANK = None  # adapter rank; None: the profile's
 QLORA = None  # False: plain LoRA (bf16 backbone); None: the profile's (QLoRA)
 EVAL_QUESTIONS = None  # test questions for the before/after evaluation; None: all
 DATA_SOURCE = "hf"  # full profile GSM8K: "hf", "tfds" or "kaggle"
-GSM8K_PATH = (
-    None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
-)
+GSM8K_PATH = None  # full: a local GSM8K (a file, or the openai/gsm8k folder); None: download
 DATASET = None  # None: GSM8K in the reasoning format; or a HF dataset id / local file ...
 PROMPT_FIELD, RESPONSE_FIELD = "prompt", "response"  # ... and its two text columns
 KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload

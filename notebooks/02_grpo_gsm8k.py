@@ -99,18 +99,14 @@ LORA_RANK = None  # LoRA rank; None: the profile's
 NUM_GENERATIONS = None  # completions per prompt (G); None: the profile's
 EVAL_QUESTIONS = None  # test questions for the greedy evaluation; None: all (1,319 in full)
 DATA_SOURCE = "hf"  # full profile: "hf", "tfds" or "kaggle" (GSM8K)
-GSM8K_PATH = (
-    None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
-)
+GSM8K_PATH = None  # full: a local GSM8K (a file, or the openai/gsm8k folder); None: download
 DATASET = None  # None: "gsm8k"; "math": MATH's train split, LaTeX answers, MATH-500 to evaluate
 MATH_PATH = None  # DATASET "math": a local copy of EleutherAI/hendrycks_math; None: download
 MATH500_PATH = None  # DATASET "math": a local copy of HuggingFaceH4/MATH-500; None: download
 USE_RUBRIC = False  # add the example rubric reward defined below
 KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
 RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, "eval.batch_size": 8}
-ROLLOUT_ENGINE = (
-    None  # None: tunix's own sampler ("vanilla"); "vllm" / "sglang_jax": see the Train section
-)
+ROLLOUT_ENGINE = None  # None: tunix's sampler ("vanilla"); "vllm" / "sglang_jax": see Train
 TRACE_STEPS = 3  # first GRPO steps traced: where the time goes (trace/, step_time.png)
 
 # %%

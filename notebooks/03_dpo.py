@@ -97,9 +97,7 @@ ALGORITHM = None  # "dpo" or "orpo"; None: the profile's default (DPO)
 PAIRS = "on-policy"  # or a preference dataset: HF id or local .jsonl/.json/.csv/.parquet
 FIELDS = ("prompt", "chosen", "rejected")  # the dataset's prompt, chosen and rejected columns
 DATA_SOURCE = "hf"  # full profile GSM8K: "hf", "tfds" or "kaggle"
-GSM8K_PATH = (
-    None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
-)
+GSM8K_PATH = None  # full: a local GSM8K (a file, or the openai/gsm8k folder); None: download
 KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
 RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, "eval.batch_size": 8}
 

@@ -93,9 +93,7 @@ NUM_STEPS = None  # optimizer steps; None: the profile's
 LEARNING_RATE = None  # peak learning rate; None: the profile's
 EVAL_QUESTIONS = None  # test questions for the teacher/student evaluation; None: all
 DATA_SOURCE = "hf"  # full profile GSM8K: "hf", "tfds" or "kaggle"
-GSM8K_PATH = (
-    None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
-)
+GSM8K_PATH = None  # full: a local GSM8K (a file, or the openai/gsm8k folder); None: download
 KAGGLE_MODEL = None  # to upload the student's export: "<user>/<model>/jax/<variation>"
 RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, "eval.batch_size": 8}
 

@@ -75,9 +75,7 @@ PROFILE = None  # "smoke", "full", or None for automatic ($TUNIXKIT_PROFILE, els
 OUTPUT_DIR = "runs/05_math_eval"  # everything this notebook writes goes here
 SOURCE = "auto"  # where model ids are downloaded from: "auto", "hf", "kaggle"
 DATA_SOURCE = "hf"  # full profile: "hf", "tfds" or "kaggle" (GSM8K test split)
-GSM8K_PATH = (
-    None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
-)
+GSM8K_PATH = None  # full: a local GSM8K (a file, or the openai/gsm8k folder); None: download
 MODELS = None  # {"name": model id or folder}; None: the profile's default pair
 LIMIT = None  # evaluate only the first LIMIT questions of each benchmark (None: all)
 BENCHMARKS = None  # beside GSM8K: ["math500", "math"] (LaTeX answers); None: the profile's

@@ -100,9 +100,7 @@ REHEARSAL = False  # True: time a few steps at the real shapes, project the sess
 REHEARSAL_FROM = None  # a rehearsal's OUTPUT_DIR or rehearsal.json: sizes the LR schedule
 MODEL_ID = None  # None: the profile's ("gemma-3-1b-it" in full; "gemma-2-2b-it" also allowed)
 MODEL_PATH = None  # a local HF-layout folder to start from (e.g. 01_qlora_sft's export/hf)
-GSM8K_PATH = (
-    None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
-)
+GSM8K_PATH = None  # full: a local GSM8K (a file, or the openai/gsm8k folder); None: download
 JUDGE_ID = None  # the judge model; None: the profile's (the rubric grader in smoke)
 TRACES = None  # full: SFT traces (a .jsonl/.json/.csv/.parquet file or HF id); None: the public mix
 DOMAIN_FIELD = "domain"  # the traces' domain column; a row without one is classified by keywords

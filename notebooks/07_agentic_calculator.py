@@ -96,9 +96,7 @@ NUM_GENERATIONS = None  # episodes per question (G); None: the profile's
 EVAL_QUESTIONS = None  # held-out questions for the evaluations; None: the profile's
 GENERATION_STEPS = None  # tokens per episode: turns and tool results (eval, GRPO); None: profile's
 DATA_SOURCE = "hf"  # full profile: "hf", "tfds" or "kaggle" (GSM8K)
-GSM8K_PATH = (
-    None  # full: a local copy of GSM8K (a file, or the openai/gsm8k folder); None: download
-)
+GSM8K_PATH = None  # full: a local GSM8K (a file, or the openai/gsm8k folder); None: download
 KAGGLE_MODEL = None  # to upload the export: "<user>/<model>/jax/<variation>"; None: no upload
 RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, "eval.batch_size": 8}
 JUDGED = None  # True: the tool model is also the judged model (ckpts/actor); None: False

@@ -107,9 +107,7 @@ COMPILE_CACHE = None  # where compiled programs are kept; None: OUTPUT_DIR/jax_c
 MODEL_ID = None  # the model that answers; None: the profile's ("gemma-3-1b-it" in full)
 MODEL_PATH = None  # a local HF-layout folder to answer with (e.g. 06's sft/export/hf)
 JUDGE_ID = None  # the judge model; None: the profile's (the rubric grader in smoke)
-TRACES = (
-    None  # full: the prompts (a .jsonl/.json/.csv/.parquet file or HF id); None: the public mix
-)
+TRACES = None  # full: the prompts (.jsonl/.json/.csv/.parquet file or HF id); None: the public mix
 DOMAIN_FIELD = "domain"  # the traces' domain column; a row without one is classified by keywords
 TRACE_FIELDS = ("prompt", "response")  # the prompt/response columns, if not chat messages
 MIX_PATHS = None  # local copies of the mix's data sets, {"allenai/qasc": ".../train.parquet"}

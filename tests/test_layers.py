@@ -161,6 +161,20 @@ def test_ruff_format_output_stands_as_is():
     assert skipped == []
 
 
+# A parameter is one line a user reads and edits: `NAME = value  # what it means`. A comment too
+# long for the line makes the formatter wrap the value in parentheses (`NAME = (\n    None  # ...`).
+WRAPPED_PARAMETER = re.compile(r"^([A-Z][A-Z0-9_]*) = \($\n^    [^\n]*  # ", re.M)
+
+
+def test_parameters_are_one_line_each():
+    wrapped = [
+        f"{path.name}: {m[1]}"
+        for path in sorted((ROOT / "notebooks").glob("[0-9]*.py"))
+        for m in WRAPPED_PARAMETER.finditer(path.read_text())
+    ]
+    assert wrapped == [], "shorten these parameters' comments to fit 100 characters"
+
+
 def test_the_package_docstring_and_the_readme_name_every_module():
     doc = (PACKAGE / "__init__.py").read_text()
     readme = (ROOT / "README.md").read_text()
