@@ -480,3 +480,19 @@ def test_the_steps_that_fit_are_the_time_left_less_the_reserve_over_the_pace(tmp
     stage = session.StageClock(clock, time.time() + 100.0)
     assert stage.steps_that_fit(30.0) == 3  # 100 s to its deadline
     assert session.Session(tmp_path, None, time.time()).steps_that_fit(10.0) is None  # no limit
+
+
+def test_a_timed_block_gets_the_batches_of_the_passes_inside_it_and_no_other(tmp_path):
+    clock = session.Session(tmp_path, None, time.time())
+    clock.rehearsal = session.Rehearsal(report_dir=tmp_path, items=8)
+    session.pass_batches().extend([(4, 50.0), (4, 1.0)])  # outside any block: nobody's
+    with clock.timed("evaluation", items=8):
+        session.pass_batches().extend([(4, 5.0), (4, 1.0)])  # a pass: first batch compiles
+        with clock.timed("judge", items=8):
+            session.pass_batches().extend([(4, 3.0), (4, 1.0), (4, 1.0)])
+    judge, evaluation = clock.rehearsal.events
+    assert (judge["what"], judge["compile_seconds"]) == ("judge", 2.0)
+    assert (evaluation["what"], evaluation["compile_seconds"]) == ("evaluation", 6.0)  # 4 + 2
+    with clock.timed("export"):
+        pass
+    assert clock.rehearsal.events[-1]["compile_seconds"] == 0.0  # earlier passes are not its own

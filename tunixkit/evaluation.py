@@ -300,8 +300,7 @@ def generate(
     # tunix samples only when top_p is given; with top_p=None a temperature is silently ignored.
     top_p = config.top_p if config.top_p is not None or not config.temperature else 1.0
     ways = getattr(sampler, "ways", 1)
-    timings: list[tuple[int, float]] = []
-    session.PASS_BATCHES.append(timings)  # the rehearsal's compile/pace split
+    timings = session.pass_batches()  # the rehearsal's compile/pace split
     for start in tqdm(
         range(0, len(order), bs), desc="generating", unit="batch", disable=not progress
     ):
@@ -388,8 +387,7 @@ class ChoiceScorer:
         ways = _compat.data_ways(mesh)
         choices = jnp.asarray(self.choice_ids, dtype=jnp.int32)
         out = []
-        timings: list[tuple[int, float]] = []
-        session.PASS_BATCHES.append(timings)
+        timings = session.pass_batches()
         for start in range(0, len(rows), self.batch_size):
             t0 = time.perf_counter()
             batch = rows[start : start + self.batch_size]

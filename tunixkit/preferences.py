@@ -314,8 +314,7 @@ def score(
     """:class:`Scores` of ``policy`` against ``reference`` over tokenized ``batches``. Each batch's
     seconds go to the session's rehearsal, which tells the first batch's compile from the pace."""
     rows = []
-    timings: list[tuple[int, float]] = []
-    session.PASS_BATCHES.append(timings)
+    timings = session.pass_batches()
     for batch in batches:
         t0 = time.perf_counter()
         pc, pr = sequence_logps(policy, batch)

@@ -23,6 +23,7 @@ A Kaggle session ends after 9 hours, whatever is running; a new one starts with 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import json
 import os
@@ -171,11 +172,10 @@ class Session:
         In a rehearsal the block is also an event of the projected schedule, scaled to ``planned``
         items (default: what :meth:`sized` recorded under ``name``)."""
         t0, began = time.perf_counter(), self.elapsed()
-        calls = len(PASS_BATCHES)
-        yield
+        with _passes() as batches:
+            yield
         seconds = time.perf_counter() - t0
         if self.rehearsal is not None:
-            batches = PASS_BATCHES[calls:]
             self.rehearsal.timed(
                 name, began, seconds, items=items, generate_calls=batches, planned=planned
             )
@@ -317,10 +317,46 @@ class Session:
         )
 
 
-# Every batched pass of this process (tunixkit.evaluation.generate, preferences.score), as the
-# (items, seconds) of each of its batches: a rehearsal tells a pass's compile time (its first batch)
-# from its pace.
-PASS_BATCHES: list[list[tuple[int, float]]] = []
+# The batched passes (tunixkit.evaluation.generate, preferences.score, the judge) run inside the
+# innermost Session.timed block, each as the (items, seconds) of its batches: a rehearsal tells a
+# pass's compile time (its first batch) from its pace. Outside a block nothing holds them.
+_PASS_BATCHES: contextvars.ContextVar[list[list[tuple[int, float]]] | None] = (
+    contextvars.ContextVar("tunixkit_pass_batches", default=None)
+)
+
+
+def pass_batches() -> list[tuple[int, float]]:
+    """A list for one batched pass to append each batch's ``(items, seconds)`` to, held by the
+    :meth:`Session.timed` block the pass runs in (a rehearsal projects the block from it).
+
+    >>> with _passes() as outer:
+    ...     pass_batches().append((8, 2.5))
+    ...     with _passes() as inner:
+    ...         pass_batches().append((8, 0.5))
+    >>> outer, inner, pass_batches()  # an enclosing block holds its inner blocks' passes too
+    ([[(8, 2.5)], [(8, 0.5)]], [[(8, 0.5)]], [])
+    """
+    timings: list[tuple[int, float]] = []
+    calls = _PASS_BATCHES.get()
+    if calls is not None:
+        calls.append(timings)
+    return timings
+
+
+@contextlib.contextmanager
+def _passes() -> Iterator[list[list[tuple[int, float]]]]:
+    """The batched passes that run inside the block (:func:`pass_batches`)."""
+    batches: list[list[tuple[int, float]]] = []
+    outer = _PASS_BATCHES.get()
+    token = _PASS_BATCHES.set(batches)
+    try:
+        yield batches
+    finally:
+        _PASS_BATCHES.reset(token)
+        if outer is not None:
+            outer.extend(batches)
+
+
 KAGGLE_OUTPUT_BYTES = 20 * 10**9  # what a Kaggle notebook may keep in /kaggle/working
 
 
