@@ -9,7 +9,8 @@ export's weight mapping). The memory plan (:mod:`tunixkit.tools.memplan`, a tool
 trainers for compiling without running; it keeps those tool-only patches to itself.
 
 - :func:`quiet_tool_parser`: ``tool_parser/qwen_parser.py`` prints every tool call it cannot parse;
-  in GRPO that is a line per malformed rollout. Silenced (they are counted in the episode records).
+  in GRPO that is a line per malformed rollout. Silenced while an agent parses a response (they are
+  counted in the episode records); the module is tunix's own again after.
 - :class:`TextQuestionAgent`: ``agents/tool_agent.py`` reads the question from the batch as a
   1-element array and writes its repr (``"['...']"``) into the prompt; this agent takes the text
   out, and may replace the ~120-token JSON-schema tool prompt with a short one.
@@ -110,6 +111,7 @@ trainers for compiling without running; it keeps those tool-only patches to itse
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
 import functools
@@ -119,7 +121,7 @@ import math
 import threading
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -174,12 +176,35 @@ __all__ = [
 ]
 
 
-def quiet_tool_parser() -> None:
-    """Silence the prints of tunix's Qwen tool parser (idempotent; the module's own ``print``
-    only, never the builtin)."""
+_QUIET_LOCK = threading.Lock()
+_quiet_blocks = 0  # open quiet_tool_parser blocks, in every thread
+_MISSING = object()
+_parser_print: Any = _MISSING  # what qwen_parser held under "print" before the first block
+
+
+@contextlib.contextmanager
+def quiet_tool_parser() -> Iterator[None]:
+    """While the block runs, tunix's Qwen tool parser prints nothing: its module's own ``print``
+    is a no-op, never the builtin. When the last open block (of any thread) ends, the module is as
+    tunix left it."""
+    global _quiet_blocks, _parser_print
     from tunix.rl.agentic.parser.tool_parser import qwen_parser
 
-    qwen_parser.print = lambda *args, **kwargs: None
+    with _QUIET_LOCK:
+        if _quiet_blocks == 0:
+            _parser_print = vars(qwen_parser).get("print", _MISSING)
+            qwen_parser.print = lambda *args, **kwargs: None
+        _quiet_blocks += 1
+    try:
+        yield
+    finally:
+        with _QUIET_LOCK:
+            _quiet_blocks -= 1
+            if _quiet_blocks == 0:
+                if _parser_print is _MISSING:
+                    del qwen_parser.print
+                else:
+                    qwen_parser.print = _parser_print
 
 
 def as_text(value: Any) -> str:

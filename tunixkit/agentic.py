@@ -122,11 +122,11 @@ TOOLS: dict[str, type[BaseTool]] = {"calculator": CalculatorTool}
 class CalculatorAgent(_compat.TextQuestionAgent):
     """The agent of every episode: tunix's ``ToolAgent`` with the question read as text and an
     optional short tool prompt (:class:`tunixkit._compat.TextQuestionAgent`). tunix's tool parser
-    is kept quiet: a malformed call is counted in the episode records, not printed."""
+    is kept quiet while it parses: a malformed call is counted in the episode records, not shown."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        _compat.quiet_tool_parser()
-        super().__init__(*args, **kwargs)
+    def update_from_model(self, response: str, **kwargs: Any) -> Any:
+        with _compat.quiet_tool_parser():
+            return super().update_from_model(response, **kwargs)
 
 
 GemmaParser = _compat.CopyingGemmaParser  # tunix's Gemma template, leaving the caller's turns alone
