@@ -703,7 +703,7 @@ def test_a_stage_that_makes_the_model_worse_is_not_adopted_and_the_start_model_c
     base = rng.uniform(0.3, 0.7, 40)
     _judged(tmp_path / "domains_start.jsonl", base)
 
-    def finished(name, seed, scores):  # what finish_stage leaves: the export, the judged copy
+    def finished(name, seed, scores):  # what train_stage leaves: the export, the judged copy
         trained = models.load_model("tiny-gemma3", verbose=False)
         testing.randomize_all(trained.model, seed=seed)
         exports = models.export(trained.model, trained, tmp_path / name / "export")

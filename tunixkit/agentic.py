@@ -56,7 +56,6 @@ from tunixkit import (
     rl,
     runlog,
     runtime,
-    training,
 )
 from tunixkit.answers import extract_answer, numbers_equal, parse_number
 
@@ -624,16 +623,6 @@ def stage(
         system_prompt=None,
         family=base.family,
     )
-    result = training.run(
-        learner,
-        batches,
-        mesh=mesh,
-        metrics_file=stages.dir(name) / "metrics.jsonl",
-        session=stages.clock(name),
-        label=name,
-    )
-    if trace:
-        trace.finish(result.trained)
-    return pipeline.finish_stage(
-        stages, name, lora, base, recipe, mesh, result, judged=recipe.judged
+    return pipeline.train_stage(
+        stages, name, learner, batches, lora, base, recipe, mesh, trace=trace, judged=recipe.judged
     )

@@ -657,23 +657,39 @@ def _rank(recipe, name: str) -> int | None:
     return recipe.sft_lora_rank if name == "sft" else recipe.lora_rank
 
 
-def finish_stage(
+def train_stage(
     stages: Stages,
     name: str,
+    trainer: Any,
+    batches: Sequence[Any],
     lora: nnx.Module,
     base: LoadedModel,
     recipe: Pipeline | Agentic,
     mesh: Mesh | None,
-    result: training.RunResult,
     *,
+    metric_names: Sequence[str] = ("loss",),
+    trace: profiling.StepTrace | None = None,
     judged: bool = True,
 ) -> str | None:
-    """Export the stage's model (its ``export/hf`` is returned), mark it done and (with
-    ``judged``) make it the judged model until :func:`adopt` decides. A stage the session clock
+    """Train the stage's ``trainer`` (any tunix trainer) on ``batches`` under the stage's clock,
+    its metrics in the stage's folder (``trace``: finished when training ends), then export the
+    model (its ``export/hf`` is returned), mark the stage done and (with ``judged``) make it the
+    judged model until :func:`adopt` decides. A stage the session clock
     stopped is finished with the steps it trained: the clock stopped it in time for this export and
     the evaluation after it (a session killed before the export continues the stage from its
     checkpoint next time). Not finished: a stage ``OUTPUT_DIR/STOP`` stopped (the next run
     continues it), or one that trained no step."""
+    result = training.run(
+        trainer,
+        batches,
+        mesh=mesh,
+        metrics_file=stages.dir(name) / "metrics.jsonl",
+        metric_names=metric_names,
+        session=stages.clock(name),
+        label=name,
+    )
+    if trace:
+        trace.finish(result.trained)
     if result.stopped == "stop requested" or result.steps == 0:
         why = "OUTPUT_DIR/STOP" if result.steps else "no training step fit the session"
         print(f"{name}: not finished ({why}); a rerun or a session with RESUME_FROM continues it")
@@ -840,7 +856,7 @@ def sft_stage(
 ) -> str | None:
     """A LoRA SFT stage on (prompt, completion) ``pairs`` (``learning_rate``: the recipe's
     ``sft_learning_rate`` unless given); returns its export (None: not finished). ``judged``: as
-    in :func:`finish_stage`."""
+    in :func:`train_stage`."""
     if stages.done(name):
         return stages.state[name]["export"]
     if not stages.ready(name):
@@ -864,15 +880,7 @@ def sft_stage(
         config,
         pad_id=base.tokenizer.pad_id(),
     )
-    result = training.run(
-        trainer,
-        batches,
-        mesh=mesh,
-        metrics_file=stages.dir(name) / "metrics.jsonl",
-        session=stages.clock(name),
-        label=name,
-    )
-    return finish_stage(stages, name, lora, base, recipe, mesh, result, judged=judged)
+    return train_stage(stages, name, trainer, batches, lora, base, recipe, mesh, judged=judged)
 
 
 def preference_stage(
@@ -923,16 +931,10 @@ def preference_stage(
     trainer = preferences.trainer(
         recipe.algorithm, lora, base.model, optimizer, config, simpo_gamma=recipe.simpo_gamma
     )
-    result = training.run(
-        trainer,
-        batches,
-        mesh=mesh,
-        metrics_file=stages.dir(name) / "metrics.jsonl",
-        metric_names=("loss", "rewards/margin", "rewards/accuracy"),
-        session=stages.clock(name),
-        label=name,
+    metric_names = ("loss", "rewards/margin", "rewards/accuracy")
+    return train_stage(
+        stages, name, trainer, batches, lora, base, recipe, mesh, metric_names=metric_names
     )
-    return finish_stage(stages, name, lora, base, recipe, mesh, result)
 
 
 def contested(
@@ -1074,14 +1076,4 @@ def grpo_stage(
         family=base.family,
         fit=evaluation.prompt_fitter(base.tokenizer, limit),
     )
-    result = training.run(
-        learner,
-        batches,
-        mesh=mesh,
-        metrics_file=stages.dir(name) / "metrics.jsonl",
-        session=stages.clock(name),
-        label=name,
-    )
-    if trace:
-        trace.finish(result.trained)
-    return finish_stage(stages, name, lora, base, recipe, mesh, result)
+    return train_stage(stages, name, learner, batches, lora, base, recipe, mesh, trace=trace)
