@@ -136,6 +136,7 @@ from tunix.rl import common, rl_cluster
 from tunix.rl.agentic.agents.tool_agent import ToolAgent
 from tunix.rl.agentic.environments.tool_environment import ToolEnvironment
 from tunix.rl.agentic.parser.chat_template_parser.parser import GemmaChatTemplateParser
+from tunix.rl.agentic.parser.tool_parser import qwen_parser
 from tunix.rl.agentic.tools.base_tool import BaseTool
 
 if TYPE_CHECKING:
@@ -188,8 +189,6 @@ def quiet_tool_parser() -> Iterator[None]:
     is a no-op, never the builtin. When the last open block (of any thread) ends, the module is as
     tunix left it."""
     global _quiet_blocks, _parser_print
-    from tunix.rl.agentic.parser.tool_parser import qwen_parser
-
     with _QUIET_LOCK:
         if _quiet_blocks == 0:
             _parser_print = vars(qwen_parser).get("print", _MISSING)

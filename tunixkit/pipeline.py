@@ -674,11 +674,11 @@ def train_stage(
     """Train the stage's ``trainer`` (any tunix trainer) on ``batches`` under the stage's clock,
     its metrics in the stage's folder (``trace``: finished when training ends), then export the
     model (its ``export/hf`` is returned), mark the stage done and (with ``judged``) make it the
-    judged model until :func:`adopt` decides. A stage the session clock
-    stopped is finished with the steps it trained: the clock stopped it in time for this export and
-    the evaluation after it (a session killed before the export continues the stage from its
-    checkpoint next time). Not finished: a stage ``OUTPUT_DIR/STOP`` stopped (the next run
-    continues it), or one that trained no step."""
+    judged model until :func:`adopt` decides. A stage the session clock stopped is finished with
+    the steps it trained: the clock stopped it in time for this export and the evaluation after it
+    (a session killed before the export continues the stage from its checkpoint next time). Not
+    finished: a stage ``OUTPUT_DIR/STOP`` stopped (the next run continues it), or one that trained
+    no step."""
     result = training.run(
         trainer,
         batches,
