@@ -100,7 +100,6 @@ import dataclasses
 from IPython.display import Markdown, display
 
 from tunixkit import (
-    checkpoints,
     data,
     evaluation,
     families,
@@ -110,7 +109,6 @@ from tunixkit import (
     recipes,
     runlog,
     runtime,
-    session,
     training,
 )
 from tunixkit.tools import memplan
@@ -256,17 +254,16 @@ print(
 # last checkpoint, the judged model (02 and 06 load it with tunix alone).
 
 # %%
-with clock.timed("export"):
-    exports = models.export(
-        model,
-        base,
-        out_dir / "export",
-        lora_rank=recipe.lora_rank,
-        lora_alpha=recipe.lora_alpha,
-        mesh=mesh,
-    )
-    judged_path = checkpoints.write_judged(exports["orbax"], clock.judged_dir(), step=trained.steps)
-print(f"the judged model: {judged_path}")
+export = pipeline.export_judged(  # timed as the export; prints the judged model's path
+    model,
+    base,
+    out_dir,
+    clock,
+    step=trained.steps,
+    lora_rank=recipe.lora_rank,
+    lora_alpha=recipe.lora_alpha,
+    mesh=mesh,
+)
 
 # %% [markdown]
 # ## After training
@@ -280,7 +277,7 @@ n = clock.fit(len(test_records))
 with clock.timed("evaluation", items=n):
     # the export itself is measured (the merged weights 02 starts from and the judges load), not
     # the QLoRA model in memory: its nf4 backbone answers a little differently
-    exported = models.load_model(recipe.model_id, path=exports["hf"], mesh=mesh, verbose=False)
+    exported = models.load_model(recipe.model_id, path=export.hf, mesh=mesh, verbose=False)
     after = evaluation.evaluate(
         exported, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir
     )
@@ -291,26 +288,16 @@ fig = evaluation.plot_comparison(
 )
 # the judged model is the better one: the export, unless it got fewer questions right than the
 # start model and a paired test says that is not chance (then the start model is judged again)
-adoption = pipeline.keep_better(
+adoption = pipeline.finish(  # then uploads the judged model (the trained or the start's)
+    export,
     before.first(n),
     after,
-    judged=judged_path,
-    orbax=exports["orbax"],
     start=base,
-    out_dir=out_dir,
-    judged_dir=clock.judged_dir(),
-    step=trained.steps,
+    kaggle_model=KAGGLE_MODEL,
+    notes=f"SFT, {trained.steps} steps",
     mesh=mesh,
 )
-judged_path = adoption.judged
-# uploaded after the decision, so a Kaggle Model holds the judged model (the trained or the start's)
-unrestricted_kaggle_model = session.publish(
-    adoption.orbax,
-    KAGGLE_MODEL,
-    notes=f"SFT, {trained.steps} steps"
-    + ("" if adoption.adopted else ": not adopted, the start model"),
-    rehearsal=REHEARSAL,
-)
+judged_path, unrestricted_kaggle_model = adoption.judged, adoption.kaggle_model
 
 # %% [markdown]
 # ## Memory
@@ -348,9 +335,9 @@ summary = {
     "weights_digest": runlog.digest(model),
     "memory": memory,
     "eval": {"before": before.first(n).summary(), "after": after.summary()},
-    "exports": {k: str(v) for k, v in exports.items()},
+    "exports": {"hf": export.hf, "orbax": export.orbax},
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
-    "adoption": {"adopted": adoption.adopted, "why": adoption.why, "judged": str(judged_path)},
+    "adoption": adoption.report(),
 }
 runlog.write_summary(out_dir, summary)
 {k: v for k, v in summary.items() if not isinstance(v, dict)}

@@ -115,7 +115,6 @@ import dataclasses
 from IPython.display import Markdown, display
 
 from tunixkit import (
-    checkpoints,
     data,
     evaluation,
     families,
@@ -127,7 +126,6 @@ from tunixkit import (
     rl,
     runlog,
     runtime,
-    session,
     training,
 )
 from tunixkit.tools import memplan
@@ -355,17 +353,16 @@ if step_time:
 # merged model where the competition's template writes its last checkpoint: **the judged model**.
 
 # %%
-with clock.timed("export"):
-    exports = models.export(
-        actor,
-        reference,
-        out_dir / "export",
-        lora_rank=recipe.lora_rank,
-        lora_alpha=recipe.lora_alpha,
-        mesh=mesh,
-    )
-    judged_path = checkpoints.write_judged(exports["orbax"], clock.judged_dir(), step=trained.steps)
-print(f"the judged model: {judged_path}")
+export = pipeline.export_judged(  # timed as the export; prints the judged model's path
+    actor,
+    reference,
+    out_dir,
+    clock,
+    step=trained.steps,
+    lora_rank=recipe.lora_rank,
+    lora_alpha=recipe.lora_alpha,
+    mesh=mesh,
+)
 judged_root = clock.judged_dir()  # its ckpts/actor: /kaggle/working on Kaggle, else OUTPUT_DIR
 
 # %% [markdown]
@@ -382,7 +379,7 @@ share = n / len(test_records)
 with clock.timed("evaluation", items=n):
     # greedy answers: of the export itself (the adapters merged, what 03 or 06 start from), not the
     # adapters in memory
-    exported = models.load_model(recipe.model_id, path=exports["hf"], mesh=mesh, verbose=False)
+    exported = models.load_model(recipe.model_id, path=export.hf, mesh=mesh, verbose=False)
     after = evaluation.evaluate(
         exported,
         test_records[:n],
@@ -407,26 +404,16 @@ fig = evaluation.plot_comparison(
 )
 # the judged model is the better one: the export, unless it got fewer questions right than the
 # start model and a paired test says that is not chance (then the start model is judged again)
-adoption = pipeline.keep_better(
+adoption = pipeline.finish(  # then uploads the judged model (the trained or the start's)
+    export,
     before.first(n),
     after,
-    judged=judged_path,
-    orbax=exports["orbax"],
     start=reference,
-    out_dir=out_dir,
-    judged_dir=clock.judged_dir(),
-    step=trained.steps,
+    kaggle_model=KAGGLE_MODEL,
+    notes=f"GRPO, {trained.steps} steps",
     mesh=mesh,
 )
-judged_path = adoption.judged
-# uploaded after the decision, so a Kaggle Model holds the judged model (the trained or the start's)
-unrestricted_kaggle_model = session.publish(
-    adoption.orbax,
-    KAGGLE_MODEL,
-    notes=f"GRPO, {trained.steps} steps"
-    + ("" if adoption.adopted else ": not adopted, the start model"),
-    rehearsal=REHEARSAL,
-)
+judged_path, unrestricted_kaggle_model = adoption.judged, adoption.kaggle_model
 heldout_after
 
 # %% [markdown]
@@ -481,10 +468,10 @@ summary = {
     "heldout_accuracy_after": heldout_after.accuracy,
     "eval": {"before": before.first(n).summary(), "after": after.summary()},
     "weights_digest": runlog.digest(actor),
-    "exports": {k: str(v) for k, v in exports.items()},
+    "exports": {"hf": export.hf, "orbax": export.orbax},
     "step_time": step_time,  # the traced steps' seconds by phase (trace/steps.json)
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
-    "adoption": {"adopted": adoption.adopted, "why": adoption.why, "judged": str(judged_path)},
+    "adoption": adoption.report(),
 }
 runlog.write_summary(out_dir, summary)
 {k: v for k, v in summary.items() if not isinstance(v, dict)}

@@ -108,7 +108,6 @@ from IPython.display import Markdown, display
 from tunix.sft.dpo import dpo_trainer
 
 from tunixkit import (
-    checkpoints,
     evaluation,
     models,
     pipeline,
@@ -116,7 +115,6 @@ from tunixkit import (
     recipes,
     runlog,
     runtime,
-    session,
     training,
 )
 from tunixkit.tools import memplan
@@ -292,17 +290,16 @@ fig = runlog.plot_metrics(
 # `export/{hf,orbax}`, and the judged model `ckpts/actor/<step>/model_params` (merged).
 
 # %%
-with clock.timed("export"):
-    exports = models.export(
-        actor,
-        reference,
-        out_dir / "export",
-        lora_rank=recipe.lora_rank,
-        lora_alpha=recipe.lora_alpha,
-        mesh=mesh,
-    )
-    judged_path = checkpoints.write_judged(exports["orbax"], clock.judged_dir(), step=trained.steps)
-print(f"the judged model: {judged_path}")
+export = pipeline.export_judged(  # timed as the export; prints the judged model's path
+    actor,
+    reference,
+    out_dir,
+    clock,
+    step=trained.steps,
+    lora_rank=recipe.lora_rank,
+    lora_alpha=recipe.lora_alpha,
+    mesh=mesh,
+)
 
 # %% [markdown]
 # ## After training
@@ -318,7 +315,7 @@ with clock.timed("held-out scoring", items=n_heldout):
 n = clock.fit(len(test_records))
 with clock.timed("evaluation", items=n):
     # greedy answers: of the export itself (the adapters merged), not the adapters in memory
-    exported = models.load_model(recipe.model_id, path=exports["hf"], mesh=mesh, verbose=False)
+    exported = models.load_model(recipe.model_id, path=export.hf, mesh=mesh, verbose=False)
     after = evaluation.evaluate(
         exported, test_records[:n], name="after", config=recipe.eval, output_dir=out_dir
     )
@@ -338,26 +335,16 @@ fig = evaluation.plot_comparison(
 )
 # the judged model is the better one: the export, unless it got fewer questions right than the
 # start model and a paired test says that is not chance (then the start model is judged again)
-adoption = pipeline.keep_better(
+adoption = pipeline.finish(  # then uploads the judged model (the trained or the start's)
+    export,
     before.first(n),
     after,
-    judged=judged_path,
-    orbax=exports["orbax"],
     start=reference,
-    out_dir=out_dir,
-    judged_dir=clock.judged_dir(),
-    step=trained.steps,
+    kaggle_model=KAGGLE_MODEL,
+    notes=f"{recipe.algorithm.upper()}, {trained.steps} steps",
     mesh=mesh,
 )
-judged_path = adoption.judged
-# uploaded after the decision, so a Kaggle Model holds the judged model (the trained or the start's)
-unrestricted_kaggle_model = session.publish(
-    adoption.orbax,
-    KAGGLE_MODEL,
-    notes=f"{recipe.algorithm.upper()}, {trained.steps} steps"
-    + ("" if adoption.adopted else ": not adopted, the start model"),
-    rehearsal=REHEARSAL,
-)
+judged_path, unrestricted_kaggle_model = adoption.judged, adoption.kaggle_model
 
 # %%
 margins = metrics["train"]["rewards/margin"][1]
@@ -384,9 +371,9 @@ summary = {
     "accuracy_after": after.accuracy,
     "format_rate_before": before.first(n).format_rate,
     "format_rate_after": after.format_rate,
-    "exports": {k: str(v) for k, v in exports.items()},
+    "exports": {"hf": export.hf, "orbax": export.orbax},
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
-    "adoption": {"adopted": adoption.adopted, "why": adoption.why, "judged": str(judged_path)},
+    "adoption": adoption.report(),
 }
 runlog.write_summary(out_dir, summary)
 summary

@@ -103,12 +103,12 @@ from IPython.display import Markdown, display
 from tunix.distillation import distillation_trainer
 
 from tunixkit import (
-    checkpoints,
     data,
     distill,
     evaluation,
     families,
     models,
+    pipeline,
     recipes,
     runlog,
     runtime,
@@ -273,12 +273,12 @@ fig = runlog.plot_metrics(
 # `export/{hf,orbax}`, and the judged model `ckpts/actor/<step>/model_params` (merged).
 
 # %%
-with clock.timed("export"):
-    exports = models.export(student.model, student, out_dir / "export", mesh=mesh)
-    judged_path = checkpoints.write_judged(exports["orbax"], clock.judged_dir(), step=trained.steps)
-print(f"the judged model: {judged_path}")
+# timed as the export; prints the judged model's path
+export = pipeline.export_judged(
+    student.model, student, out_dir, clock, step=trained.steps, mesh=mesh
+)
 unrestricted_kaggle_model = session.publish(
-    exports["orbax"],
+    export.orbax,
     KAGGLE_MODEL,
     notes=f"distilled student, {trained.steps} steps",
     rehearsal=REHEARSAL,
@@ -293,7 +293,7 @@ losses_after = heldout_losses()
 n = clock.fit(len(test_records))
 with clock.timed("evaluation", items=n):
     # greedy answers of the export itself (the student as written), not the model in memory
-    exported = models.load_model(recipe.student_id, path=exports["hf"], mesh=mesh, verbose=False)
+    exported = models.load_model(recipe.student_id, path=export.hf, mesh=mesh, verbose=False)
     after = evaluation.evaluate(
         exported, test_records[:n], name="student_after", config=recipe.eval, output_dir=out_dir
     )
@@ -346,7 +346,7 @@ summary = {
         "student_after": after.format_rate,
     },
     "sizes": sizes,
-    "exports": {k: str(v) for k, v in exports.items()},
+    "exports": {"hf": export.hf, "orbax": export.orbax},
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
 }
 runlog.write_summary(out_dir, summary)

@@ -364,43 +364,19 @@ if sft_export:
 n_improve = clock.sized(min(len(train), recipe.improve_prompts), label="improve")
 improve_tasks = train[:n_improve] if rt.smoke else domains.balanced(train, n_improve)
 data_by_domain["improve"] = domains.by_domain(improve_tasks)
-
-
-def keep_good_answers():
-    start = stages.start_path("improve", MODEL_PATH)  # SFT's export, if it was adopted
-    policy = models.load_model(recipe.model_id, path=start, mesh=mesh, verbose=False)
-    kept, report = pipeline.self_improve(
-        policy,
-        improve_tasks,
-        judge,
-        sampling,
-        samples=recipe.samples,
-        threshold=recipe.improve_threshold,
-        clock=stages.clock("improve", part=0.5),  # half the stage's time at most; then it trains
-    )
-    stages.note("improve", sampled=report)  # in stages.json: a rerun reads the kept answers
-    return [{"prompt": p, "completion": c} for p, c in kept]
-
-
-if stages.ready("improve") and not stages.done("improve"):
-    with clock.timed("improve", items=len(improve_tasks)):
-        kept = stages.cached("improve", "kept.jsonl", keep_good_answers)
-    good = [pair for pair in sft_pairs if pair[1] not in testing.WEAK.values()]
-    replayed = good[: len(kept)]  # as many good stage-1 traces as answers kept
-    if not kept:  # the session goes on with the next stage
-        stages.skip("improve", "no sampled answer was kept (see the counts above)", MODEL_PATH)
-    else:
-        pipeline.sft_stage(
-            stages,
-            "improve",
-            [(r["prompt"], r["completion"]) for r in kept] + replayed,
-            recipe,
-            steps=recipe.improve_steps,
-            learning_rate=recipe.improve_learning_rate,
-            base_path=MODEL_PATH,
-            mesh=mesh,
-        )
-if stages.done("improve") and not stages.skipped("improve"):
+good = [pair for pair in sft_pairs if pair[1] not in testing.WEAK.values()]  # smoke: not WEAK
+improve_export = pipeline.improve_stage(
+    stages,
+    "improve",
+    improve_tasks,
+    judge,
+    sampling,
+    recipe,
+    replay=good,  # as many good stage-1 traces as answers kept
+    base_path=MODEL_PATH,
+    mesh=mesh,
+)
+if improve_export:
     evaluate_stage("improve")
 
 # %% [markdown]
@@ -417,32 +393,10 @@ if stages.done("improve") and not stages.skipped("improve"):
 pair_tasks = domains.balanced(train, clock.sized(recipe.pair_prompts, label="pairs"))
 data_by_domain["pair_prompts"] = domains.by_domain(pair_tasks)
 print("pair prompts by domain:", data_by_domain["pair_prompts"])
-
-
-def judged_pairs():
-    policy = models.load_model(
-        recipe.model_id, path=stages.start_path("preference", MODEL_PATH), mesh=mesh, verbose=False
-    )
-    return pipeline.judged_pairs(
-        policy,
-        pair_tasks,
-        judge,
-        sampling,
-        samples=recipe.samples,
-        clock=stages.clock("preference", part=0.5),  # half the stage's time at most
-    )
-
-
-if stages.ready("preference") and not stages.done("preference"):
-    with clock.timed("pairs", items=len(pair_tasks)):
-        pairs = stages.cached("preference", "pairs.jsonl", judged_pairs)
-    if not pairs:  # the session goes on with GRPO, on every training prompt
-        stages.skip("preference", "the judge told no prompt's answers apart", MODEL_PATH)
-    else:
-        pipeline.preference_stage(
-            stages, "preference", pairs, recipe, base_path=MODEL_PATH, mesh=mesh
-        )
-if stages.done("preference") and not stages.skipped("preference"):
+preference_export = pipeline.preference_stage(
+    stages, "preference", pair_tasks, judge, sampling, recipe, base_path=MODEL_PATH, mesh=mesh
+)
+if preference_export:
     evaluate_stage("preference")
 
 # %% [markdown]

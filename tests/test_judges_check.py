@@ -116,42 +116,42 @@ def test_a_continuing_session_keeps_the_judged_model_until_it_writes_its_own(tmp
 
 
 def test_a_trained_model_worse_than_its_start_is_not_the_judged_one(tmp_path, capsys):
-    """01-03 end with the better model: the trained export stays judged unless it got fewer
-    questions right than the start model with McNemar p < 0.05; then the start model, exported
-    once, is written as the judged model at the same step, and the reason is printed."""
-    from tunixkit import evaluation, pipeline
+    """01-03 end with the better model: the trained export (``pipeline.export_judged``) stays
+    judged unless it got fewer questions right than the start model with McNemar p < 0.05; then
+    ``pipeline.finish`` writes the start model, exported once, as the judged model at the same
+    step, prints the reason, and uploads the better model's Orbax export (not here: no handle)."""
+    import time
+
+    from tunixkit import evaluation, pipeline, session
 
     start = models.load_model("tiny-gemma3", verbose=False)
     trained = models.load_model("tiny-gemma3", verbose=False)
     testing.randomize_all(trained.model, seed=5)
-    trained_judged = checkpoints.write_judged(
-        models.export(trained.model, trained, tmp_path / "export")["orbax"], tmp_path, step=8
-    )
+    clock = session.Session(tmp_path, hours=None, started=time.time())
+    export = pipeline.export_judged(trained.model, trained, tmp_path, clock, step=8)
+    trained_judged = tmp_path / "ckpts" / "actor" / "8" / "model_params"
+    assert export.judged == trained_judged and (export.hf / "config.json").is_file()
+    assert f"the judged model: {trained_judged}" in capsys.readouterr().out
+    assert clock.timings["export"] > 0  # the session keeps the export's time in reserve
     row = {"question": "q", "category": "correct", "partial": True, "format": True}
     right = [dict(row, question=f"q{i}", num_tokens=9) for i in range(12)]
     wrong = [dict(r, category="wrong_number", partial=False) for r in right]
     before = evaluation.result_from("before", right)
     trained_orbax = tmp_path / "export" / "orbax"
-    kw = dict(
-        judged=trained_judged,
-        orbax=trained_orbax,
-        start=start,
-        out_dir=tmp_path,
-        judged_dir=tmp_path,
-        step=8,
-    )
+    kw = dict(start=start, kaggle_model=None, notes="SFT, 8 steps")
     # a few questions lost: could be chance, the trained model stays
-    kept = pipeline.keep_better(
-        before, evaluation.result_from("after", wrong[:3] + right[3:]), **kw
-    )
+    after = evaluation.result_from("after", wrong[:3] + right[3:])
+    kept = pipeline.finish(export, before, after, **kw)
     assert kept.adopted and kept.judged == trained_judged and "McNemar p = 0.25" in kept.why
     assert kept.orbax == trained_orbax  # what a Kaggle Model upload takes: the trained export
+    assert kept.kaggle_model is None and "not uploaded" in capsys.readouterr().out
     assert not (tmp_path / "start").exists()
     # every question lost: the start model is judged again, where the trained one was
-    lost = pipeline.keep_better(before, evaluation.result_from("after", wrong), **kw)
+    lost = pipeline.finish(export, before, evaluation.result_from("after", wrong), **kw)
     assert not lost.adopted and lost.judged == trained_judged
     assert lost.orbax == tmp_path / "start" / "export" / "orbax"  # the start's, uploaded instead
     assert (lost.orbax / "params").is_dir()
+    assert lost.report() == {"adopted": False, "why": lost.why, "judged": str(trained_judged)}
     assert "NOT adopted" in capsys.readouterr().out
     from tunixkit import runlog
 

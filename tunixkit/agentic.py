@@ -581,6 +581,7 @@ def build(
     return learner, cluster, episodes
 
 
+@pipeline.stage
 def stage(
     stages: pipeline.Stages,
     name: str,
@@ -594,10 +595,6 @@ def stage(
     reference, the previous stage's export as the start); returns its export (None: not
     finished). ``trace``: where the time of its first steps goes (written when they are done, or
     when training ends first)."""
-    if stages.done(name):
-        return stages.state[name]["export"]
-    if not stages.ready(name):
-        return None
     mesh = training_mesh(mesh)
     base, lora = pipeline.start_stage(stages, name, recipe, None, mesh, frozen_reference=True)
     learner, _, _ = build(

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from tunix.models.gemma.model import ModelConfig as Gemma2Config
     from tunix.models.gemma3.model import ModelConfig as Gemma3Config
 
-__all__ = ["CheckpointError", "write_judged"]
+__all__ = ["CheckpointError"]
 
 CONFIG_FILE, WEIGHTS_FILE, INDEX_FILE = (
     "config.json",

@@ -18,6 +18,7 @@ built by the same builders as the other notebooks' (:func:`tunixkit.training.sft
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import pathlib
 import shutil
@@ -53,16 +54,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Adoption",
+    "Exported",
+    "export_judged",
+    "finish",
     "StageClock",
     "Stages",
     "adopt",
     "grpo_stage",
-    "judged_pairs",
+    "improve_stage",
     "keep_better",
     "preference_stage",
     "contested",
     "grpo_records",
-    "self_improve",
     "sft_rows",
     "sft_stage",
     "weighted_rewards",
@@ -233,6 +236,15 @@ class Stages:
             )
             return False
         return not waiting
+
+    def run(self, name: str, build: Callable[[], str | None]) -> str | None:
+        """Stage ``name``'s export (its ``hf`` folder), the stage run at most once: a stage done
+        already gives its export without running again (None: it was skipped); one that is not
+        :meth:`ready` is not started (None, and said why); else ``build()`` runs it and returns its
+        export (None: skipped or not finished). Every stage starts here (:func:`stage`)."""
+        if self.done(name):
+            return None if self.skipped(name) else self.state[name]["export"]
+        return build() if self.ready(name) else None
 
     def cached(
         self, name: str, file: str, build: Callable[[], list[dict[str, Any]]]
@@ -718,14 +730,100 @@ def train_stage(
 
 
 @dataclasses.dataclass(frozen=True)
+class Exported:
+    """A one-stage run's export (:func:`export_judged`): ``export/hf``, ``export/orbax``, and the
+    judged copy written from it at training step ``step``."""
+
+    hf: pathlib.Path
+    orbax: pathlib.Path
+    judged: pathlib.Path
+    step: int
+    out_dir: pathlib.Path
+    clock: session.Session
+
+
+def export_judged(
+    model: nnx.Module,
+    base: LoadedModel,
+    out_dir: str | pathlib.Path,
+    clock: session.Session,
+    *,
+    step: int,
+    lora_rank: int | None = None,
+    lora_alpha: float | None = None,
+    mesh: Mesh | None = None,
+) -> Exported:
+    """Export a one-stage run's trained ``model`` (LoRA of ``lora_rank`` merged into ``base``, or
+    itself) to ``out_dir/export/{hf,orbax}`` (:func:`tunixkit.models.export`) and write it as the
+    judged model at ``step`` (:func:`tunixkit.checkpoints.write_judged`, under
+    ``clock.judged_dir()``), its path printed. Timed as the session's ``export`` (kept in reserve),
+    and run before the final evaluation, so a session that runs out of time still leaves a model.
+    :func:`finish` then keeps the better model and uploads it."""
+    with clock.timed("export"):
+        exports = models.export(
+            model,
+            base,
+            pathlib.Path(out_dir) / "export",
+            lora_rank=lora_rank,
+            lora_alpha=lora_alpha,
+            mesh=mesh,
+        )
+        judged = checkpoints.write_judged(exports["orbax"], clock.judged_dir(), step=step)
+    print(f"the judged model: {judged}")
+    return Exported(exports["hf"], exports["orbax"], judged, step, pathlib.Path(out_dir), clock)
+
+
+@dataclasses.dataclass(frozen=True)
 class Adoption:
     """Whether training's model stays the judged one (:func:`keep_better`), why, where the
-    judged model is, and its Orbax export (what a Kaggle Model upload takes)."""
+    judged model is, its Orbax export (what a Kaggle Model upload takes) and, after
+    :func:`finish`, the handle it was uploaded to (None: not uploaded)."""
 
     adopted: bool
     why: str
     judged: pathlib.Path
     orbax: pathlib.Path
+    kaggle_model: str | None = None
+
+    def report(self) -> dict[str, Any]:
+        """What ``summary.json`` keeps of it."""
+        return {"adopted": self.adopted, "why": self.why, "judged": str(self.judged)}
+
+
+def finish(
+    exported: Exported,
+    before: evaluation.EvalResult,
+    after: evaluation.EvalResult,
+    *,
+    start: LoadedModel,
+    kaggle_model: str | None,
+    notes: str,
+    mesh: Mesh | None = None,
+) -> Adoption:
+    """The end of a one-stage run, after its final evaluation: :func:`keep_better` decides
+    whether ``exported`` or the ``start`` model is the judged model, then that model's Orbax export
+    is uploaded to ``kaggle_model`` (:func:`tunixkit.session.publish`; ``notes`` say what it is, and
+    whether it is the start model). The :class:`Adoption` holds the handle
+    (``unrestricted_kaggle_model``)."""
+    clock = exported.clock
+    kept = keep_better(
+        before,
+        after,
+        judged=exported.judged,
+        orbax=exported.orbax,
+        start=start,
+        out_dir=exported.out_dir,
+        judged_dir=clock.judged_dir(),
+        step=exported.step,
+        mesh=mesh,
+    )
+    handle = session.publish(
+        kept.orbax,
+        kaggle_model,
+        notes=notes + ("" if kept.adopted else ": not adopted, the start model"),
+        rehearsal=clock.rehearsal is not None,
+    )
+    return dataclasses.replace(kept, kaggle_model=handle)
 
 
 def keep_better(
@@ -807,6 +905,17 @@ def adopt(
     return False
 
 
+def stage(body: Callable[..., str | None]) -> Callable[..., str | None]:
+    """A stage function ``body(stages, name, ...)`` run through :meth:`Stages.run`: done, skipped,
+    ready and not started are decided there, once, and ``body`` only trains."""
+
+    @functools.wraps(body)
+    def run(stages: Stages, name: str, *args: Any, **kwargs: Any) -> str | None:
+        return stages.run(name, lambda: body(stages, name, *args, **kwargs))
+
+    return run
+
+
 def start_stage(
     stages: Stages,
     name: str,
@@ -842,6 +951,7 @@ def start_stage(
     return base, lora
 
 
+@stage
 def sft_stage(
     stages: Stages,
     name: str,
@@ -857,10 +967,6 @@ def sft_stage(
     """A LoRA SFT stage on (prompt, completion) ``pairs`` (``learning_rate``: the recipe's
     ``sft_learning_rate`` unless given); returns its export (None: not finished). ``judged``: as
     in :func:`train_stage`."""
-    if stages.done(name):
-        return stages.state[name]["export"]
-    if not stages.ready(name):
-        return None
     base, lora = start_stage(stages, name, recipe, base_path, mesh)
     rows = dict(max_len=recipe.max_len, batch_size=recipe.batch_size)
     batches = training.sft_dataset(pairs, base.tokenizer, num_batches=steps, **rows)
@@ -883,21 +989,88 @@ def sft_stage(
     return train_stage(stages, name, trainer, batches, lora, base, recipe, mesh, judged=judged)
 
 
+@stage
+def improve_stage(
+    stages: Stages,
+    name: str,
+    tasks: Sequence[dict[str, str]],
+    judge: judging.Judge,
+    sampling: evaluation.EvalConfig,
+    recipe: Pipeline,
+    *,
+    replay: Sequence[tuple[str, str]] = (),
+    base_path: str | pathlib.Path | None = None,
+    mesh: Mesh | None = None,
+) -> str | None:
+    """A self-improvement stage: :func:`self_improve` on ``tasks`` with the model the stage starts
+    from (half the stage's time at most), the kept answers written to ``<name>/kept.jsonl`` (a
+    resumed stage trains on the same ones), then a short SFT (``recipe.improve_steps``) on them and
+    as many ``replay`` pairs (earlier traces: the kept answers crowd into the easy domains, and on
+    them alone the model forgets the rest). Skipped, and said, when none is kept."""
+
+    def kept() -> list[dict[str, Any]]:
+        start = stages.start_path(name, base_path)
+        policy = models.load_model(recipe.model_id, path=start, mesh=mesh, verbose=False)
+        kept, report = self_improve(
+            policy,
+            tasks,
+            judge,
+            sampling,
+            samples=recipe.samples,
+            threshold=recipe.improve_threshold,
+            clock=stages.clock(name, part=0.5),
+        )
+        stages.note(name, sampled=report)  # in stages.json: a rerun reports it too
+        return [{"prompt": p, "completion": c} for p, c in kept]
+
+    with stages.session.timed(name, items=len(tasks)):
+        rows = stages.cached(name, "kept.jsonl", kept)
+    if not rows:  # the session goes on with the next stage
+        stages.skip(name, "no sampled answer was kept (see the counts above)", base_path)
+        return None
+    pairs = [(r["prompt"], r["completion"]) for r in rows] + list(replay[: len(rows)])
+    lr = recipe.improve_learning_rate
+    return sft_stage(
+        stages,
+        name,
+        pairs,
+        recipe,
+        steps=recipe.improve_steps,
+        learning_rate=lr,
+        base_path=base_path,
+        mesh=mesh,
+    )
+
+
+@stage
 def preference_stage(
     stages: Stages,
     name: str,
-    pairs: Sequence[dict[str, str]],
+    tasks: Sequence[dict[str, str]],
+    judge: judging.Judge,
+    sampling: evaluation.EvalConfig,
     recipe: Pipeline,
     *,
     base_path: str | pathlib.Path | None = None,
     mesh: Mesh | None = None,
 ) -> str | None:
-    """A LoRA DPO / ORPO / SimPO stage on judged ``pairs``; returns its export."""
+    """A LoRA DPO / ORPO / SimPO stage (``recipe.algorithm``) on the pairs :func:`judged_pairs`
+    makes of ``tasks`` with the model the stage starts from (half the stage's time at most),
+    written to ``<name>/pairs.jsonl`` (a resumed stage trains on the same ones; GRPO's
+    :func:`contested` reads them). Skipped, and said, when the judge told no prompt's answers
+    apart."""
     from tunix.sft.dpo import dpo_trainer
 
-    if stages.done(name):
-        return stages.state[name]["export"]
-    if not stages.ready(name):
+    def judged() -> list[dict[str, str]]:
+        start = stages.start_path(name, base_path)
+        policy = models.load_model(recipe.model_id, path=start, mesh=mesh, verbose=False)
+        clock = stages.clock(name, part=0.5)
+        return judged_pairs(policy, tasks, judge, sampling, samples=recipe.samples, clock=clock)
+
+    with stages.session.timed("pairs", items=len(tasks)):
+        pairs = stages.cached(name, "pairs.jsonl", judged)
+    if not pairs:  # the session goes on with GRPO, on every training prompt
+        stages.skip(name, "the judge told no prompt's answers apart", base_path)
         return None
     base, lora = start_stage(
         stages, name, recipe, base_path, mesh, frozen_reference=recipe.algorithm == "dpo"
@@ -1019,6 +1192,7 @@ def grpo_records(records: Sequence[dict[str, str]]) -> list[dict[str, str]]:
     return rows
 
 
+@stage
 def grpo_stage(
     stages: Stages,
     name: str,
@@ -1034,10 +1208,6 @@ def grpo_stage(
     """A GRPO stage (LoRA on the shared reference, KL) with ``reward_fns``; returns its export.
     ``trace``: where the time of its first steps goes (written when they are done, or when the
     stage's training ends first)."""
-    if stages.done(name):
-        return stages.state[name]["export"]
-    if not stages.ready(name):
-        return None
     base, lora = start_stage(
         stages,
         name,
