@@ -10,7 +10,7 @@ training time left when it starts (:meth:`Stages.clock`).
 Also here, the pieces the stages need beyond the other notebooks': judged preference pairs
 (:func:`judged_pairs`) and the self-improvement round (:func:`self_improve`); and for the
 one-stage notebooks (01-03), whether their export or the start model is the judged model
-(:func:`keep_better`). The trainers are
+(:func:`export_judged`, :func:`finish`). The trainers are
 built by the same builders as the other notebooks' (:func:`tunixkit.training.sft_trainer`,
 :func:`tunixkit.preferences.trainer`, SimPO included).
 """
@@ -62,7 +62,6 @@ __all__ = [
     "adopt",
     "grpo_stage",
     "improve_stage",
-    "keep_better",
     "preference_stage",
     "contested",
     "grpo_records",
@@ -775,7 +774,7 @@ def export_judged(
 
 @dataclasses.dataclass(frozen=True)
 class Adoption:
-    """Whether training's model stays the judged one (:func:`keep_better`), why, where the
+    """Whether training's model stays the judged one (:func:`finish`), why, where the
     judged model is, its Orbax export (what a Kaggle Model upload takes) and, after
     :func:`finish`, the handle it was uploaded to (None: not uploaded)."""
 
@@ -800,13 +799,13 @@ def finish(
     notes: str,
     mesh: Mesh | None = None,
 ) -> Adoption:
-    """The end of a one-stage run, after its final evaluation: :func:`keep_better` decides
+    """The end of a one-stage run, after its final evaluation: :func:`_keep_better` decides
     whether ``exported`` or the ``start`` model is the judged model, then that model's Orbax export
     is uploaded to ``kaggle_model`` (:func:`tunixkit.session.publish`; ``notes`` say what it is, and
     whether it is the start model). The :class:`Adoption` holds the handle
     (``unrestricted_kaggle_model``)."""
     clock = exported.clock
-    kept = keep_better(
+    kept = _keep_better(
         before,
         after,
         judged=exported.judged,
@@ -826,7 +825,7 @@ def finish(
     return dataclasses.replace(kept, kaggle_model=handle)
 
 
-def keep_better(
+def _keep_better(
     before: evaluation.EvalResult,
     after: evaluation.EvalResult,
     *,
