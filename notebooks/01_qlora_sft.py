@@ -254,16 +254,8 @@ print(
 # last checkpoint, the judged model (02 and 06 load it with tunix alone).
 
 # %%
-export = pipeline.export_judged(  # timed as the export; prints the judged model's path
-    model,
-    base,
-    out_dir,
-    clock,
-    step=trained.steps,
-    lora_rank=recipe.lora_rank,
-    lora_alpha=recipe.lora_alpha,
-    mesh=mesh,
-)
+# timed as the export; prints the judged model's path
+export = pipeline.export_judged(model, base, clock, trained.steps, recipe, mesh=mesh)
 
 # %% [markdown]
 # ## After training

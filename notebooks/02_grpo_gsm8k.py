@@ -353,16 +353,8 @@ if step_time:
 # merged model where the competition's template writes its last checkpoint: **the judged model**.
 
 # %%
-export = pipeline.export_judged(  # timed as the export; prints the judged model's path
-    actor,
-    reference,
-    out_dir,
-    clock,
-    step=trained.steps,
-    lora_rank=recipe.lora_rank,
-    lora_alpha=recipe.lora_alpha,
-    mesh=mesh,
-)
+# timed as the export; prints the judged model's path
+export = pipeline.export_judged(actor, reference, clock, trained.steps, recipe, mesh=mesh)
 judged_root = clock.judged_dir()  # its ckpts/actor: /kaggle/working on Kaggle, else OUTPUT_DIR
 
 # %% [markdown]

@@ -290,16 +290,8 @@ fig = runlog.plot_metrics(
 # `export/{hf,orbax}`, and the judged model `ckpts/actor/<step>/model_params` (merged).
 
 # %%
-export = pipeline.export_judged(  # timed as the export; prints the judged model's path
-    actor,
-    reference,
-    out_dir,
-    clock,
-    step=trained.steps,
-    lora_rank=recipe.lora_rank,
-    lora_alpha=recipe.lora_alpha,
-    mesh=mesh,
-)
+# timed as the export; prints the judged model's path
+export = pipeline.export_judged(actor, reference, clock, trained.steps, recipe, mesh=mesh)
 
 # %% [markdown]
 # ## After training

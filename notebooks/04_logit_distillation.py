@@ -274,9 +274,7 @@ fig = runlog.plot_metrics(
 
 # %%
 # timed as the export; prints the judged model's path
-export = pipeline.export_judged(
-    student.model, student, out_dir, clock, step=trained.steps, mesh=mesh
-)
+export = pipeline.export_judged(student.model, student, clock, trained.steps, mesh=mesh)
 unrestricted_kaggle_model = session.publish(
     export.orbax,
     KAGGLE_MODEL,

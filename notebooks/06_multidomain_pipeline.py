@@ -335,12 +335,6 @@ print("stage 1's rows by domain:", data_by_domain["sft"])
 sft_pairs = prompting.sft_pairs(  # every target ends its turn, so that the model learns to stop
     sft_rows, recipe.eval.system_prompt, family=family, plain_share=recipe.plain_share
 )
-plain = sum(prompting.without_system(i, recipe.plain_share) for i in range(len(sft_rows)))
-lacking = sum(r["response"] != target for r, (_, target) in zip(sft_rows, sft_pairs, strict=True))
-print(
-    f"SFT targets: {len(sft_pairs)}; the end of turn added to {lacking} that lacked it; "
-    f"{plain} without the system prompt (plain_share {recipe.plain_share:g})"
-)
 sft_export = pipeline.sft_stage(
     stages, "sft", sft_pairs, recipe, steps=recipe.sft_steps, base_path=MODEL_PATH, mesh=mesh
 )
@@ -516,18 +510,10 @@ judged_answers, judged_folder = judges_check.check(judged_root, recipe.eval.syst
 summary = {
     "profile": rt.profile,
     "model_id": recipe.model_id,
-    "stages": stages.state,
-    "final_stage": final,  # the adopted stage whose model is judged (None: the start model)
-    "adoption": {n: s.get("adoption") for n, s in stages.state.items()},  # each stage's why
+    **stages.report(),  # each stage's state, adoption and why, the final (judged) stage
     "seconds": clock.elapsed(),
-    "self_improvement": stages.state.get("improve", {}).get("sampled"),
-    # stage 1's rows without reasoning of their own: sampled, and kept where the judge preferred
-    "reasoning": stages.state.get("sft", {}).get("reasoning"),
-    "judge_seconds_per_call": sum(judge.seconds) / max(1, len(judge.seconds)),
-    "judged_completions": judge.calls,
+    **judge.report(),  # seconds per call, completions judged, judge prompts cut
     "judge_calibration": calibration,
-    # judge prompts whose question lost its middle to fit the whole answer
-    "judge_prompts_cut": judge.prompts_cut,
     # prompts left-truncated by where (generate: evaluations and passes; grpo), <where>_seen: all
     "prompts_cut": dict(evaluation.PROMPTS_CUT),
     "data_by_domain": data_by_domain,
@@ -569,22 +555,7 @@ rehearsal = clock.rehearsal_report()
 # preset (the run its bars were measured on) and only warned about with other settings and in full
 # (a noisy gain must not end a 9-hour run in an error).
 checks = evaluation.Checks.for_run(rt, recipe, rehearsal=REHEARSAL)
-scores = summary["scores"]
-starts = stages.starts()  # the model each trained stage started from and is compared with
-figures = {}
-stage_scores = {"sft": "judged", "improve": "judged", "preference": "judged", "grpo": "sampled"}
-for stage, key in stage_scores.items():
-    if stage in starts:  # done and trained (a skipped stage measures nothing: its bar is not met)
-        gain, ci, _ = changes[f"{starts[stage]}->{stage}"][key]["all"]
-        figures[f"{stage}_{key}_change"] = gain  # each change and its 95% interval's low end
-        figures[f"{stage}_{key}_change_low"] = gain - ci
-if "grpo" in scores:
-    figures["format_after_grpo"] = scores["grpo"]["all"]["format"]
-    figures["grpo_adopted"] = float(final == "grpo")
-    if "math" in scores["grpo"] and "math" in scores[starts["grpo"]]:  # traces may have no math
-        acc = [scores[s]["math"]["accuracy"] for s in (starts["grpo"], "grpo")]
-        noise = 2 * (0.25 / scores["grpo"]["math"]["n"]) ** 0.5  # two standard errors near 0.5
-        figures["math_drop_in_noise"] = (acc[0] - acc[1]) / noise
+figures = stages.figures(changes, summary["scores"])  # each stage against its start
 if stages.done("grpo") and not stages.skipped("grpo"):  # the whole pipeline ran
     checks.bars(recipe.BARS, figures, out_dir / "checks.json")
 checks.must(

@@ -128,7 +128,7 @@ def test_a_trained_model_worse_than_its_start_is_not_the_judged_one(tmp_path, ca
     trained = models.load_model("tiny-gemma3", verbose=False)
     testing.randomize_all(trained.model, seed=5)
     clock = session.Session(tmp_path, hours=None, started=time.time())
-    export = pipeline.export_judged(trained.model, trained, tmp_path, clock, step=8)
+    export = pipeline.export_judged(trained.model, trained, clock, 8)
     trained_judged = tmp_path / "ckpts" / "actor" / "8" / "model_params"
     assert export.judged == trained_judged and (export.hf / "config.json").is_file()
     assert f"the judged model: {trained_judged}" in capsys.readouterr().out

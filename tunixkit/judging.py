@@ -295,6 +295,15 @@ class Judge:
         others)."""
         return getattr(self.grade, "cut", 0)
 
+    def report(self) -> dict[str, float]:
+        """What ``summary.json`` keeps of the judge: its mean seconds per call, the completions
+        it graded, and the judge prompts whose question lost its middle to fit the answer."""
+        return {
+            "judge_seconds_per_call": sum(self.seconds) / max(1, len(self.seconds)),
+            "judged_completions": self.calls,
+            "judge_prompts_cut": self.prompts_cut,
+        }
+
     def scores(self, questions: Sequence[str], completions: Sequence[str]) -> list[float]:
         t0 = time.perf_counter()
         keys = [(str(q), str(c)) for q, c in zip(questions, completions, strict=True)]

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
     from tunixkit.judging import Judge
     from tunixkit.models import LoadedModel
-    from tunixkit.recipes import Agentic, Pipeline
+    from tunixkit.recipes import DPO, GRPO, SFT, Agentic, Pipeline
 
 __all__ = [
     "Adoption",
@@ -283,6 +283,43 @@ class Stages:
             )
 
         return "; ".join(f"{n}: {said(n)}" for n in self.shares)
+
+    def report(self) -> dict[str, Any]:
+        """What ``summary.json`` keeps of the stages: their state, the final stage (the judged
+        model's; None: the start model), each stage's adoption and why, the self-improvement
+        pass's counts and stage 1's rows without reasoning of their own (sampled, kept where the
+        judge preferred)."""
+        return {
+            "stages": self.state,
+            "final_stage": self.final(),
+            "adoption": {n: s.get("adoption") for n, s in self.state.items()},
+            "self_improvement": self.state.get("improve", {}).get("sampled"),
+            "reasoning": self.state.get("sft", {}).get("reasoning"),
+        }
+
+    def figures(
+        self, changes: Mapping[str, Any], scores: Mapping[str, Mapping[str, Any]]
+    ) -> dict[str, float]:
+        """What :attr:`tunixkit.recipes.Pipeline.BARS` are checked against: each trained stage's
+        paired change (``changes``, :func:`tunixkit.domains.stage_changes`) against its start
+        (greedy judged; GRPO's of sampled answers) and its 95% interval's low end; after GRPO,
+        ``scores``' format rate, whether GRPO was adopted, and the fall in math accuracy in units
+        of its noise (two standard errors near 0.5; traces may have no math)."""
+        starts, figures = self.starts(), {}
+        keys = {"sft": "judged", "improve": "judged", "preference": "judged", "grpo": "sampled"}
+        for stage, key in keys.items():
+            if stage in starts:  # done and trained: a skipped stage measures nothing
+                gain, ci, _ = changes[f"{starts[stage]}->{stage}"][key]["all"]
+                figures[f"{stage}_{key}_change"] = gain
+                figures[f"{stage}_{key}_change_low"] = gain - ci
+        if "grpo" in scores:
+            figures["format_after_grpo"] = scores["grpo"]["all"]["format"]
+            figures["grpo_adopted"] = float(self.final() == "grpo")
+            if "math" in scores["grpo"] and "math" in scores[starts["grpo"]]:
+                acc = [scores[s]["math"]["accuracy"] for s in (starts["grpo"], "grpo")]
+                noise = 2 * (0.25 / scores["grpo"]["math"]["n"]) ** 0.5
+                figures["math_drop_in_noise"] = (acc[0] - acc[1]) / noise
+        return figures
 
     def evaluate(
         self,
@@ -731,45 +768,39 @@ def train_stage(
 @dataclasses.dataclass(frozen=True)
 class Exported:
     """A one-stage run's export (:func:`export_judged`): ``export/hf``, ``export/orbax``, and the
-    judged copy written from it at training step ``step``."""
+    judged copy written from it at training step ``step`` by the session ``clock``."""
 
     hf: pathlib.Path
     orbax: pathlib.Path
     judged: pathlib.Path
     step: int
-    out_dir: pathlib.Path
     clock: session.Session
 
 
 def export_judged(
     model: nnx.Module,
     base: LoadedModel,
-    out_dir: str | pathlib.Path,
     clock: session.Session,
-    *,
     step: int,
-    lora_rank: int | None = None,
-    lora_alpha: float | None = None,
+    recipe: SFT | GRPO | DPO | None = None,
+    *,
     mesh: Mesh | None = None,
 ) -> Exported:
-    """Export a one-stage run's trained ``model`` (LoRA of ``lora_rank`` merged into ``base``, or
-    itself) to ``out_dir/export/{hf,orbax}`` (:func:`tunixkit.models.export`) and write it as the
-    judged model at ``step`` (:func:`tunixkit.checkpoints.write_judged`, under
-    ``clock.judged_dir()``), its path printed. Timed as the session's ``export`` (kept in reserve),
-    and run before the final evaluation, so a session that runs out of time still leaves a model.
-    :func:`finish` then keeps the better model and uploads it."""
+    """Export a one-stage run's trained ``model`` (the LoRA of ``recipe``, its ``lora_rank`` and
+    ``lora_alpha``, merged into ``base``; without a recipe, ``model`` itself) to
+    ``OUTPUT_DIR/export/{hf,orbax}`` (:func:`tunixkit.models.export`) and write it as the judged
+    model at ``step`` (:func:`tunixkit.checkpoints.write_judged`, under ``clock.judged_dir()``),
+    its path printed. Timed as the session's ``export`` (kept in reserve), and run before the final
+    evaluation, so a session that runs out of time still leaves a model. :func:`finish` then
+    keeps the better model and uploads it."""
+    lora = (
+        {} if recipe is None else {"lora_rank": recipe.lora_rank, "lora_alpha": recipe.lora_alpha}
+    )
     with clock.timed("export"):
-        exports = models.export(
-            model,
-            base,
-            pathlib.Path(out_dir) / "export",
-            lora_rank=lora_rank,
-            lora_alpha=lora_alpha,
-            mesh=mesh,
-        )
+        exports = models.export(model, base, clock.out_dir / "export", mesh=mesh, **lora)
         judged = checkpoints.write_judged(exports["orbax"], clock.judged_dir(), step=step)
     print(f"the judged model: {judged}")
-    return Exported(exports["hf"], exports["orbax"], judged, step, pathlib.Path(out_dir), clock)
+    return Exported(exports["hf"], exports["orbax"], judged, step, clock)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -811,7 +842,7 @@ def finish(
         judged=exported.judged,
         orbax=exported.orbax,
         start=start,
-        out_dir=exported.out_dir,
+        out_dir=clock.out_dir,
         judged_dir=clock.judged_dir(),
         step=exported.step,
         mesh=mesh,

@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from tunixkit import families
 
 __all__ = [
-    "without_system",
     "CALCULATOR_SYSTEM_PROMPT",
     "DOMAINS_SYSTEM_PROMPT",
     "LATEX_MATH_SYSTEM_PROMPT",
@@ -102,12 +101,12 @@ def end_turn(completion: str, *, family: str = "gemma3") -> str:
     return completion if completion.rstrip().endswith(end) else completion.rstrip() + end
 
 
-def without_system(i: int, share: float) -> bool:
+def _without_system(i: int, share: float) -> bool:
     """Whether row ``i`` trains without the system prompt, for ``share`` of the rows spread evenly:
     the judges' own prompt may not carry ours, and a model that only ever saw it may drop the
     answer format without it.
 
-    >>> [without_system(i, 0.25) for i in range(8)], without_system(3, 0.0)
+    >>> [_without_system(i, 0.25) for i in range(8)], _without_system(3, 0.0)
     ([False, False, False, True, False, False, False, True], False)
     """
     return int((i + 1) * share) > int(i * share)
@@ -122,21 +121,26 @@ def sft_pairs(
 ) -> list[tuple[str, str]]:
     """SFT's (prompt, target) pairs of ``rows`` (``prompt``, ``response``): the prompt in the
     family's chat template with ``system_prompt``, except for ``plain_share`` of the rows spread
-    evenly (:func:`without_system`); every target ends its turn (:func:`end_turn`), so that the
-    model learns to stop.
+    evenly (:func:`_without_system`); every target ends its turn (:func:`end_turn`), so that the
+    model learns to stop. How many targets lacked the end of turn, and how many prompts go
+    without the system prompt, is printed.
 
     >>> rows = [{"prompt": "1+1?", "response": "<answer>2</answer>"}] * 2
     >>> [(p.count("Be brief"), t) for p, t in sft_pairs(rows, "Be brief.", plain_share=0.5)]
+    SFT targets: 2 (end of turn added to 2; 1 without the system prompt, plain_share 0.5)
     [(1, '<answer>2</answer><end_of_turn>'), (0, '<answer>2</answer><end_of_turn>')]
     """
-    return [
+    plain = [_without_system(i, plain_share) for i in range(len(rows))]
+    pairs = [
         (
-            format_prompt(
-                r["prompt"],
-                None if without_system(i, plain_share) else system_prompt,
-                family=family,
-            ),
+            format_prompt(r["prompt"], None if bare else system_prompt, family=family),
             end_turn(r["response"], family=family),
         )
-        for i, r in enumerate(rows)
+        for r, bare in zip(rows, plain, strict=True)
     ]
+    lacking = sum(r["response"] != target for r, (_, target) in zip(rows, pairs, strict=True))
+    print(
+        f"SFT targets: {len(pairs)} (end of turn added to {lacking}; {sum(plain)} without the "
+        f"system prompt, plain_share {plain_share:g})"
+    )
+    return pairs

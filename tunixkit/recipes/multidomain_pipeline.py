@@ -92,7 +92,7 @@ class Pipeline(_Presets):
     # rewards train it), "stop" (before any training) or "warn" (used as it is):
     # domains.act_on_calibration
     judge_check: str = "ignore"
-    # stage 1's rows trained without the system prompt (prompting.without_system), so the format
+    # stage 1's rows trained without the system prompt (prompting.sft_pairs), so the format
     # holds under the judges' own prompt too
     plain_share: float = 0.25
     # each domain's share of stage 1's rows, honoured exactly (domains.take_shares: a domain
