@@ -75,9 +75,7 @@ import time
 
 from tunixkit import evaluation, models, recipes, runlog, runtime
 
-rt, recipe, out_dir, clock = recipes.start(
-    recipes.Quickstart, PROFILE, OUTPUT_DIR, inputs={"model_path": MODEL_PATH}, model_id=MODEL_ID
-)
+rt, recipe, out_dir, clock = recipes.start_notebook(recipes.Quickstart, globals())
 recipe
 
 # %% [markdown]

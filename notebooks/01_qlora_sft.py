@@ -113,29 +113,7 @@ from tunixkit import (
 )
 from tunixkit.tools import memplan
 
-rt, recipe, out_dir, clock = recipes.start(
-    recipes.SFT,
-    PROFILE,
-    OUTPUT_DIR,
-    session_hours=SESSION_HOURS,
-    resume_from=RESUME_FROM,
-    start_fresh=START_FRESH,
-    compile_cache=COMPILE_CACHE,
-    rehearsal=REHEARSAL,
-    rehearsal_from=REHEARSAL_FROM,
-    inputs={
-        "data_source": DATA_SOURCE,
-        "dataset": DATASET,
-        "fields": [PROMPT_FIELD, RESPONSE_FIELD],
-    },
-    model_id=MODEL_ID,
-    steps=NUM_STEPS,
-    learning_rate=LEARNING_RATE,
-    lora_rank=LORA_RANK,
-    qlora=QLORA,
-    eval_questions=EVAL_QUESTIONS,
-    recipe_overrides=RECIPE_OVERRIDES,
-)
+rt, recipe, out_dir, clock = recipes.start_notebook(recipes.SFT, globals())
 recipe
 
 # %% [markdown]

@@ -130,33 +130,7 @@ from tunixkit import (
 )
 from tunixkit.tools import memplan
 
-rt, recipe, out_dir, clock = recipes.start(
-    recipes.GRPO,
-    PROFILE,
-    OUTPUT_DIR,
-    session_hours=SESSION_HOURS,
-    resume_from=RESUME_FROM,
-    start_fresh=START_FRESH,
-    compile_cache=COMPILE_CACHE,
-    rehearsal=REHEARSAL,
-    rehearsal_from=REHEARSAL_FROM,
-    inputs={
-        "model_path": MODEL_PATH,
-        "data_source": DATA_SOURCE,
-        "use_rubric": USE_RUBRIC,
-        "math_path": MATH_PATH,
-        "math500_path": MATH500_PATH,
-    },
-    dataset=DATASET,
-    model_id=MODEL_ID,
-    num_steps=NUM_STEPS,
-    learning_rate=LEARNING_RATE,
-    lora_rank=LORA_RANK,
-    num_generations=NUM_GENERATIONS,
-    eval_questions=EVAL_QUESTIONS,
-    rollout_engine=ROLLOUT_ENGINE,
-    recipe_overrides=RECIPE_OVERRIDES,
-)
+rt, recipe, out_dir, clock = recipes.start_notebook(recipes.GRPO, globals())
 rl.check_rollout_engine(
     recipe.grpo.rollout_engine, models.get_spec(recipe.model_id).family
 )  # before any loading

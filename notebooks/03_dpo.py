@@ -119,30 +119,7 @@ from tunixkit import (
 )
 from tunixkit.tools import memplan
 
-rt, recipe, out_dir, clock = recipes.start(
-    recipes.DPO,
-    PROFILE,
-    OUTPUT_DIR,
-    session_hours=SESSION_HOURS,
-    resume_from=RESUME_FROM,
-    start_fresh=START_FRESH,
-    compile_cache=COMPILE_CACHE,
-    rehearsal=REHEARSAL,
-    rehearsal_from=REHEARSAL_FROM,
-    inputs={
-        "model_path": MODEL_PATH,
-        "pairs": PAIRS,
-        "fields": list(FIELDS),
-        "data_source": DATA_SOURCE,
-    },
-    model_id=MODEL_ID,
-    steps=NUM_STEPS,
-    learning_rate=LEARNING_RATE,
-    lora_rank=LORA_RANK,
-    eval_questions=EVAL_QUESTIONS,
-    algorithm=ALGORITHM,
-    recipe_overrides=RECIPE_OVERRIDES,
-)
+rt, recipe, out_dir, clock = recipes.start_notebook(recipes.DPO, globals())
 recipe
 
 # %% [markdown]

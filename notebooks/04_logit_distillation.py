@@ -117,28 +117,7 @@ from tunixkit import (
 )
 from tunixkit.tools import memplan
 
-rt, recipe, out_dir, clock = recipes.start(
-    recipes.Distill,
-    PROFILE,
-    OUTPUT_DIR,
-    session_hours=SESSION_HOURS,
-    resume_from=RESUME_FROM,
-    start_fresh=START_FRESH,
-    compile_cache=COMPILE_CACHE,
-    rehearsal=REHEARSAL,
-    rehearsal_from=REHEARSAL_FROM,
-    inputs={
-        "teacher_path": TEACHER_PATH,
-        "student_path": STUDENT_PATH,
-        "data_source": DATA_SOURCE,
-    },
-    teacher_id=TEACHER_ID,
-    student_id=MODEL_ID,
-    steps=NUM_STEPS,
-    learning_rate=LEARNING_RATE,
-    eval_questions=EVAL_QUESTIONS,
-    recipe_overrides=RECIPE_OVERRIDES,
-)
+rt, recipe, out_dir, clock = recipes.start_notebook(recipes.Distill, globals())
 recipe
 
 # %% [markdown]

@@ -90,13 +90,7 @@ from IPython.display import Markdown, display
 
 from tunixkit import evaluation, models, prompting, recipes, runlog, runtime
 
-rt, recipe, out_dir, clock = recipes.start(
-    recipes.MathEval,
-    PROFILE,
-    OUTPUT_DIR,
-    inputs={"models": MODELS, "limit": LIMIT},
-    benchmarks=tuple(BENCHMARKS) if BENCHMARKS is not None else None,
-)
+rt, recipe, out_dir, clock = recipes.start_notebook(recipes.MathEval, globals())
 # A folder that does not exist here (another notebook's output, not attached to this session) is
 # skipped and named; model ids are downloaded.
 to_evaluate = {

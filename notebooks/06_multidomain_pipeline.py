@@ -156,53 +156,7 @@ from tunixkit import (
 )
 from tunixkit.tools import memplan
 
-rt, recipe, out_dir, clock = recipes.start(
-    recipes.Pipeline,
-    PROFILE,
-    OUTPUT_DIR,
-    session_hours=SESSION_HOURS,
-    resume_from=RESUME_FROM,
-    start_fresh=START_FRESH,
-    compile_cache=COMPILE_CACHE,
-    rehearsal=REHEARSAL,
-    rehearsal_from=REHEARSAL_FROM,
-    inputs={
-        "model_path": MODEL_PATH,
-        "traces": TRACES,
-        "trace_fields": list(TRACE_FIELDS),
-        "domain_field": DOMAIN_FIELD,
-        "mix_noncommercial": MIX_NONCOMMERCIAL,
-    },
-    model_id=MODEL_ID,
-    judge_id=JUDGE_ID,
-    algorithm=ALGORITHM,
-    beta=PREFERENCE_BETA,
-    simpo_gamma=SIMPO_GAMMA,
-    preference_batch_size=PREFERENCE_BATCH,
-    lora_rank=LORA_RANK,
-    sft_steps=SFT_STEPS,
-    num_steps=GRPO_STEPS,
-    train_tasks=TRAIN_TASKS,
-    heldout_per_domain=HELDOUT_PER_DOMAIN,
-    improve_prompts=IMPROVE_PROMPTS,
-    pair_prompts=PAIR_PROMPTS,
-    shares=SHARES,
-    domain_shares=DOMAIN_SHARES,
-    reward_weights=REWARD_WEIGHTS,
-    guard=GUARD,
-    judge_check=JUDGE_CHECK,
-    **{  # the nested settings these knobs set
-        "eval.max_generation_steps": GENERATION_STEPS,
-        "grpo.max_generation_steps": GENERATION_STEPS,
-        "grpo.checkpoint_every": GRPO_CHECKPOINT_EVERY,
-        "max_response_length": GENERATION_STEPS,
-        "grpo.temperature": TEMPERATURE,
-        "grpo.learning_rate": GRPO_LEARNING_RATE,
-        "grpo.beta": GRPO_BETA,
-        "eval.system_prompt": SYSTEM_PROMPT,
-    },
-    recipe_overrides=RECIPE_OVERRIDES,
-)
+rt, recipe, out_dir, clock = recipes.start_notebook(recipes.Pipeline, globals())
 recipe
 
 # %% [markdown]

@@ -122,31 +122,7 @@ from tunixkit import (
 )
 from tunixkit.tools import memplan
 
-rt, recipe, out_dir, clock = recipes.start(
-    recipes.Agentic,
-    PROFILE,
-    OUTPUT_DIR,
-    session_hours=SESSION_HOURS,
-    resume_from=RESUME_FROM,
-    start_fresh=START_FRESH,
-    compile_cache=COMPILE_CACHE,
-    rehearsal=REHEARSAL,
-    rehearsal_from=REHEARSAL_FROM,
-    inputs={"data_source": DATA_SOURCE},
-    model_id=MODEL_ID,
-    num_steps=NUM_STEPS,
-    learning_rate=LEARNING_RATE,
-    lora_rank=LORA_RANK,
-    num_generations=NUM_GENERATIONS,
-    eval_questions=EVAL_QUESTIONS,
-    sft_steps=SFT_STEPS,
-    judged=JUDGED,
-    **{  # the nested settings this knob sets
-        "eval.max_generation_steps": GENERATION_STEPS,
-        "grpo.max_generation_steps": GENERATION_STEPS,
-    },
-    recipe_overrides=RECIPE_OVERRIDES,
-)
+rt, recipe, out_dir, clock = recipes.start_notebook(recipes.Agentic, globals())
 recipe
 
 # %% [markdown]

@@ -139,32 +139,7 @@ from tunixkit import (
     testing,
 )
 
-rt, recipe, out_dir, clock = recipes.start(
-    recipes.Curation,
-    PROFILE,
-    OUTPUT_DIR,
-    session_hours=SESSION_HOURS,
-    start_fresh=START_FRESH,
-    compile_cache=COMPILE_CACHE,
-    inputs={
-        "model_path": MODEL_PATH,
-        "traces": TRACES,
-        "trace_fields": list(TRACE_FIELDS),
-        "domain_field": DOMAIN_FIELD,
-        "mix_noncommercial": MIX_NONCOMMERCIAL,
-    },
-    model_id=MODEL_ID,
-    judge_id=JUDGE_ID,
-    curate_prompts=CURATE_PROMPTS,
-    curate_samples=SAMPLES,
-    compare_steps=COMPARE_STEPS,
-    **{
-        "filters.min_score": MIN_SCORE,
-        "filters.max_tokens": MAX_TOKENS,
-        "filters.max_repeat": MAX_REPEAT,
-    },
-    recipe_overrides=RECIPE_OVERRIDES,
-)
+rt, recipe, out_dir, clock = recipes.start_notebook(recipes.Curation, globals())
 recipe
 
 # %% [markdown]

@@ -115,27 +115,7 @@ from tunixkit import (
     runtime,
 )
 
-rt, recipe, out_dir, clock = recipes.start(
-    recipes.Routed,
-    PROFILE,
-    OUTPUT_DIR,
-    session_hours=SESSION_HOURS,
-    start_fresh=START_FRESH,
-    compile_cache=COMPILE_CACHE,
-    inputs={
-        "model_path": MODEL_PATH,
-        "traces": TRACES,
-        "trace_fields": list(TRACE_FIELDS),
-        "domain_field": DOMAIN_FIELD,
-    },
-    model_id=MODEL_ID,
-    judge_id=JUDGE_ID,
-    routes=ROUTES,
-    adapter_steps=ADAPTER_STEPS,
-    warm_steps=WARM_STEPS,
-    merge_weights=MERGE_WEIGHTS,
-    recipe_overrides=RECIPE_OVERRIDES,
-)
+rt, recipe, out_dir, clock = recipes.start_notebook(recipes.Routed, globals())
 recipe
 
 # %% [markdown]

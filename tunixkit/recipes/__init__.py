@@ -32,6 +32,7 @@ from tunixkit.recipes._base import (
     gsm8k,
     math_benchmark,
     start,
+    start_notebook,
 )
 from tunixkit.recipes.agentic_calculator import Agentic
 from tunixkit.recipes.curation import Curation
@@ -64,4 +65,5 @@ __all__ = [
     "math_benchmark",
     "pipeline_tasks",
     "start",
+    "start_notebook",
 ]

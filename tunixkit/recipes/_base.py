@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import shutil
+from collections.abc import Mapping
 from typing import Any, ClassVar, NamedTuple
 
 from tunixkit import checkpoints, data, evaluation, hosts, runtime, session
@@ -58,6 +59,10 @@ class _Presets:
     run, warned about elsewhere; each learning bar fails when training is switched off)."""
 
     BARS: ClassVar[tuple[evaluation.Bar, ...]] = ()
+    # the notebook's parameters (by their name in its parameters cell) beside the session's
+    # (SESSION_PARAMETERS): the recipe field(s) each sets, dotted for nested ones, or
+    # "inputs.<key>", an input recorded in recipe.json (start_notebook)
+    PARAMETERS: ClassVar[dict[str, str | tuple[str, ...]]] = {}
 
     def learning_rates(self) -> dict[str, float]:
         """Every learning rate of the recipe by its override name (``"grpo.learning_rate"``): what
@@ -157,6 +162,8 @@ def _typed(recipe: Any, name: str, value: Any) -> Any:
     TypeError: SFT.steps takes a number (now 150), not 'many'
     """
     current = getattr(recipe, name)
+    if isinstance(current, tuple) and isinstance(value, list):  # a parameter cell writes lists
+        return tuple(value)
     number = isinstance(current, (int, float)) and not isinstance(current, bool)
     if not number or not isinstance(value, str):
         return value
@@ -169,12 +176,68 @@ def _typed(recipe: Any, name: str, value: Any) -> Any:
 
 
 class Start(NamedTuple):
-    """What a notebook's setup cell needs: ``rt, recipe, out_dir, clock = recipes.start(...)``."""
+    """What a notebook's setup cell needs: ``rt, recipe, out_dir, clock = recipes.start_notebook(...)``."""
 
     rt: Runtime
     recipe: Any
     out_dir: pathlib.Path
     clock: session.Session  # the session clock (SESSION_HOURS from the first cell)
+
+
+# every notebook's session parameters, by their name in its parameters cell: start's arguments
+SESSION_PARAMETERS = {
+    "PROFILE": "profile",
+    "OUTPUT_DIR": "output_dir",
+    "SESSION_HOURS": "session_hours",
+    "RESUME_FROM": "resume_from",
+    "START_FRESH": "start_fresh",
+    "COMPILE_CACHE": "compile_cache",
+    "REHEARSAL": "rehearsal",
+    "REHEARSAL_FROM": "rehearsal_from",
+    "RECIPE_OVERRIDES": "recipe_overrides",
+}
+
+
+def start_notebook(
+    preset: type[_Presets], parameters: Mapping[str, Any], *, verbose: bool = True
+) -> Start:
+    """Every notebook's setup cell, ``recipes.start_notebook(recipes.X, globals())``: :func:`start`
+    with the values of the notebook's parameters cell (``parameters``: its variables), the
+    session's own (:data:`SESSION_PARAMETERS`) and each of ``preset.PARAMETERS``, which says the
+    recipe field(s) a parameter sets or the input it is recorded as. A parameter the notebook does
+    not define keeps the recipe's value; ``OUTPUT_DIR`` is required.
+
+    >>> import tempfile
+    >>> from tunixkit.recipes import Quickstart
+    >>> Quickstart.PARAMETERS
+    {'MODEL_PATH': 'inputs.model_path', 'MODEL_ID': 'model_id'}
+    >>> cell = {"PROFILE": "smoke", "OUTPUT_DIR": tempfile.mkdtemp(), "MODEL_ID": None}
+    >>> start_notebook(Quickstart, cell, verbose=False).recipe.model_id
+    'tiny-gemma3-sft'
+    """
+    if "OUTPUT_DIR" not in parameters:
+        raise KeyError("OUTPUT_DIR: the notebook's parameters cell must set it")
+    given = {a: parameters[k] for k, a in SESSION_PARAMETERS.items() if k in parameters}
+    inputs: dict[str, Any] = {}
+    for name, fields in preset.PARAMETERS.items():
+        if name not in parameters:
+            continue
+        value = parameters[name]
+        for field in (fields,) if isinstance(fields, str) else fields:
+            if field.startswith("inputs."):  # recorded as JSON writes it
+                inputs[field.removeprefix("inputs.")] = (
+                    list(value) if isinstance(value, tuple) else value
+                )
+            else:
+                given[field] = value
+    return start(
+        preset,
+        given.pop("profile", None),
+        given.pop("output_dir"),
+        inputs=inputs,
+        verbose=verbose,
+        **given,
+    )
 
 
 def start(

@@ -17,6 +17,19 @@ class Agentic(_Presets):
     """07_agentic_calculator: a warm start on tool-use traces, then agentic GRPO with a
     calculator."""
 
+    PARAMETERS: ClassVar[dict[str, str | tuple[str, ...]]] = {  # start_notebook
+        "MODEL_ID": "model_id",
+        "NUM_STEPS": "num_steps",
+        "SFT_STEPS": "sft_steps",
+        "LEARNING_RATE": "learning_rate",
+        "LORA_RANK": "lora_rank",
+        "NUM_GENERATIONS": "num_generations",
+        "EVAL_QUESTIONS": "eval_questions",
+        "GENERATION_STEPS": ("eval.max_generation_steps", "grpo.max_generation_steps"),
+        "DATA_SOURCE": "inputs.data_source",
+        "JUDGED": "judged",
+    }
+
     # The last cell's bars (the runs behind them, trained and untrained: docs/tuning.md#no-learning)
     BARS: ClassVar[tuple[Bar, ...]] = (
         # near half of what training moved each figure: 0.05 -> 0.92, 0 -> 1, -0.08 -> 0.92

@@ -25,6 +25,22 @@ class Curation(Pipeline):
     evaluations and SFT settings are 06's (:class:`Pipeline`); its preference and GRPO settings are
     not used here."""
 
+    PARAMETERS: ClassVar[dict[str, str | tuple[str, ...]]] = {  # start_notebook
+        "MODEL_ID": "model_id",
+        "MODEL_PATH": "inputs.model_path",
+        "JUDGE_ID": "judge_id",
+        "TRACES": "inputs.traces",
+        "DOMAIN_FIELD": "inputs.domain_field",
+        "TRACE_FIELDS": "inputs.trace_fields",
+        "MIX_NONCOMMERCIAL": "inputs.mix_noncommercial",
+        "CURATE_PROMPTS": "curate_prompts",
+        "SAMPLES": "curate_samples",
+        "MIN_SCORE": "filters.min_score",
+        "MAX_TOKENS": "filters.max_tokens",
+        "MAX_REPEAT": "filters.max_repeat",
+        "COMPARE_STEPS": "compare_steps",
+    }
+
     BARS: ClassVar[tuple[Bar, ...]] = (
         Bar(
             "curated_vs_uncurated_low",

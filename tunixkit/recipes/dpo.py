@@ -16,6 +16,19 @@ __all__ = ["DPO"]
 class DPO(_Presets):
     """03_dpo: DPO (or ORPO) on preference pairs, on-policy from GSM8K by default."""
 
+    PARAMETERS: ClassVar[dict[str, str | tuple[str, ...]]] = {  # start_notebook
+        "MODEL_ID": "model_id",
+        "MODEL_PATH": "inputs.model_path",
+        "NUM_STEPS": "steps",
+        "LEARNING_RATE": "learning_rate",
+        "LORA_RANK": "lora_rank",
+        "EVAL_QUESTIONS": "eval_questions",
+        "ALGORITHM": "algorithm",
+        "PAIRS": "inputs.pairs",
+        "FIELDS": "inputs.fields",
+        "DATA_SOURCE": "inputs.data_source",
+    }
+
     # The last cell's bars (the runs behind them, trained and untrained: docs/tuning.md#no-learning)
     BARS: ClassVar[tuple[Bar, ...]] = (
         # each learning bar at most half way from the untrained figure (every pair ties: 0.5) to

@@ -16,6 +16,22 @@ __all__ = ["GRPO"]
 class GRPO(_Presets):
     """02_grpo_gsm8k: GRPO on GSM8K from a model with partial skill."""
 
+    PARAMETERS: ClassVar[dict[str, str | tuple[str, ...]]] = {  # start_notebook
+        "MODEL_ID": "model_id",
+        "MODEL_PATH": "inputs.model_path",
+        "NUM_STEPS": "num_steps",
+        "LEARNING_RATE": "learning_rate",
+        "LORA_RANK": "lora_rank",
+        "NUM_GENERATIONS": "num_generations",
+        "EVAL_QUESTIONS": "eval_questions",
+        "DATA_SOURCE": "inputs.data_source",
+        "DATASET": "dataset",
+        "MATH_PATH": "inputs.math_path",
+        "MATH500_PATH": "inputs.math500_path",
+        "USE_RUBRIC": "inputs.use_rubric",
+        "ROLLOUT_ENGINE": "rollout_engine",
+    }
+
     # The last cell's bars (the runs behind them, trained and untrained: docs/tuning.md#no-learning)
     BARS: ClassVar[tuple[Bar, ...]] = (
         # each learning bar at most half way from the untrained figure to the trained one

@@ -16,6 +16,17 @@ __all__ = ["Distill"]
 class Distill(_Presets):
     """04_logit_distillation: a smaller student learns the teacher's next-token distributions."""
 
+    PARAMETERS: ClassVar[dict[str, str | tuple[str, ...]]] = {  # start_notebook
+        "TEACHER_ID": "teacher_id",
+        "MODEL_ID": "student_id",
+        "TEACHER_PATH": "inputs.teacher_path",
+        "STUDENT_PATH": "inputs.student_path",
+        "NUM_STEPS": "steps",
+        "LEARNING_RATE": "learning_rate",
+        "EVAL_QUESTIONS": "eval_questions",
+        "DATA_SOURCE": "inputs.data_source",
+    }
+
     # The last cell's bars (the runs behind them, trained and untrained: docs/tuning.md#no-learning)
     BARS: ClassVar[tuple[Bar, ...]] = (
         # each learning bar at most half way from the untrained figure to the trained one

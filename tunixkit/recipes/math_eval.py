@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from tunixkit import evaluation
 from tunixkit.recipes._base import _Presets
@@ -13,6 +14,12 @@ __all__ = ["MathEval"]
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class MathEval(_Presets):
     """05_math_eval: several models on the GSM8K test set, MATH-500 and MATH."""
+
+    PARAMETERS: ClassVar[dict[str, str | tuple[str, ...]]] = {  # start_notebook
+        "MODELS": "inputs.models",
+        "LIMIT": "inputs.limit",
+        "BENCHMARKS": "benchmarks",
+    }
 
     models: dict[str, str]  # display name -> model id or HF-layout folder
     base_id: str  # the model id whose family/tokenizer rules apply to local folders

@@ -21,6 +21,42 @@ class Pipeline(_Presets):
     """06_multidomain_pipeline: SFT, a self-improvement round, preference tuning, then GRPO with
     rubric and judge rewards, on every domain of the competition, in one session."""
 
+    PARAMETERS: ClassVar[dict[str, str | tuple[str, ...]]] = {  # start_notebook
+        "MODEL_ID": "model_id",
+        "MODEL_PATH": "inputs.model_path",
+        "JUDGE_ID": "judge_id",
+        "TRACES": "inputs.traces",
+        "DOMAIN_FIELD": "inputs.domain_field",
+        "MIX_NONCOMMERCIAL": "inputs.mix_noncommercial",
+        "TRACE_FIELDS": "inputs.trace_fields",
+        "ALGORITHM": "algorithm",
+        "PREFERENCE_BETA": "beta",
+        "SIMPO_GAMMA": "simpo_gamma",
+        "PREFERENCE_BATCH": "preference_batch_size",
+        "LORA_RANK": "lora_rank",
+        "SFT_STEPS": "sft_steps",
+        "GRPO_STEPS": "num_steps",
+        "GRPO_CHECKPOINT_EVERY": "grpo.checkpoint_every",
+        "TRAIN_TASKS": "train_tasks",
+        "HELDOUT_PER_DOMAIN": "heldout_per_domain",
+        "IMPROVE_PROMPTS": "improve_prompts",
+        "PAIR_PROMPTS": "pair_prompts",
+        "GENERATION_STEPS": (
+            "eval.max_generation_steps",
+            "grpo.max_generation_steps",
+            "max_response_length",
+        ),
+        "TEMPERATURE": "grpo.temperature",
+        "GRPO_LEARNING_RATE": "grpo.learning_rate",
+        "GRPO_BETA": "grpo.beta",
+        "SHARES": "shares",
+        "DOMAIN_SHARES": "domain_shares",
+        "REWARD_WEIGHTS": "reward_weights",
+        "GUARD": "guard",
+        "JUDGE_CHECK": "judge_check",
+        "SYSTEM_PROMPT": "eval.system_prompt",
+    }
+
     # The last cell's bars, each stage against the model it started from (the runs behind them,
     # trained and untrained: docs/tuning.md#no-learning)
     BARS: ClassVar[tuple[Bar, ...]] = (

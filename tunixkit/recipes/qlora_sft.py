@@ -16,6 +16,19 @@ __all__ = ["SFT"]
 class SFT(_Presets):
     """01_qlora_sft: LoRA/QLoRA SFT into the reasoning format."""
 
+    PARAMETERS: ClassVar[dict[str, str | tuple[str, ...]]] = {  # start_notebook
+        "MODEL_ID": "model_id",
+        "NUM_STEPS": "steps",
+        "LEARNING_RATE": "learning_rate",
+        "LORA_RANK": "lora_rank",
+        "QLORA": "qlora",
+        "EVAL_QUESTIONS": "eval_questions",
+        "DATA_SOURCE": "inputs.data_source",
+        "DATASET": "inputs.dataset",
+        "PROMPT_FIELD": "inputs.prompt_field",
+        "RESPONSE_FIELD": "inputs.response_field",
+    }
+
     # The last cell's bars (the runs behind them, trained and untrained: docs/tuning.md#no-learning)
     BARS: ClassVar[tuple[Bar, ...]] = (
         # each learning bar at most half way from the untrained figure to the trained one

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from tunixkit import evaluation
 from tunixkit.recipes._base import _Presets
@@ -13,6 +14,11 @@ __all__ = ["Quickstart"]
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Quickstart(_Presets):
     """00_quickstart: load a model, answer a few questions."""
+
+    PARAMETERS: ClassVar[dict[str, str | tuple[str, ...]]] = {  # start_notebook
+        "MODEL_PATH": "inputs.model_path",
+        "MODEL_ID": "model_id",
+    }
 
     model_id: str  # a tunixkit.models.MODELS id
     num_questions: int  # questions to answer

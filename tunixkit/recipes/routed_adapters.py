@@ -25,6 +25,19 @@ class Routed(Pipeline):
     against the adapters merged into one checkpoint. 06's preference and GRPO settings are not
     used here."""
 
+    PARAMETERS: ClassVar[dict[str, str | tuple[str, ...]]] = {  # start_notebook
+        "MODEL_ID": "model_id",
+        "MODEL_PATH": "inputs.model_path",
+        "JUDGE_ID": "judge_id",
+        "TRACES": "inputs.traces",
+        "DOMAIN_FIELD": "inputs.domain_field",
+        "TRACE_FIELDS": "inputs.trace_fields",
+        "ROUTES": "routes",
+        "ADAPTER_STEPS": "adapter_steps",
+        "WARM_STEPS": "warm_steps",
+        "MERGE_WEIGHTS": "merge_weights",
+    }
+
     BARS: ClassVar[tuple[Bar, ...]] = (
         Bar(
             "routed_vs_base_low",
