@@ -176,7 +176,8 @@ def _typed(recipe: Any, name: str, value: Any) -> Any:
 
 
 class Start(NamedTuple):
-    """What a notebook's setup cell needs: ``rt, recipe, out_dir, clock = recipes.start_notebook(...)``."""
+    """What a notebook's setup cell unpacks (:func:`start_notebook`): ``rt, recipe, out_dir,
+    clock``."""
 
     rt: Runtime
     recipe: Any

@@ -16,19 +16,25 @@ from tunixkit.runtime import Runtime
 __all__ = ["Pipeline", "Tasks", "pipeline_tasks"]
 
 
+# the parameters of 06, 08 and 09 alike: the start model, the judge and the traces
+TRACE_PARAMETERS = {
+    "MODEL_ID": "model_id",
+    "MODEL_PATH": "inputs.model_path",
+    "JUDGE_ID": "judge_id",
+    "TRACES": "inputs.traces",
+    "DOMAIN_FIELD": "inputs.domain_field",
+    "TRACE_FIELDS": "inputs.trace_fields",
+}
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Pipeline(_Presets):
     """06_multidomain_pipeline: SFT, a self-improvement round, preference tuning, then GRPO with
     rubric and judge rewards, on every domain of the competition, in one session."""
 
     PARAMETERS: ClassVar[dict[str, str | tuple[str, ...]]] = {  # start_notebook
-        "MODEL_ID": "model_id",
-        "MODEL_PATH": "inputs.model_path",
-        "JUDGE_ID": "judge_id",
-        "TRACES": "inputs.traces",
-        "DOMAIN_FIELD": "inputs.domain_field",
+        **TRACE_PARAMETERS,
         "MIX_NONCOMMERCIAL": "inputs.mix_noncommercial",
-        "TRACE_FIELDS": "inputs.trace_fields",
         "ALGORITHM": "algorithm",
         "PREFERENCE_BETA": "beta",
         "SIMPO_GAMMA": "simpo_gamma",

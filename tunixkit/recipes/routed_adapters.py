@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from tunixkit.evaluation import Bar
 from tunixkit.recipes.curation import _fields
-from tunixkit.recipes.multidomain_pipeline import Pipeline
+from tunixkit.recipes.multidomain_pipeline import TRACE_PARAMETERS, Pipeline
 
 __all__ = ["Routed"]
 
@@ -26,12 +26,7 @@ class Routed(Pipeline):
     used here."""
 
     PARAMETERS: ClassVar[dict[str, str | tuple[str, ...]]] = {  # start_notebook
-        "MODEL_ID": "model_id",
-        "MODEL_PATH": "inputs.model_path",
-        "JUDGE_ID": "judge_id",
-        "TRACES": "inputs.traces",
-        "DOMAIN_FIELD": "inputs.domain_field",
-        "TRACE_FIELDS": "inputs.trace_fields",
+        **TRACE_PARAMETERS,  # 06's model, judge and traces
         "ROUTES": "routes",
         "ADAPTER_STEPS": "adapter_steps",
         "WARM_STEPS": "warm_steps",
