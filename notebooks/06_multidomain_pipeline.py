@@ -427,17 +427,7 @@ display(Markdown(domains.side_by_side(out_dir, [evals["start"].name, list(evals)
 
 # %%
 final = stages.final()  # None: the start model stayed the best
-judged_root = clock.judged_dir()  # its ckpts/actor: /kaggle/working on Kaggle, else OUTPUT_DIR
-final_export = out_dir / (final or "start") / "export"
-unrestricted_kaggle_model = session.publish(
-    final_export / "orbax" if final_export.is_dir() else None,
-    KAGGLE_MODEL,
-    notes=f"06 pipeline, last stage {final}",
-    rehearsal=REHEARSAL,
-)
-for name, state in stages.state.items():
-    print(f"{name}: {state.get('skipped') or state.get('adoption', {}).get('why', 'not compared')}")
-print(f"the final model: {final or 'the start model'}; stages: {stages.summary()}")
+unrestricted_kaggle_model = stages.publish(KAGGLE_MODEL, notes="06 pipeline")
 print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %% [markdown]
@@ -458,7 +448,7 @@ print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 from tunixkit.tools import judges_check
 
 print(f"the check's code: {judges_check.__file__}")
-judged_answers, judged_folder = judges_check.check(judged_root, recipe.eval.system_prompt)
+judged_answers, judged_folder = judges_check.check(clock.judged_dir(), recipe.eval.system_prompt)
 
 # %%
 summary = {

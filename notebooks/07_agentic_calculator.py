@@ -118,7 +118,6 @@ from tunixkit import (
     rl,
     runlog,
     runtime,
-    session,
 )
 from tunixkit.tools import memplan
 
@@ -290,13 +289,8 @@ fig = agentic.plot_eval(
 
 # %%
 final = stages.final()
-unrestricted_kaggle_model = session.publish(
-    final and out_dir / final / "export" / "orbax",
-    KAGGLE_MODEL,
-    notes="07 agentic calculator",
-    rehearsal=REHEARSAL,
-)
-print(f"stages: {stages.summary()}\nunrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
+unrestricted_kaggle_model = stages.publish(KAGGLE_MODEL, notes="07 agentic calculator")
+print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %%
 series = runlog.read_metrics(out_dir / "grpo" / "metrics.jsonl").get("train", {})

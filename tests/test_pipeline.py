@@ -210,6 +210,35 @@ def test_a_stage_waits_for_the_ones_before_and_its_data_is_made_once(tmp_path, c
     assert stages.ready("b")
 
 
+def test_a_stage_runs_once_and_the_session_publishes_its_best_model(tmp_path, capsys):
+    """Stages.run decides once whether a stage runs: not before the stages ahead of it are done,
+    not again once done (its export), never when skipped; Stages.publish says each stage's
+    outcome and uploads the best model's Orbax export (here no KAGGLE_MODEL: it names it)."""
+    clock = session.Session(tmp_path, hours=None, started=time.time())
+    stages = pipeline.Stages(tmp_path, {"a": 0.3, "b": 0.3, "c": 0.4}, clock)
+    built = []
+
+    def build(name):
+        built.append(name)
+        stages.finish(name, tmp_path / name / "export" / "hf")
+        return str(tmp_path / name / "export" / "hf")
+
+    assert stages.run("b", lambda: build("b")) is None and built == []
+    assert "b: not started, a is not finished" in capsys.readouterr().out
+    assert stages.run("a", lambda: build("a")) == str(tmp_path / "a" / "export" / "hf")
+    assert stages.run("a", lambda: build("a")) == str(tmp_path / "a" / "export" / "hf")
+    assert built == ["a"]  # done: its export, not run again
+    stages.skip("b", "no pair")
+    assert stages.run("b", lambda: build("b")) is None and built == ["a"]
+    assert stages.publish(None, "test") is None  # a's export was never written
+    out = capsys.readouterr().out
+    assert "a: not compared\nb: no pair\nthe final model: a;" in out
+    assert "no stage finished" in out
+    (tmp_path / "a" / "export" / "orbax").mkdir(parents=True)
+    assert stages.publish(None, "test") is None
+    assert f"to publish {tmp_path / 'a' / 'export' / 'orbax'}" in capsys.readouterr().out
+
+
 def test_a_stage_with_nothing_to_train_on_is_skipped_and_the_session_goes_on(tmp_path, capsys):
     """06's self-improvement can keep no answer and its pair pass can find no pair (a weak judge,
     answers all cut by the limit): the stage is skipped, said and kept in stages.json, nothing is

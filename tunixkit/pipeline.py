@@ -284,6 +284,24 @@ class Stages:
 
         return "; ".join(f"{n}: {said(n)}" for n in self.shares)
 
+    def publish(self, handle: str | None, notes: str) -> str | None:
+        """The end of the session: say each stage's outcome and the final model, then upload the
+        session's best model (the Orbax export of :meth:`final`, else the start model's when a
+        stage lost to it) to the Kaggle Model ``handle`` (:func:`tunixkit.session.publish`,
+        ``notes`` and the last stage as its notes); returns ``unrestricted_kaggle_model``."""
+        final = self.final()
+        for name, state in self.state.items():
+            why = state.get("skipped") or state.get("adoption", {}).get("why", "not compared")
+            print(f"{name}: {why}")
+        print(f"the final model: {final or 'the start model'}; stages: {self.summary()}")
+        folder = self.dir(final or "start") / "export" / "orbax"
+        return session.publish(
+            folder if folder.is_dir() else None,
+            handle,
+            notes=f"{notes}, last stage {final}",
+            rehearsal=self.session.rehearsal is not None,
+        )
+
     def report(self) -> dict[str, Any]:
         """What ``summary.json`` keeps of the stages: their state, the final stage (the judged
         model's; None: the start model), each stage's adoption and why, the self-improvement
