@@ -312,7 +312,7 @@ if sft_export:
 n_improve = clock.sized(min(len(train), recipe.improve_prompts), label="improve")
 improve_tasks = train[:n_improve] if rt.smoke else domains.balanced(train, n_improve)
 data_by_domain["improve"] = domains.by_domain(improve_tasks)
-good = [pair for pair in sft_pairs if pair[1] not in testing.WEAK.values()]  # smoke: not WEAK
+good = [pair for pair in sft_pairs if pair[1] not in testing.WEAK.values()]  # real answers only
 improve_export = pipeline.improve_stage(
     stages,
     "improve",

@@ -823,9 +823,9 @@ def export_judged(
 
 @dataclasses.dataclass(frozen=True)
 class Adoption:
-    """Whether training's model stays the judged one (:func:`finish`), why, where the
-    judged model is, its Orbax export (what a Kaggle Model upload takes) and, after
-    :func:`finish`, the handle it was uploaded to (None: not uploaded)."""
+    """What :func:`finish` decided: whether training's model stays the judged one, why, where the
+    judged model is, its Orbax export (what a Kaggle Model upload takes) and the handle it was
+    uploaded to (None: not uploaded)."""
 
     adopted: bool
     why: str
@@ -1077,14 +1077,13 @@ def improve_stage(
         stages.skip(name, "no sampled answer was kept (see the counts above)", base_path)
         return None
     pairs = [(r["prompt"], r["completion"]) for r in rows] + list(replay[: len(rows)])
-    lr = recipe.improve_learning_rate
     return sft_stage(
         stages,
         name,
         pairs,
         recipe,
         steps=recipe.improve_steps,
-        learning_rate=lr,
+        learning_rate=recipe.improve_learning_rate,
         base_path=base_path,
         mesh=mesh,
     )
