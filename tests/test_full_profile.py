@@ -307,7 +307,7 @@ def test_rehearsal_times_every_stage_then_stops_before_the_long_run(tmp_path, na
         assert [(e["items"], e["planned_items"]) for e in scored] == [shape] * 2, scored
         assert all(e["projected_seconds"] > e["seconds"] for e in scored), scored
     if name.startswith("06"):  # the user's traces: every target ends its turn, nothing cut
-        added = int(re.search(r"the end of turn added to (\d+) that lacked it", said)[1])
+        added = int(re.search(r"SFT targets: \d+ \(end of turn added to (\d+);", said)[1])
         assert added > 0, said
         # prompts over every limit are cut and counted in every pass, and no stage crashes
         cut = summary["prompts_cut"]

@@ -49,7 +49,7 @@ def test_the_check_imports_no_tunixkit_and_02_and_06_run_it():
     assert [m for m in imported if m.split(".")[0] == "tunixkit"] == []
     calls = {  # with the prompt the notebook asked its questions with (02: its data set's)
         "02_grpo_gsm8k.py": "judges_check.check(judged_root, eval_config.system_prompt)",
-        "06_multidomain_pipeline.py": "judges_check.check(judged_root, recipe.eval.system_prompt)",
+        "06_multidomain_pipeline.py": "judges_check.check(clock.judged_dir(), recipe.eval.system_prompt)",
     }
     for notebook, call in calls.items():
         assert call in (NOTEBOOKS / notebook).read_text(encoding="utf-8"), notebook
