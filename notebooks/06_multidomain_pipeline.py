@@ -459,7 +459,7 @@ summary = {
     **judge.report(),  # seconds per call, completions judged, judge prompts cut
     "judge_calibration": calibration,
     # prompts left-truncated by where (generate: evaluations and passes; grpo), <where>_seen: all
-    "prompts_cut": dict(evaluation.PROMPTS_CUT),
+    "prompts_cut": dict(clock.prompts_cut),
     "data_by_domain": data_by_domain,
     "scores": {name: e.rows for name, e in evals.items()},
     "changes": changes,  # "<before>-><after>" -> judged/sampled -> domain -> (change, 95% CI, prompts)

@@ -532,18 +532,28 @@ def test_a_full_preset_grpo_stage_trains_on_every_domain(tmp_path, capsys):
     assert {by_question[q] for q in seen} == set(domains.DOMAINS)
 
 
-def test_full_prompts_fit_the_data_and_cut_prompts_are_counted(capsys):
+def test_full_prompts_fit_the_data_and_cut_prompts_are_counted(capsys, tmp_path):
     """The full profile's prompt lengths hold a summarization prompt with its document (1,024
     tokens, the system prompt included) in the evaluations, the passes and GRPO; a prompt still
-    longer is counted by where it was cut, for summary.json, and printed."""
-    from tunixkit import evaluation, recipes
+    longer is printed and counted by where it was cut in the session it was cut in (for
+    summary.json): a stage's directly, a pass's in the timed block it ran in."""
+    from tunixkit import evaluation, recipes, session
 
     recipe = recipes.Pipeline.full()
-    assert recipe.eval.max_prompt_length >= 1024 and recipe.grpo.max_prompt_length >= 1024
-    before = evaluation.PROMPTS_CUT["grpo"]
-    assert evaluation.count_cut("grpo", [100, 2000, 1024, 1025], recipe.grpo.max_prompt_length) == 2
-    assert evaluation.PROMPTS_CUT["grpo"] == before + 2
+    limit = recipe.grpo.max_prompt_length
+    assert recipe.eval.max_prompt_length >= 1024 and limit >= 1024
+    clock, other = (session.Session(tmp_path / name, None, time.time()) for name in "ab")
+    assert evaluation.count_cut("grpo", [100, 2000, 1024, 1025], limit, clock=clock) == 2
     assert "grpo: 2/4 prompts exceed max_prompt_length=1024" in capsys.readouterr().out
+    with clock.timed("evaluation"):
+        with clock.timed("judged pairs"):  # a nested block is counted once
+            evaluation.count_cut("generate", [2000, 10], limit)
+        evaluation.count_cut("generate", [10], limit)
+    evaluation.count_cut("generate", [2000], limit)  # outside any block: printed, kept nowhere
+    with other.timed("evaluation"):  # another session's block
+        evaluation.count_cut("generate", [2000], limit)
+    assert clock.prompts_cut == {"grpo": 2, "grpo_seen": 4, "generate": 1, "generate_seen": 3}
+    assert other.prompts_cut == {"generate": 1, "generate_seen": 1}
 
 
 def test_the_judge_grades_each_domain_by_its_own_criteria():

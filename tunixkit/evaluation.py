@@ -54,25 +54,25 @@ __all__ = [
     "worst_errors",
 ]
 
-# Prompts longer than their limit, by where they were cut ("generate": evaluations, judged passes;
-# "grpo": a GRPO stage's prompts), and the prompts seen there: notebook 06 writes it to
-# summary.json.
-PROMPTS_CUT: collections.Counter = collections.Counter()
-
 
 def count_cut(
-    where: str, lengths: Sequence[int], limit: int, *, how: str = "are left-truncated"
+    where: str,
+    lengths: Sequence[int],
+    limit: int,
+    *,
+    how: str = "are left-truncated",
+    clock: session.Session | None = None,
 ) -> int:
-    """Count (in :data:`PROMPTS_CUT`) and print the prompts of ``lengths`` tokens over ``limit``.
+    """Print how many of the prompts of ``lengths`` tokens are over ``limit``, and count them with
+    the prompts seen in ``clock.prompts_cut``, or else in the session's timed block the pass runs
+    in (:func:`tunixkit.session.record_cut`).
 
-    >>> (count_cut("doctest", [10, 300, 12], 256), PROMPTS_CUT["doctest"],
-    ...  PROMPTS_CUT["doctest_seen"])
+    >>> count_cut("doctest", [10, 300, 12], 256)
     doctest: 1/3 prompts exceed max_prompt_length=256 tokens and are left-truncated
-    (1, 1, 3)
+    1
     """
     cut = sum(n > limit for n in lengths)
-    PROMPTS_CUT[where] += cut
-    PROMPTS_CUT[f"{where}_seen"] += len(lengths)
+    session.record_cut(where, cut, len(lengths), None if clock is None else clock.prompts_cut)
     if cut:
         print(
             f"{where}: {cut}/{len(lengths)} prompts exceed max_prompt_length={limit} tokens "
@@ -287,12 +287,7 @@ def generate(
     sampler = sampler or make_sampler(loaded, cache_size)
     encode = sampler.tokenize
     lengths = [len(encode(p)) for p in prompts]
-    count_cut(
-        "generate",
-        lengths,
-        config.max_prompt_length,
-        how=CUT_HOW,
-    )
+    count_cut("generate", lengths, config.max_prompt_length, how=CUT_HOW)
     order = sorted(range(len(prompts)), key=lambda i: lengths[i])
     results: dict[int, Generation] = {}
     bs = min(config.batch_size, len(prompts)) or 1

@@ -1283,7 +1283,7 @@ def grpo_stage(
         prompting.format_prompt(r["question"], system_prompt, family=base.family) for r in records
     }
     lengths = [len(base.tokenizer.encode(p)) + 1 for p in prompts]  # + BOS
-    evaluation.count_cut(name, lengths, limit, how=evaluation.CUT_HOW)
+    evaluation.count_cut(name, lengths, limit, how=evaluation.CUT_HOW, clock=stages.session)
     batches = data.grpo_dataset(
         records,
         batch_size=recipe.grpo.batch_size,

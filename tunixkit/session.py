@@ -22,6 +22,7 @@ A Kaggle session ends after 9 hours, whatever is running; a new one starts with 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import contextvars
 import dataclasses
@@ -126,6 +127,10 @@ class Session:
     # a rehearsal's report that sizes the learning-rate schedules (REHEARSAL_FROM); None: the one
     # in out_dir, if any
     plan: pathlib.Path | None = None
+    # prompts over their limit by where they were cut ("generate": evaluations and judged passes;
+    # a GRPO stage's name), and "<where>_seen": the prompts seen there, in this session's timed
+    # blocks and stages (record_cut); notebook 06 writes them to summary.json
+    prompts_cut: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
 
     @classmethod
     def start(cls, out_dir: str | pathlib.Path, hours: float | None = None) -> Session:
@@ -172,9 +177,12 @@ class Session:
         In a rehearsal the block is also an event of the projected schedule, scaled to ``planned``
         items (default: what :meth:`sized` recorded under ``name``)."""
         t0, began = time.perf_counter(), self.elapsed()
-        with _passes() as batches:
+        outermost = _PASSES.get() is None  # an enclosing block counts this one's prompts cut
+        with _passes() as (batches, cut):
             yield
         seconds = time.perf_counter() - t0
+        if outermost:
+            self.prompts_cut.update(cut)
         if self.rehearsal is not None:
             self.rehearsal.timed(
                 name, began, seconds, items=items, generate_calls=batches, planned=planned
@@ -318,43 +326,71 @@ class Session:
 
 
 # The batched passes (tunixkit.evaluation.generate, preferences.score, the judge) run inside the
-# innermost Session.timed block, each as the (items, seconds) of its batches: a rehearsal tells a
-# pass's compile time (its first batch) from its pace. Outside a block nothing holds them.
-_PASS_BATCHES: contextvars.ContextVar[list[list[tuple[int, float]]] | None] = (
-    contextvars.ContextVar("tunixkit_pass_batches", default=None)
-)
+# innermost Session.timed block, each as the (items, seconds) of its batches (a rehearsal tells a
+# pass's compile time, its first batch, from its pace) and the prompts it cut (record_cut). Outside
+# a block nothing holds them.
+_PASSES: contextvars.ContextVar[
+    tuple[list[list[tuple[int, float]]], collections.Counter[str]] | None
+] = contextvars.ContextVar("tunixkit_passes", default=None)
 
 
 def pass_batches() -> list[tuple[int, float]]:
     """A list for one batched pass to append each batch's ``(items, seconds)`` to, held by the
     :meth:`Session.timed` block the pass runs in (a rehearsal projects the block from it).
 
-    >>> with _passes() as outer:
+    >>> with _passes() as (outer, _):
     ...     pass_batches().append((8, 2.5))
-    ...     with _passes() as inner:
+    ...     with _passes() as (inner, _):
     ...         pass_batches().append((8, 0.5))
     >>> outer, inner, pass_batches()  # an enclosing block holds its inner blocks' passes too
     ([[(8, 2.5)], [(8, 0.5)]], [[(8, 0.5)]], [])
     """
     timings: list[tuple[int, float]] = []
-    calls = _PASS_BATCHES.get()
-    if calls is not None:
-        calls.append(timings)
+    held = _PASSES.get()
+    if held is not None:
+        held[0].append(timings)
     return timings
 
 
+def record_cut(
+    where: str, cut: int, seen: int, into: collections.Counter[str] | None = None
+) -> None:
+    """Count ``cut`` of ``seen`` prompts over their limit at ``where`` in ``into`` (a session's
+    ``prompts_cut``) or else in the :meth:`Session.timed` block the pass runs in (its session's
+    ``prompts_cut`` once the outermost block ends).
+
+    >>> with _passes() as (_, outer):
+    ...     record_cut("generate", 1, 3)
+    ...     with _passes() as (_, inner):
+    ...         record_cut("generate", 2, 4)
+    >>> record_cut("generate", 5, 5)  # outside a block: kept nowhere
+    >>> dict(outer), dict(inner)
+    ({'generate': 3, 'generate_seen': 7}, {'generate': 2, 'generate_seen': 4})
+    """
+    held = _PASSES.get()
+    if into is None and held is not None:
+        into = held[1]
+    if into is not None:
+        into.update({where: cut, f"{where}_seen": seen})
+
+
 @contextlib.contextmanager
-def _passes() -> Iterator[list[list[tuple[int, float]]]]:
-    """The batched passes that run inside the block (:func:`pass_batches`)."""
-    batches: list[list[tuple[int, float]]] = []
-    outer = _PASS_BATCHES.get()
-    token = _PASS_BATCHES.set(batches)
+def _passes() -> Iterator[tuple[list[list[tuple[int, float]]], collections.Counter[str]]]:
+    """The batched passes that run inside the block (:func:`pass_batches`) and the prompts they cut
+    (:func:`record_cut`)."""
+    held: tuple[list[list[tuple[int, float]]], collections.Counter[str]] = (
+        [],
+        collections.Counter(),
+    )
+    outer = _PASSES.get()
+    token = _PASSES.set(held)
     try:
-        yield batches
+        yield held
     finally:
-        _PASS_BATCHES.reset(token)
+        _PASSES.reset(token)
         if outer is not None:
-            outer.extend(batches)
+            outer[0].extend(held[0])
+            outer[1].update(held[1])
 
 
 KAGGLE_OUTPUT_BYTES = 20 * 10**9  # what a Kaggle notebook may keep in /kaggle/working

@@ -217,7 +217,7 @@ class Pipeline(_Presets):
         # Prompt lengths fit the data: a summarization prompt carries its document, so 1,024 tokens
         # hold the system prompt (~60) and a document of ~700 words (news articles, abstracts); 256
         # (EvalConfig.full) dropped the system prompt and the text, 512 a long article's start.
-        # Prompts still longer are left-truncated, counted (evaluation.PROMPTS_CUT) and written to
+        # Prompts still longer are left-truncated, counted (Session.prompts_cut) and written to
         # summary.json's prompts_cut by notebook 06. The preference stage uses the same prompt
         # length.
         prompt_tokens = 1024
