@@ -152,7 +152,6 @@ from tunixkit import (
     runlog,
     runtime,
     session,
-    testing,
 )
 from tunixkit.tools import memplan
 
@@ -258,7 +257,7 @@ def evaluate_stage(name):
 # Loss on the answer only. The recipe says which weights train: LoRA in full; every weight in smoke,
 # because the tiny model only ever saw arithmetic and adapters cannot move its untrained embeddings.
 # The recipe's `good_share` of the traces keep their answer; in smoke the rest get a well-formed
-# but empty one (`testing.WEAK`), as real instruction data is uneven: SFT learns both kinds, and
+# but empty one (`tasks.uneven`), as real instruction data is uneven: SFT learns both kinds, and
 # the stages after it have something to choose. In full, `plain_share` of the rows train without the
 # system prompt, so that the answer format holds under the judges' own prompt too (the judges'
 # check below asks both ways).
@@ -278,12 +277,15 @@ def evaluate_stage(name):
 
 # %%
 family = models.get_spec(recipe.model_id).family
-if rt.smoke:
-    sft_rows = testing.uneven(train, recipe.good_share)
-else:
-    sft_rows = pipeline.sft_rows(
-        stages, train, recipe, judge, sampling, base_path=MODEL_PATH, mesh=mesh
-    )
+sft_rows = pipeline.sft_rows(
+    stages,
+    tasks.uneven(train, recipe.good_share),
+    recipe,
+    judge,
+    sampling,
+    base_path=MODEL_PATH,
+    mesh=mesh,
+)
 data_by_domain = {"sft": domains.by_domain(sft_rows)}
 print("stage 1's rows by domain:", data_by_domain["sft"])
 sft_pairs = prompting.sft_pairs(  # every target ends its turn, so that the model learns to stop
@@ -307,12 +309,10 @@ if sft_export:
 # session goes on; a rehearsal then times the stage on each prompt's best answer instead.
 
 # %%
-# full: balanced by domain, as the pair prompts below (math comes last in the traces); smoke: the
-# first prompts (every domain), as its bars were measured
+# balanced by domain, as the pair prompts below (math comes last in the traces)
 n_improve = clock.sized(min(len(train), recipe.improve_prompts), label="improve")
-improve_tasks = train[:n_improve] if rt.smoke else domains.balanced(train, n_improve)
+improve_tasks = domains.balanced(train, n_improve)
 data_by_domain["improve"] = domains.by_domain(improve_tasks)
-good = [pair for pair in sft_pairs if pair[1] not in testing.WEAK.values()]  # real answers only
 improve_export = pipeline.improve_stage(
     stages,
     "improve",
@@ -320,7 +320,7 @@ improve_export = pipeline.improve_stage(
     judge,
     sampling,
     recipe,
-    replay=good,  # as many good stage-1 traces as answers kept
+    replay=tasks.good(sft_pairs),  # as many good stage-1 traces as answers kept
     base_path=MODEL_PATH,
     mesh=mesh,
 )

@@ -151,7 +151,7 @@ load = dict(
 train_records = recipes.gsm8k(rt, "train", **load)
 test_records = recipes.gsm8k(rt, "test", limit=recipe.eval_questions, **load)
 test_records = test_records[: clock.sized(len(test_records))]  # a rehearsal takes a few
-if rt.smoke:  # the smoke set keeps the one-calculation problems throughout
+if recipe.single_call:  # the one-calculation problems only (smoke)
     train_records, test_records = (
         agentic.single_call_records(train_records),
         agentic.single_call_records(test_records),

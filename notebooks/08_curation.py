@@ -136,7 +136,6 @@ from tunixkit import (
     recipes,
     runlog,
     runtime,
-    testing,
 )
 
 rt, recipe, out_dir, clock = recipes.start_notebook(recipes.Curation, globals())
@@ -161,8 +160,7 @@ tasks = recipes.pipeline_tasks(
     gsm8k_path=GSM8K_PATH,
 )
 heldout, train = domains.split_heldout(tasks.records, recipe.heldout_per_domain)
-if rt.smoke:  # the data's answers made uneven, as real instruction data is (06's good_share)
-    train = testing.uneven(train, recipe.good_share)
+train = tasks.uneven(train, recipe.good_share)  # smoke: uneven answers, as real data (06's)
 to_curate = domains.balanced(train, min(len(train), recipe.curate_prompts))
 print(f"{len(to_curate)} prompts to curate by domain: {domains.by_domain(to_curate)}")
 print(f"{len(heldout)} held-out prompts")

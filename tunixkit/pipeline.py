@@ -655,11 +655,11 @@ def sft_rows(
     base_path: str | pathlib.Path | None = None,
     mesh: Mesh | None = None,
 ) -> list[dict[str, Any]]:
-    """Stage 1's rows of a full run: the recipe's ``domain_shares`` of ``train`` (each row once),
-    the rows without reasoning of their own given the start model's (:func:`write_reasoning`, on
-    half the ``"sft"`` stage's clock, timed, sized by a rehearsal, kept in ``sft/reasoned.jsonl``
-    so that a rerun trains on the same rows), then each domain's share exactly
-    (:func:`tunixkit.domains.take_shares`, its table printed)."""
+    """Stage 1's rows: the recipe's ``domain_shares`` of ``train`` (each row once; all of it without
+    shares, as in smoke), the rows without reasoning of their own given the start model's
+    (:func:`write_reasoning`, on half the ``"sft"`` stage's clock, timed, sized by a rehearsal,
+    kept in ``sft/reasoned.jsonl`` so that a rerun trains on the same rows), then each domain's
+    share exactly (:func:`tunixkit.domains.take_shares`, its table printed)."""
     session = stages.session
     shared = domains.take_shares(train, recipe.domain_shares, recipe.train_tasks, say=False)
     rows = list({id(r): r for r in shared}.values())  # each row once: the pass samples it once

@@ -49,6 +49,8 @@ class Agentic(_Presets):
     trace_questions: int  # training questions turned into warm-start traces
     tool_share: float  # the share of traces that call the tool; the rest answer directly
     max_operand: int  # smoke: the largest number added or subtracted (the tool earns its keep)
+    # only the problems one calculation answers, trained and held out (smoke: one call to learn)
+    single_call: bool = False
     max_turns: int  # model turns per episode (tool calls + the answer)
     tools_prompt: str | None  # None: tunix's JSON-schema tool prompt; else this text
     grpo: rl.GRPOSettings
@@ -110,6 +112,7 @@ class Agentic(_Presets):
             trace_questions=1200,
             tool_share=0.3,
             max_operand=99,
+            single_call=True,
             max_turns=2,
             tools_prompt=prompting.SHORT_TOOL_PROMPT,
             grpo=grpo,

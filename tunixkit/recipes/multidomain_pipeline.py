@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from tunixkit import domains, evaluation, mix, models, prompting, rl, runtime
@@ -99,7 +99,7 @@ class Pipeline(_Presets):
     # smoke: synthetic tasks made (held-out prompts and their repeats are taken out); full: traces
     # used at most
     train_tasks: int
-    good_share: float  # smoke: SFT traces keeping their answer; the rest get testing.WEAK
+    good_share: float  # smoke: SFT traces keeping their answer; the rest get a weak one (Tasks)
     heldout_per_domain: int  # held-out distinct prompts per domain for every evaluation
     eval_samples: int  # answers sampled per held-out prompt in every evaluation (0: greedy only)
     sft_steps: int
@@ -324,10 +324,23 @@ class Pipeline(_Presets):
 class Tasks:
     """06's prompts with their reference answers (``records``: prompt, response, domain; math rows
     carry their ``answer``), and in smoke the grader that plays the judge (``grader``: a
-    deterministic rubric of the synthetic tasks; None in full, where the judge is a model)."""
+    deterministic rubric of the synthetic tasks; None in full, where the judge is a model) and each
+    domain's weak answer (``weak``: well-formed but empty, :data:`tunixkit.testing.WEAK`)."""
 
     records: list[dict[str, Any]]
     grader: Callable[..., Any] | None = None
+    weak: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def uneven(self, rows: Sequence[dict[str, Any]], good_share: float) -> list[dict[str, Any]]:
+        """SFT traces as uneven as real instruction data is, so that SFT learns both kinds of
+        answer and the stages after it have something to choose: in smoke all but ``good_share``
+        of each domain's answers are its weak one (:func:`tunixkit.testing.uneven`); in full the
+        rows as they are."""
+        return runtime.smoke_kit().uneven(rows, good_share) if self.weak else list(rows)
+
+    def good(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The (prompt, target) pairs whose target is not a weak answer (all of them in full)."""
+        return [pair for pair in pairs if pair[1] not in self.weak.values()]
 
 
 def pipeline_tasks(
@@ -352,7 +365,7 @@ def pipeline_tasks(
     if rt.smoke:
         kit = runtime.smoke_kit()
         made = kit.synthetic_tasks(recipe.train_tasks, seed=0)
-        return Tasks([t.record() for t in made], kit.rubric_grader(made))
+        return Tasks([t.record() for t in made], kit.rubric_grader(made), kit.WEAK)
     shares = recipe.domain_shares or dict.fromkeys(domains.DOMAINS, 1.0)
     per_domain = {d: -(-recipe.train_tasks * w // sum(shares.values())) for d, w in shares.items()}
     if traces is None:  # the default public mix
