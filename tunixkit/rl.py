@@ -86,9 +86,26 @@ class GRPOSettings:
     # of zero in expectation: beta then adds noise, not a pull to the reference. "low_var_kl" is the
     # k3 estimator of DeepSeekMath's GRPO (and TRL's): never negative, its gradient pulls to pi_ref.
     kl_loss_mode: str = "low_var_kl"
-    rollout_engine: str = (
-        "vanilla"  # "vanilla" (tunix's sampler), "vllm" or "sglang_jax" (see ENGINES)
-    )
+    # "vanilla" (tunix's sampler), "vllm" or "sglang_jax" (see ENGINES)
+    rollout_engine: str = "vanilla"
+
+    @classmethod
+    def smoke(cls) -> GRPOSettings:
+        """The tiny model's (06's GRPO stage): a high learning rate, no weight decay, short
+        prompts and answers, 8 prompts of 8 rollouts a step. 02 and 07 change some of them."""
+        return cls(
+            learning_rate=2e-3,
+            beta=0.04,
+            clip_norm=1.0,
+            weight_decay=0.0,
+            temperature=0.7,
+            max_prompt_length=96,
+            max_generation_steps=64,
+            batch_size=8,
+            num_generations=8,
+            num_steps=40,
+            checkpoint_every=20,
+        )
 
     def sampled(self, config: evaluation.EvalConfig) -> evaluation.EvalConfig:
         """``config`` sampling as the rollouts do (this temperature, top-k and top-p): the

@@ -77,6 +77,13 @@ class _Presets:
         }
 
     @classmethod
+    def full(cls):
+        """The full profile (Kaggle's v5e-8): the fields' defaults. ``smoke()`` and
+        ``one_chip()`` change some of them (flax ``configs/`` style: a variant modifies the
+        default)."""
+        return cls()
+
+    @classmethod
     def for_runtime(cls, rt: Runtime):
         """smoke on the smoke profile; ``one_chip()`` where the full profile has a single device
         (Colab's v5e-1) and the recipe has one; else ``full()`` (Kaggle's v5e-8)."""

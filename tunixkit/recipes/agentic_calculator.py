@@ -38,25 +38,37 @@ class Agentic(_Presets):
         Bar("tool_advantage", ">=", 0.4, "the trained model is more accurate with the tool"),
     )
 
-    model_id: str
-    sft_lora_rank: int | None  # the warm start's LoRA rank; None: full fine-tuning
-    lora_rank: int  # the GRPO stage's LoRA rank (on the shared reference)
-    lora_alpha: float
-    sft_steps: int  # warm-start steps on tool-use traces
-    sft_learning_rate: float
-    batch_size: int  # warm-start rows per step
-    max_len: int  # warm-start tokens per row
-    trace_questions: int  # training questions turned into warm-start traces
-    tool_share: float  # the share of traces that call the tool; the rest answer directly
-    max_operand: int  # smoke: the largest number added or subtracted (the tool earns its keep)
+    model_id: str = "gemma-3-1b-it"
+    sft_lora_rank: int | None = 64  # the warm start's LoRA rank; None: full fine-tuning
+    lora_rank: int = 64  # the GRPO stage's LoRA rank (on the shared reference)
+    lora_alpha: float = 64.0
+    sft_steps: int = 200  # warm-start steps on tool-use traces
+    sft_learning_rate: float = 1e-4
+    batch_size: int = 16  # warm-start rows per step
+    max_len: int = 1024  # warm-start tokens per row
+    trace_questions: int = 3000  # training questions turned into warm-start traces
+    tool_share: float = 1.0  # the share of traces that call the tool; the rest answer directly
+    max_operand: int = 0  # smoke: the largest number added or subtracted (the tool earns its keep)
     # only the problems one calculation answers, trained and held out (smoke: one call to learn)
     single_call: bool = False
-    max_turns: int  # model turns per episode (tool calls + the answer)
-    tools_prompt: str | None  # None: tunix's JSON-schema tool prompt; else this text
-    grpo: rl.GRPOSettings
-    eval: evaluation.EvalConfig  # greedy; max_generation_steps: per episode, as grpo's
-    eval_questions: int
-    shares: dict[str, float]  # each stage's share of the training time
+    max_turns: int = 4  # model turns per episode (tool calls + the answer)
+    tools_prompt: str | None = None  # None: tunix's JSON-schema tool prompt; else this text
+    grpo: rl.GRPOSettings = rl.GRPOSettings(
+        max_prompt_length=1024,
+        max_generation_steps=512,
+        micro_batch_size=2,
+        num_steps=1000,
+        checkpoint_every=50,
+    )
+    # greedy; max_generation_steps: per episode, as grpo's
+    eval: evaluation.EvalConfig = dataclasses.replace(
+        evaluation.EvalConfig.full(), max_prompt_length=1024, max_generation_steps=512
+    )
+    eval_questions: int = 500
+    # each stage's share of the training time
+    shares: dict[str, float] = dataclasses.field(
+        default_factory=lambda: {"sft": 0.15, "grpo": 0.85}
+    )
     # whether the tool model is also written as the judged model (ckpts/actor/<step>): the
     # competition's judges run no tool, so not unless asked
     judged: bool = False
@@ -81,16 +93,9 @@ class Agentic(_Presets):
 
     @classmethod
     def smoke(cls) -> Agentic:
-        # max_generation_steps is the episode's token budget (tunix 0.1.7's max_response_length,
-        # in training and agentic.evaluate alike): call ~21 + result ~12 + answer ~16 tokens.
-        # The warm start writes 30% of its traces with the tool (tool_share): GRPO then learns that
-        # calling pays, 0.05 -> 0.92 (the runs behind it: docs/tuning.md#07-agentic-smoke).
-        grpo = rl.GRPOSettings(
+        grpo = dataclasses.replace(
+            rl.GRPOSettings.smoke(),
             learning_rate=1e-3,
-            beta=0.04,
-            clip_norm=1.0,
-            weight_decay=0.0,
-            temperature=0.7,
             max_prompt_length=160,
             max_generation_steps=80,
             batch_size=4,
@@ -98,8 +103,6 @@ class Agentic(_Presets):
             num_steps=20,  # 0.05 -> 0.92; 30 steps: 0.96 (docs/tuning.md#07-agentic-smoke)
             checkpoint_every=10,
         )
-        # The warm start fine-tunes every weight: the tiny model never saw the tool call's JSON
-        # words, and adapters cannot train their embeddings (as in notebook 06's stage 1).
         return cls(
             model_id="tiny-gemma3-sft",
             sft_lora_rank=None,
@@ -107,7 +110,6 @@ class Agentic(_Presets):
             lora_alpha=16.0,
             sft_steps=160,
             sft_learning_rate=3e-3,
-            batch_size=16,
             max_len=192,
             trace_questions=1200,
             tool_share=0.3,
@@ -121,38 +123,6 @@ class Agentic(_Presets):
             ),
             eval_questions=128,
             shares={"sft": 0.3, "grpo": 0.7},
-        )
-
-    @classmethod
-    def full(cls) -> Agentic:
-        grpo = rl.GRPOSettings(
-            max_prompt_length=1024,
-            max_generation_steps=512,
-            batch_size=4,
-            micro_batch_size=2,
-            num_steps=1000,
-            checkpoint_every=50,
-        )
-        return cls(
-            model_id="gemma-3-1b-it",
-            sft_lora_rank=64,
-            lora_rank=64,
-            lora_alpha=64.0,
-            sft_steps=200,
-            sft_learning_rate=1e-4,
-            batch_size=16,
-            max_len=1024,
-            trace_questions=3000,
-            tool_share=1.0,
-            max_operand=0,
-            max_turns=4,
-            tools_prompt=None,
-            grpo=grpo,
-            eval=dataclasses.replace(
-                evaluation.EvalConfig.full(), max_prompt_length=1024, max_generation_steps=512
-            ),
-            eval_questions=500,
-            shares={"sft": 0.15, "grpo": 0.85},
         )
 
     @classmethod

@@ -46,34 +46,19 @@ class Curation(Pipeline):
         Bar("kept_share", ">", 0.0, "the pass kept some prompts", guard=True),
     )
 
-    curate_prompts: int  # prompts answered (the first of the training prompts, balanced by domain)
-    curate_samples: int  # answers sampled per prompt (the data's own response is one more)
-    with_data: bool  # the prompt's response in the data is a candidate too
-    filters: Filters
+    # prompts answered (the first of the training prompts, balanced by domain)
+    curate_prompts: int = 10000
+    curate_samples: int = 4  # answers sampled per prompt (the data's own response is one more)
+    with_data: bool = True  # the prompt's response in the data is a candidate too
+    filters: Filters = Filters(min_score=0.7, max_tokens=1000)
     # SFT steps of each side of the comparison (curated against uncurated rows, from the start
     # model); 0: no comparison (a full session spends its time on the pass)
-    compare_steps: int
+    compare_steps: int = 0
 
     @classmethod
     def smoke(cls) -> Curation:
         # SFT on the 280 curated rows beat SFT on the 480 uncurated ones by +0.136 (95% low end
         # +0.070) in held-out judged score, 150 steps each (docs/tuning.md#08-curation-smoke)
         return cls(
-            **_fields(Pipeline.smoke()),
-            curate_prompts=480,
-            curate_samples=2,
-            with_data=True,
-            filters=Filters(min_score=0.7, max_tokens=1000),
-            compare_steps=150,
-        )
-
-    @classmethod
-    def full(cls) -> Curation:
-        return cls(
-            **_fields(Pipeline.full()),
-            curate_prompts=10000,
-            curate_samples=4,
-            with_data=True,
-            filters=Filters(min_score=0.7, max_tokens=1000),
-            compare_steps=0,
+            **_fields(Pipeline.smoke()), curate_prompts=480, curate_samples=2, compare_steps=150
         )

@@ -40,39 +40,35 @@ class DPO(_Presets):
         Bar("format_after", ">=", 0.9, "format not broken", guard=True),
     )
 
-    model_id: str
-    lora_rank: int | None  # None: full fine-tuning
-    lora_alpha: float | None  # adapters scaled by alpha / rank; None: the rank (LORA_RANK alone)
-    algorithm: str  # "dpo" or "orpo" (ORPO needs no reference model in training)
-    beta: float  # DPO's KL strength
-    lambda_orpo: float  # ORPO's preference-loss weight
-    learning_rate: float  # peak AdamW learning rate (warmup-cosine)
-    clip_norm: float
-    steps: int
-    batch_size: int  # pairs per step
-    max_prompt_length: int
-    max_response_length: int
-    pair_questions: int  # training questions sampled for on-policy pairs
-    pair_samples: int  # sampled answers per question
-    pair_temperature: float  # sampling temperature for the pairs
-    heldout_questions: int  # test questions for held-out pairs
-    eval_every: int
-    checkpoint_every: int
-    eval: evaluation.EvalConfig  # greedy evaluation before/after
-    eval_questions: int | None
+    model_id: str = "gemma-3-1b-it"
+    lora_rank: int | None = 64  # None: full fine-tuning
+    # adapters scaled by alpha / rank; None: the rank (LORA_RANK alone)
+    lora_alpha: float | None = 64.0
+    algorithm: str = "dpo"  # "dpo" or "orpo" (ORPO needs no reference model in training)
+    beta: float = 0.1  # DPO's KL strength
+    lambda_orpo: float = 0.1  # ORPO's preference-loss weight
+    learning_rate: float = 5e-6  # peak AdamW learning rate (warmup-cosine)
+    clip_norm: float = 0.1
+    steps: int = 1000
+    batch_size: int = 8  # pairs per step
+    max_prompt_length: int = 256
+    max_response_length: int = 512
+    pair_questions: int = 2000  # training questions sampled for on-policy pairs
+    pair_samples: int = 4  # sampled answers per question
+    pair_temperature: float = 1.0  # sampling temperature for the pairs
+    heldout_questions: int = 128  # test questions for held-out pairs
+    eval_every: int = 100
+    checkpoint_every: int = 100
+    eval: evaluation.EvalConfig = evaluation.EvalConfig.full()  # greedy evaluation before/after
+    eval_questions: int | None = None
 
     @classmethod
     def smoke(cls) -> DPO:
-        # LoRA r16 (attention and MLP), beta 1.5, lr 7e-4, 120 steps: held-out preference accuracy
-        # 0.5 -> 0.910 / 0.905 and greedy 0.67 -> 0.650 / 0.395 -> 0.470 on CI's two kinds of
-        # machine (the runs behind it: docs/tuning.md#03-dpo-smoke).
         return cls(
             model_id="tiny-gemma3-sft",
             lora_rank=16,
             lora_alpha=None,
-            algorithm="dpo",
             beta=1.5,
-            lambda_orpo=0.1,
             learning_rate=7e-4,
             clip_norm=1.0,
             steps=120,
@@ -86,36 +82,6 @@ class DPO(_Presets):
             eval_every=40,
             checkpoint_every=40,
             eval=evaluation.EvalConfig.smoke(),
-            eval_questions=None,
-        )
-
-    @classmethod
-    def full(cls) -> DPO:
-        return cls(
-            model_id="gemma-3-1b-it",
-            lora_rank=64,
-            lora_alpha=64.0,
-            algorithm="dpo",
-            beta=0.1,
-            lambda_orpo=0.1,
-            # LoRA rank 64 on the real Gemma 3 270M, 30 steps of 4 on-policy pairs: 3e-5 collapsed
-            # it (chosen answers' log-probability -3 -> -24, every greedy answer empty: format 1.00
-            # -> 0.00); 5e-6 reached the same held-out preference accuracy (0.875) with the format
-            # whole (bench/results/real_270m_cpu.json, runs 03 and 03-lr)
-            learning_rate=5e-6,
-            clip_norm=0.1,
-            steps=1000,
-            batch_size=8,
-            max_prompt_length=256,
-            max_response_length=512,
-            pair_questions=2000,
-            pair_samples=4,
-            pair_temperature=1.0,
-            heldout_questions=128,
-            eval_every=100,
-            checkpoint_every=100,
-            eval=evaluation.EvalConfig.full(),
-            eval_questions=None,
         )
 
     @classmethod

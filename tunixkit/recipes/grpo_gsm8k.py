@@ -42,18 +42,18 @@ class GRPO(_Presets):
         Bar("format_after", ">=", 0.9, "format not broken", guard=True),
     )
 
-    model_id: str
-    lora_rank: int | None  # None: full fine-tuning (reference = a second copy)
-    lora_alpha: float | None  # adapters scaled by alpha / rank; None: the rank (LORA_RANK alone)
-    lora_modules: str | None  # qwix regex of the modules given adapters; None: attention and MLP
-    qlora: bool  # nf4 backbone under the adapters
-    grpo: rl.GRPOSettings
-    eval: evaluation.EvalConfig  # greedy evaluation before/after
-    eval_questions: int | None  # None: the whole test split (1,319 for GSM8K)
-    heldout_questions: int  # held-out prompts for the sampled-reward check
-    heldout_samples: int  # completions per held-out prompt
-    # "gsm8k" (one number per answer) or "math": MATH's train split (LaTeX answers, rewarded by
-    # rewards.latex_answer_match), evaluated on MATH-500; the bars were measured on "gsm8k"
+    model_id: str = "gemma-3-1b-it"
+    lora_rank: int | None = 64  # None: full fine-tuning (reference = a second copy)
+    # adapters scaled by alpha / rank; None: the rank (LORA_RANK alone)
+    lora_alpha: float | None = 64.0
+    # qwix regex of the modules given adapters; None: attention and MLP
+    lora_modules: str | None = None
+    qlora: bool = False  # nf4 backbone under the adapters
+    grpo: rl.GRPOSettings = rl.GRPOSettings(micro_batch_size=2)
+    eval: evaluation.EvalConfig = evaluation.EvalConfig.full()  # greedy evaluation before/after
+    eval_questions: int | None = None  # None: the whole test split (1,319 for GSM8K)
+    heldout_questions: int = 128  # held-out prompts for the sampled-reward check
+    heldout_samples: int = 1  # completions per held-out prompt
     dataset: str = "gsm8k"
 
     DATASETS: ClassVar[tuple[str, ...]] = ("gsm8k", "math")
@@ -80,57 +80,21 @@ class GRPO(_Presets):
 
     @classmethod
     def smoke(cls) -> GRPO:
-        # LoRA r16 on the MLP, lr 2e-3, tunix's "kl" estimator: held-out reward +0.30, greedy
-        # 0.56 -> 0.56 (the runs behind it: docs/tuning.md#02-grpo-smoke).
-        settings = rl.GRPOSettings(
-            learning_rate=2e-3,
-            beta=0.04,
-            clip_norm=1.0,
-            weight_decay=0.0,
-            warmup_ratio=0.05,
-            temperature=1.0,
-            max_prompt_length=96,
-            max_generation_steps=64,
-            batch_size=8,
-            num_generations=8,
-            num_steps=120,
-            checkpoint_every=40,
-        )
         return cls(
             model_id="tiny-gemma3-sft",
             lora_rank=16,
             lora_alpha=None,
-            qlora=False,
             lora_modules=_MLP_LORA,
-            grpo=settings,
+            grpo=dataclasses.replace(
+                rl.GRPOSettings.smoke(),
+                warmup_ratio=0.05,
+                temperature=1.0,
+                num_steps=120,
+                checkpoint_every=40,
+            ),
             eval=evaluation.EvalConfig.smoke(),
-            eval_questions=None,
             heldout_questions=200,
             heldout_samples=4,
-        )
-
-    @classmethod
-    def full(cls) -> GRPO:
-        # 9 h Kaggle session: ~0.5 h load + eval before, ~0.75 h eval after + exports, margin.
-        settings = rl.GRPOSettings(
-            max_prompt_length=256,
-            max_generation_steps=768,
-            batch_size=4,
-            micro_batch_size=2,
-            num_steps=3_000,
-            checkpoint_every=100,
-        )
-        return cls(
-            model_id="gemma-3-1b-it",
-            lora_rank=64,
-            lora_alpha=64.0,
-            qlora=False,
-            lora_modules=None,
-            grpo=settings,
-            eval=evaluation.EvalConfig.full(),
-            eval_questions=None,
-            heldout_questions=128,
-            heldout_samples=1,
         )
 
     @classmethod

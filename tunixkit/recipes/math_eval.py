@@ -21,10 +21,18 @@ class MathEval(_Presets):
         "BENCHMARKS": "benchmarks",
     }
 
-    models: dict[str, str]  # display name -> model id or HF-layout folder
-    base_id: str  # the model id whose family/tokenizer rules apply to local folders
-    eval: evaluation.EvalConfig
-    # evaluated beside GSM8K: "math500", "math" (LaTeX answers, checked by math-verify)
+    # display name -> model id or HF-layout folder
+    models: dict[str, str] = dataclasses.field(
+        default_factory=lambda: {
+            "gemma-3-1b-it": "gemma-3-1b-it",
+            "grpo": "runs/02_grpo_gsm8k/export/hf",
+        }
+    )
+    # the model id whose family/tokenizer rules apply to local folders
+    base_id: str = "gemma-3-1b-it"
+    eval: evaluation.EvalConfig = evaluation.EvalConfig.full()
+    # evaluated beside GSM8K: "math500", "math" (LaTeX answers, checked by math-verify); MATH's
+    # 5,000 problems on request: BENCHMARKS
     benchmarks: tuple[str, ...] = ("math500",)
 
     @classmethod
@@ -34,13 +42,4 @@ class MathEval(_Presets):
             base_id="tiny-gemma3",
             eval=evaluation.EvalConfig.smoke(),
             benchmarks=("math500", "math"),  # each one's fixture, end to end
-        )
-
-    @classmethod
-    def full(cls) -> MathEval:
-        return cls(
-            models={"gemma-3-1b-it": "gemma-3-1b-it", "grpo": "runs/02_grpo_gsm8k/export/hf"},
-            base_id="gemma-3-1b-it",
-            eval=evaluation.EvalConfig.full(),
-            benchmarks=("math500",),  # MATH's 5,000 problems on request: BENCHMARKS
         )

@@ -27,6 +27,25 @@ TRACE_PARAMETERS = {
 }
 
 
+# Prompt lengths fit the data: a summarization prompt carries its document, so 1,024 tokens hold the
+# system prompt (~60) and a document of ~700 words (news articles, abstracts); 256
+# (EvalConfig.full) dropped the system prompt and the text, 512 a long article's start. Prompts
+# still longer are left-truncated, counted (Session.prompts_cut) and written to summary.json's
+# prompts_cut by notebook 06. The preference stage uses the same prompt length.
+_PROMPT_TOKENS = 1024
+
+# each GRPO reward's weight in both profiles (full adds length_target)
+_REWARD_WEIGHTS = {
+    "judge": 4.0,
+    "structure": 1.0,
+    "length_limit": 1.0,
+    "repetition": 1.0,
+    "no_boilerplate": 1.0,
+    "relevance": 0.5,
+    "answer_match": 1.0,
+}
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Pipeline(_Presets):
     """06_multidomain_pipeline: SFT, a self-improvement round, preference tuning, then GRPO with
@@ -91,41 +110,62 @@ class Pipeline(_Presets):
         Bar("math_drop_in_noise", "<=", 1.0, "math accuracy not lost beyond 2 SE", guard=True),
     )
 
-    model_id: str  # where stage 1 starts
-    judge_id: str | None  # a judge model id (None: the smoke profile's rubric grader)
-    lora_rank: int  # LoRA rank of the self-improvement, preference and GRPO stages
-    lora_alpha: float
-    sft_lora_rank: int | None  # stage 1's LoRA rank; None: full fine-tuning
+    model_id: str = "gemma-3-1b-it"  # where stage 1 starts
+    # a judge model id (None: the smoke profile's rubric grader)
+    judge_id: str | None = "gemma-3-1b-it"
+    lora_rank: int = 64  # LoRA rank of the self-improvement, preference and GRPO stages
+    lora_alpha: float = 64.0
+    sft_lora_rank: int | None = 64  # stage 1's LoRA rank; None: full fine-tuning
     # smoke: synthetic tasks made (held-out prompts and their repeats are taken out); full: traces
     # used at most
-    train_tasks: int
-    good_share: float  # smoke: SFT traces keeping their answer; the rest get a weak one (Tasks)
-    heldout_per_domain: int  # held-out distinct prompts per domain for every evaluation
-    eval_samples: int  # answers sampled per held-out prompt in every evaluation (0: greedy only)
-    sft_steps: int
-    sft_learning_rate: float
-    batch_size: int
-    max_len: int  # SFT tokens per row
-    improve_prompts: int  # self-improvement: prompts sampled
-    improve_threshold: float  # ... and the judged score (0..1) an answer must reach to be kept
-    improve_steps: int  # SFT steps on what was kept
-    improve_learning_rate: float
-    algorithm: str  # "dpo", "orpo" or "simpo"
-    beta: float  # DPO's KL strength (SimPO's reward scale)
-    simpo_gamma: float  # SimPO's target reward margin (the SimPO paper's gamma/beta ~ 0.25-0.5)
-    preference_steps: int
-    preference_learning_rate: float
-    pair_prompts: int  # prompts sampled for judged pairs
-    samples: int  # answers sampled per prompt (self-improvement and pairs)
-    max_response_length: int
-    # pairs per preference step: each pair is two rows of prompt + response (memory: docs/memory.md)
-    preference_batch_size: int
-    grpo: rl.GRPOSettings
+    train_tasks: int = 20000
+    # smoke: SFT traces keeping their answer; the rest get a weak one (Tasks)
+    good_share: float = 1.0
+    heldout_per_domain: int = 50  # held-out distinct prompts per domain for every evaluation
+    # answers sampled per held-out prompt in every evaluation (0: greedy only)
+    eval_samples: int = 2
+    sft_steps: int = 1200
+    sft_learning_rate: float = 1e-4
+    batch_size: int = 16
+    max_len: int = 1024  # SFT tokens per row
+    improve_prompts: int = 512  # self-improvement: prompts sampled
+    # ... and the judged score (0..1) an answer must reach to be kept
+    improve_threshold: float = 0.8
+    improve_steps: int = 200  # SFT steps on what was kept
+    improve_learning_rate: float = 3e-5
+    algorithm: str = "simpo"  # "dpo", "orpo" or "simpo"
+    beta: float = 2.0  # DPO's KL strength (SimPO's reward scale)
+    # SimPO's target reward margin (the SimPO paper's gamma/beta ~ 0.25-0.5)
+    simpo_gamma: float = 0.5
+    preference_steps: int = 2400  # 4 pairs a step: 9,600 pairs seen, ~9 passes over 1,024
+    preference_learning_rate: float = 5e-6
+    pair_prompts: int = 1024  # prompts sampled for judged pairs
+    samples: int = 4  # answers sampled per prompt (self-improvement and pairs)
+    max_response_length: int = 768
+    # pairs per preference step: each pair is two rows of prompt + response (memory:
+    # docs/memory.md). 4 pairs = 8 rows of 1,024 + 768 tokens over 8 chips, one row per chip:
+    # compiled for an H200, two such rows took 13.8 GiB of temporaries (~6.9 a row;
+    # bench/results/memplan_gpu.json), so 16 pairs, 4 rows a chip, were judged too many. The
+    # v5e-8's own compile of 4 pairs: 7.3 GiB a chip with the judge (memplan_tpu_aot)
+    preference_batch_size: int = 4
+    grpo: rl.GRPOSettings = rl.GRPOSettings(
+        max_prompt_length=_PROMPT_TOKENS, micro_batch_size=2, num_steps=1500, checkpoint_every=50
+    )
     # qwix regex of the GRPO stage's adapted modules; None: the family's
-    grpo_lora_modules: str | None
-    reward_weights: dict[str, float]  # weight of each GRPO reward, by name
-    shares: dict[str, float]  # each stage's share of the training time
-    eval: evaluation.EvalConfig
+    grpo_lora_modules: str | None = None
+    # weight of each GRPO reward, by name; length_target: answers under ~600 tokens, none left open
+    reward_weights: dict[str, float] = dataclasses.field(
+        default_factory=lambda: {**_REWARD_WEIGHTS, "length_target": 1.0}
+    )
+    # each stage's share of the training time
+    shares: dict[str, float] = dataclasses.field(
+        default_factory=lambda: {"sft": 0.3, "improve": 0.1, "preference": 0.2, "grpo": 0.4}
+    )
+    eval: evaluation.EvalConfig = dataclasses.replace(
+        evaluation.EvalConfig.full(),
+        system_prompt=prompting.DOMAINS_SYSTEM_PROMPT,
+        max_prompt_length=_PROMPT_TOKENS,
+    )
     # a finished stage whose paired held-out judged change against its start is wholly below 0 is
     # not adopted: the next stage starts from, and the session submits, the better model
     # (pipeline.adopt); False: every finished stage is adopted
@@ -139,26 +179,22 @@ class Pipeline(_Presets):
     plain_share: float = 0.25
     # each domain's share of stage 1's rows, honoured exactly (domains.take_shares: a domain
     # short of rows repeats them, twice at most, then the total shrinks); None: the rows as they
-    # come
-    domain_shares: dict[str, float] | None = None
+    # come. The judges weight math and code down; GRPO's answer reward trains math further
+    domain_shares: dict[str, float] | None = dataclasses.field(
+        default_factory=lambda: {
+            "creative": 0.2,
+            "ideation": 0.2,
+            "summarization": 0.2,
+            "science": 0.2,
+            "math": 0.1,
+            "code": 0.1,
+        }
+    )
 
     @classmethod
     def smoke(cls) -> Pipeline:
         # Held-out prompts are distinct and never trained on; GRPO raises the sampled score on every
         # run, greedy answers barely move (the runs behind it: docs/tuning.md#06-pipeline-smoke).
-        grpo = rl.GRPOSettings(
-            learning_rate=2e-3,
-            beta=0.04,
-            clip_norm=1.0,
-            weight_decay=0.0,
-            temperature=0.7,
-            max_prompt_length=96,
-            max_generation_steps=64,
-            batch_size=8,
-            num_generations=8,
-            num_steps=40,
-            checkpoint_every=20,
-        )
         # Stage 1 fine-tunes every weight in smoke: the tiny model's other-domain words have
         # untrained embeddings that adapters cannot change (docs/tuning.md#06-stage-1-smoke); full
         # trains LoRA.
@@ -174,33 +210,20 @@ class Pipeline(_Presets):
             eval_samples=4,
             sft_steps=300,
             sft_learning_rate=3e-3,
-            batch_size=16,
             max_len=144,
             improve_prompts=120,
             improve_threshold=0.9,
             improve_steps=20,
             improve_learning_rate=3e-4,
-            algorithm="simpo",
-            beta=2.0,
-            simpo_gamma=0.5,
             # SimPO's learning rate: docs/tuning.md#06-simpo-smoke
             preference_steps=30,
             preference_learning_rate=1e-4,
             pair_prompts=240,
-            samples=4,
             max_response_length=64,
             preference_batch_size=16,
-            grpo=grpo,
+            grpo=rl.GRPOSettings.smoke(),
             grpo_lora_modules=_MLP_LORA,
-            reward_weights={
-                "judge": 4.0,
-                "structure": 1.0,
-                "length_limit": 1.0,
-                "repetition": 1.0,
-                "no_boilerplate": 1.0,
-                "relevance": 0.5,
-                "answer_match": 1.0,
-            },
+            reward_weights=dict(_REWARD_WEIGHTS),
             shares={"sft": 0.35, "improve": 0.1, "preference": 0.15, "grpo": 0.4},
             eval=dataclasses.replace(
                 evaluation.EvalConfig.smoke(), system_prompt=prompting.DOMAINS_SYSTEM_PROMPT
@@ -210,83 +233,7 @@ class Pipeline(_Presets):
             judge_check="warn",
             # every row under the system prompt: the learning bars were measured so
             plain_share=0.0,
-        )
-
-    @classmethod
-    def full(cls) -> Pipeline:
-        # Prompt lengths fit the data: a summarization prompt carries its document, so 1,024 tokens
-        # hold the system prompt (~60) and a document of ~700 words (news articles, abstracts); 256
-        # (EvalConfig.full) dropped the system prompt and the text, 512 a long article's start.
-        # Prompts still longer are left-truncated, counted (Session.prompts_cut) and written to
-        # summary.json's prompts_cut by notebook 06. The preference stage uses the same prompt
-        # length.
-        prompt_tokens = 1024
-        grpo = rl.GRPOSettings(
-            max_prompt_length=prompt_tokens,
-            max_generation_steps=768,
-            batch_size=4,
-            micro_batch_size=2,
-            num_steps=1500,
-            checkpoint_every=50,
-        )
-        return cls(
-            model_id="gemma-3-1b-it",
-            judge_id="gemma-3-1b-it",
-            lora_rank=64,
-            lora_alpha=64.0,
-            sft_lora_rank=64,
-            train_tasks=20000,
-            good_share=1.0,
-            heldout_per_domain=50,
-            eval_samples=2,
-            sft_steps=1200,
-            sft_learning_rate=1e-4,
-            batch_size=16,
-            max_len=1024,
-            improve_prompts=512,
-            improve_threshold=0.8,
-            improve_steps=200,
-            improve_learning_rate=3e-5,
-            algorithm="simpo",
-            beta=2.0,
-            simpo_gamma=0.5,
-            preference_steps=2400,  # 4 pairs a step: 9,600 pairs seen, ~9 passes over 1,024
-            preference_learning_rate=5e-6,
-            pair_prompts=1024,
-            samples=4,
-            max_response_length=768,
-            # 4 pairs = 8 rows of 1,024 + 768 tokens over 8 chips, one row per chip: compiled for
-            # an H200, two such rows took 13.8 GiB of temporaries (~6.9 a row;
-            # bench/results/memplan_gpu.json), so 16 pairs, 4 rows a chip, were judged too many.
-            # The v5e-8's own compile of 4 pairs: 7.3 GiB a chip with the judge (memplan_tpu_aot)
-            preference_batch_size=4,
-            grpo=grpo,
-            grpo_lora_modules=None,
-            reward_weights={
-                "judge": 4.0,
-                "structure": 1.0,
-                "length_limit": 1.0,
-                "repetition": 1.0,
-                "no_boilerplate": 1.0,
-                "relevance": 0.5,
-                "answer_match": 1.0,
-                "length_target": 1.0,
-            },  # answers under ~600 tokens, none left open
-            shares={"sft": 0.3, "improve": 0.1, "preference": 0.2, "grpo": 0.4},
-            # the judges weight math and code down; GRPO's answer reward trains math further
-            domain_shares={
-                "creative": 0.2,
-                "ideation": 0.2,
-                "summarization": 0.2,
-                "science": 0.2,
-                "math": 0.1,
-                "code": 0.1,
-            },
-            eval=dataclasses.replace(
-                evaluation.EvalConfig.full(),
-                system_prompt=prompting.DOMAINS_SYSTEM_PROMPT,
-                max_prompt_length=prompt_tokens,
-            ),
+            domain_shares=None,
         )
 
     @classmethod

@@ -38,20 +38,22 @@ class SFT(_Presets):
         Bar("format_before", "<=", 0.2, "format before training", guard=True),
     )
 
-    model_id: str
-    lora_rank: int
-    lora_alpha: float
-    qlora: bool  # nf4 backbone under the adapters
-    learning_rate: float  # peak AdamW learning rate (warmup-cosine)
-    steps: int  # optimizer steps
-    batch_size: int  # examples per step
-    max_len: int  # tokens per row (prompt + target); longer examples are counted and truncated
-    packing: bool  # fill each row with as many whole examples as fit (block-diagonal attention)
-    eval_every: int  # steps between held-out loss evaluations
-    eval_examples: int  # held-out examples for the loss (a multiple of batch_size)
-    checkpoint_every: int
-    eval: evaluation.EvalConfig  # generation settings for format/accuracy before and after
-    eval_questions: int | None  # None: the whole test split
+    model_id: str = "gemma-3-1b-it"
+    lora_rank: int = 64
+    lora_alpha: float = 64.0
+    qlora: bool = True  # nf4 backbone under the adapters
+    learning_rate: float = 1e-4  # peak AdamW learning rate (warmup-cosine)
+    steps: int = 930  # optimizer steps: ~2 epochs of GSM8K train (7,473 solutions) at 16 per step
+    batch_size: int = 16  # examples per step
+    # tokens per row (prompt + target); longer examples are counted and truncated
+    max_len: int = 512
+    # fill each row with as many whole examples as fit (block-diagonal attention)
+    packing: bool = True
+    eval_every: int = 100  # steps between held-out loss evaluations
+    eval_examples: int = 256  # held-out examples for the loss (a multiple of batch_size)
+    checkpoint_every: int = 100
+    eval: evaluation.EvalConfig = evaluation.EvalConfig.full()  # generation, before and after
+    eval_questions: int | None = None  # None: the whole test split
 
     @classmethod
     def smoke(cls) -> SFT:
@@ -60,37 +62,13 @@ class SFT(_Presets):
             model_id="tiny-gemma3",
             lora_rank=16,
             lora_alpha=16.0,
-            qlora=True,
             learning_rate=3e-3,
             steps=150,
-            batch_size=16,
             max_len=144,
-            packing=True,
             eval_every=25,
             eval_examples=64,
             checkpoint_every=25,
             eval=evaluation.EvalConfig.smoke(),
-            eval_questions=None,
-        )
-
-    @classmethod
-    def full(cls) -> SFT:
-        # ~2 epochs of GSM8K train (7,473 solutions) at 16 per step.
-        return cls(
-            model_id="gemma-3-1b-it",
-            lora_rank=64,
-            lora_alpha=64.0,
-            qlora=True,
-            learning_rate=1e-4,
-            steps=930,
-            batch_size=16,
-            max_len=512,
-            packing=True,
-            eval_every=100,
-            eval_examples=256,
-            checkpoint_every=100,
-            eval=evaluation.EvalConfig.full(),
-            eval_questions=None,
         )
 
     @classmethod

@@ -20,20 +20,13 @@ class Quickstart(_Presets):
         "MODEL_ID": "model_id",
     }
 
-    model_id: str  # a tunixkit.models.MODELS id
-    num_questions: int  # questions to answer
-    eval: evaluation.EvalConfig  # generation settings
+    model_id: str = "gemma-3-1b-it"  # a tunixkit.models.MODELS id
+    num_questions: int = 4  # questions to answer
+    # generation settings
+    eval: evaluation.EvalConfig = dataclasses.replace(
+        evaluation.EvalConfig.full(), max_generation_steps=512, batch_size=4
+    )
 
     @classmethod
     def smoke(cls) -> Quickstart:
-        return cls(model_id="tiny-gemma3-sft", num_questions=4, eval=evaluation.EvalConfig.smoke())
-
-    @classmethod
-    def full(cls) -> Quickstart:
-        return cls(
-            model_id="gemma-3-1b-it",
-            num_questions=4,
-            eval=dataclasses.replace(
-                evaluation.EvalConfig.full(), max_generation_steps=512, batch_size=4
-            ),
-        )
+        return cls(model_id="tiny-gemma3-sft", eval=evaluation.EvalConfig.smoke())

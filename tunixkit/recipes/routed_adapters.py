@@ -43,12 +43,13 @@ class Routed(Pipeline):
         Bar("router_accuracy", ">=", 0.9, "the router sent held-out prompts right", guard=True),
     )
 
-    routes: dict[str, tuple[str, ...]]  # adapter: the domains routed to it
+    # adapter: the domains routed to it
+    routes: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=lambda: dict(_ROUTES))
     # SFT steps on every training row before the adapters (06's stage 1: in smoke every weight, the
     # tiny model has only seen arithmetic); 0: the adapters start from the model as it is
-    warm_steps: int
-    adapter_steps: int  # SFT steps of each routed adapter; the one adapter trains their sum
-    adapter_learning_rate: float
+    warm_steps: int = 0
+    adapter_steps: int = 400  # SFT steps of each routed adapter; the one adapter trains their sum
+    adapter_learning_rate: float = 1e-4
     # each adapter's weight in the merged checkpoint (None: 1 / adapters each, the mean update)
     merge_weights: dict[str, float] | None = None
 
@@ -58,18 +59,7 @@ class Routed(Pipeline):
         # as long in all, routed -0.02 (±0.04) and merged -0.08 (docs/tuning.md#09-routed-smoke)
         return cls(
             **_fields(Pipeline.smoke()),
-            routes=dict(_ROUTES),
             warm_steps=60,
             adapter_steps=100,
             adapter_learning_rate=5e-3,
-        )
-
-    @classmethod
-    def full(cls) -> Routed:
-        return cls(
-            **_fields(Pipeline.full()),
-            routes=dict(_ROUTES),
-            warm_steps=0,
-            adapter_steps=400,
-            adapter_learning_rate=1e-4,
         )
