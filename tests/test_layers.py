@@ -184,11 +184,15 @@ def test_the_package_docstring_and_the_readme_name_every_module():
 
 
 # Each tunix trainer is built in one library function, which notebooks, stages, the smoke warm
-# start and the memory plan all call (the plan then measures the trainer the notebooks run).
+# start and the memory plan all call (the plan then measures the trainer the notebooks run). GRPO's
+# and agentic GRPO's: one training config (its optimizer and batch sizes) and one cluster, in rl.py
+# (the plan compiles its update from rl.training_config and rl.algo_config).
 BUILDERS = {
     "PeftTrainer": "training.py",
     "DPOTrainer": "preferences.py",
     "DistillationTrainer": "distill.py",
+    "RLTrainingConfig": "rl.py",
+    "RLCluster": "rl.py",
 }
 
 

@@ -556,12 +556,9 @@ def build(
     # Episodes run in threads, each calling the sampler. On CPU they take turns, so that a seed
     # gives the same episodes (and the smoke run its figures); accelerators run the batch at once.
     on_cpu = mesh.devices.flat[0].platform == "cpu"
-    algo = agentic_grpo_learner.GRPOConfig(
-        num_generations=settings.num_generations,
-        num_iterations=settings.num_iterations,
-        beta=settings.beta,
-        epsilon=settings.epsilon,
-        kl_loss_mode=settings.kl_loss_mode,
+    algo = rl.algo_config(
+        settings,
+        agentic_grpo_learner.GRPOConfig,
         system_prompt=system_prompt,
         max_response_length=settings.max_generation_steps,
         max_concurrency=1 if on_cpu else settings.batch_size * settings.num_generations,

@@ -224,28 +224,14 @@ def cluster(
         out / "checkpoints", every_steps=settings.checkpoint_every, keep=settings.keep_checkpoints
     )
     training.wake_rl_checkpoints(ckpt_root)  # where tunix restores from
-    mini, micro, per_call = batch_sizes(settings)  # prompts: update, forward/backward, rollout
     roles = rl_cluster_lib.Role
     cluster_config = rl_cluster_lib.ClusterConfig(
         role_to_mesh={roles.ACTOR: mesh, roles.REFERENCE: mesh, roles.ROLLOUT: mesh},
         rollout_engine=settings.rollout_engine,
         offload_to_cpu=False,
-        training_config=rl_cluster_lib.RLTrainingConfig(
-            actor_optimizer=training.optimizer(
-                settings.learning_rate,
-                # in optimizer updates: each GRPO step updates once per iteration and mini-batch
-                (schedule_steps or settings.num_steps) * updates_per_step(settings),
-                warmup_ratio=settings.warmup_ratio,
-                clip_norm=settings.clip_norm,
-                weight_decay=settings.weight_decay,
-                b2=0.99,
-            ),
-            eval_every_n_steps=10**9,
-            max_steps=settings.num_steps,
-            mini_batch_size=mini,
-            train_micro_batch_size=micro,
-            rollout_micro_batch_size=per_call,
-            compute_logps_micro_batch_size=micro,
+        training_config=training_config(
+            settings,
+            schedule_steps=schedule_steps,
             metrics_logging_options=training.metrics_logging(out / "tensorboard", flush_every=10),
             checkpoint_root_directory=ckpt_root,
             checkpointing_options=ckpt_opts,
@@ -261,6 +247,52 @@ def cluster(
     )
     _compat.split_rollout_batches(cluster)
     return cluster
+
+
+def training_config(
+    settings: GRPOSettings, *, schedule_steps: int | None = None, **more: Any
+) -> rl_cluster_lib.RLTrainingConfig:
+    """tunix's ``RLTrainingConfig`` for ``settings``: the actor's AdamW (b2 0.99) over the
+    schedule's optimizer updates, and the batch sizes (:func:`batch_sizes`). ``schedule_steps``: as
+    in :func:`cluster`; ``more``: its other fields (logging, checkpoints). What :func:`cluster`
+    trains with and the memory plan compiles."""
+    from tunix.rl import rl_cluster as rl_cluster_lib
+
+    mini, micro, per_call = batch_sizes(settings)  # prompts: update, forward/backward, rollout
+    return rl_cluster_lib.RLTrainingConfig(
+        actor_optimizer=training.optimizer(
+            settings.learning_rate,
+            # in optimizer updates: each GRPO step updates once per iteration and mini-batch
+            (schedule_steps or settings.num_steps) * updates_per_step(settings),
+            warmup_ratio=settings.warmup_ratio,
+            clip_norm=settings.clip_norm,
+            weight_decay=settings.weight_decay,
+            b2=0.99,
+        ),
+        eval_every_n_steps=10**9,
+        max_steps=settings.num_steps,
+        mini_batch_size=mini,
+        train_micro_batch_size=micro,
+        rollout_micro_batch_size=per_call,
+        compute_logps_micro_batch_size=micro,
+        **more,
+    )
+
+
+def algo_config(settings: GRPOSettings, config_class: Any = None, **more: Any) -> Any:
+    """tunix's ``GRPOConfig`` for ``settings`` (``config_class``: another learner's, such as the
+    agentic one; ``more``: its own fields). What :func:`build_grpo` and
+    :func:`tunixkit.agentic.build` train with and the memory plan compiles."""
+    from tunix.rl.grpo import grpo_learner
+
+    return (config_class or grpo_learner.GRPOConfig)(
+        num_generations=settings.num_generations,
+        num_iterations=settings.num_iterations,
+        beta=settings.beta,
+        epsilon=settings.epsilon,
+        kl_loss_mode=settings.kl_loss_mode,
+        **more,
+    )
 
 
 def batch_sizes(settings: GRPOSettings) -> tuple[int, int, int]:
@@ -331,13 +363,7 @@ def build_grpo(
     )
     if trace:
         trace.attach(rl_cluster)
-    algo = grpo_learner.GRPOConfig(
-        num_generations=settings.num_generations,
-        num_iterations=settings.num_iterations,
-        beta=settings.beta,
-        epsilon=settings.epsilon,
-        kl_loss_mode=settings.kl_loss_mode,
-    )
+    algo = algo_config(settings)
     path = pathlib.Path(output_dir) / "rollouts.jsonl"
     fns = [_logging(reward_fns[0], path, rl_cluster), *reward_fns[1:]]
     learner = grpo_learner.GRPOLearner(rl_cluster=rl_cluster, algo_config=algo, reward_fns=fns)

@@ -629,7 +629,6 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
     import optax
     from flax import nnx
     from tunix.rl import common, function_registry
-    from tunix.rl import rl_cluster as rl_cluster_lib
     from tunix.rl import trainer as rl_trainer
     from tunix.rl.grpo import grpo_learner
 
@@ -647,23 +646,8 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
     mini, micro, rollout = rl.batch_sizes(s)
     rows = micro * s.num_generations  # reference and update micro-batches: micro prompts x G
     rollout_rows = rollout * s.num_generations  # a rollout call: its prompts x G
-    config = rl_cluster_lib.RLTrainingConfig(
-        actor_optimizer=None,
-        eval_every_n_steps=10**9,
-        max_steps=s.num_steps,
-        mini_batch_size=mini,
-        train_micro_batch_size=micro,
-        rollout_micro_batch_size=rollout,
-        compute_logps_micro_batch_size=micro,
-    )
-    tx = training.optimizer(
-        s.learning_rate,
-        s.num_steps,
-        warmup_ratio=s.warmup_ratio,
-        clip_norm=s.clip_norm,
-        weight_decay=s.weight_decay,
-        b2=0.99,
-    )
+    config = rl.training_config(s)
+    tx, config.actor_optimizer = config.actor_optimizer, None
     # tunix wraps the optimizer in optax.MultiSteps for the mini-batch's micro-batches; wrapped
     # here instead, inside the abstract init, its gradient accumulators are abstract too (a
     # compile-only TPU client cannot allocate them); the update program is the same
@@ -678,12 +662,7 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
     )
     config.gradient_accumulation_steps = accumulate
     _place(trainer.optimizer, mesh)
-    algo = grpo_learner.GRPOConfig(
-        num_generations=s.num_generations,
-        num_iterations=s.num_iterations,
-        beta=s.beta,
-        epsilon=s.epsilon,
-    )
+    algo = rl.algo_config(s)
     algo.temperature = s.temperature  # GRPOLearner sets it from the rollout config
     loss = function_registry.get_policy_loss_fn(
         algo.policy_loss_fn
