@@ -311,7 +311,8 @@ fig = rl.plot_curves(
 # limit (`max_generation_steps`) or fewer answers per prompt (`NUM_GENERATIONS`).
 
 # %%
-step_time = trace.finish()  # written after the traced steps, or here if training ended first
+# written after the traced steps, or here if training ended first
+step_time = trace.finish(trained.trained)
 if step_time:
     display(Markdown(profiling.table(step_time)))
     fig = profiling.plot(
@@ -466,22 +467,12 @@ rehearsal = clock.rehearsal_report()
 # preset (the run its bars were measured on) and only warned about with other settings and in full
 # (a noisy gain must not end a 9-hour run in an error).
 checks = evaluation.Checks.for_run(rt, recipe, rehearsal=REHEARSAL)
-checks.must(
-    trained.stopped in ("done", "stop requested", "rehearsal")
-    or (clock.hours and trained.stopped == "session clock"),
-    trained,
-)
+checks.must(trained.ended_well(clock.hours), trained)  # all steps, STOP, the session's clock
 checks.must(trained.steps == recipe.grpo.num_steps or trained.stopped != "done", trained)
-checks.must(  # a run that trained traced its first steps, each phase timed
-    not TRACE_STEPS
-    or trained.trained == 0
-    or len(step_time) == min(TRACE_STEPS, trained.trained)
-    and all(r["rollout"] > 0 and r["update"] > 0 for r in step_time),
-    f"the first {TRACE_STEPS} GRPO steps were not traced: {step_time}",
-)
+# a run that trained traced its first steps, each phase timed
+checks.must(trace.complete, f"the first {TRACE_STEPS} GRPO steps were not traced: {step_time}")
 checks.must(
-    {(a["domain"], a["prompt"]) for a in judged_answers} == set(judges_check.JUDGED_PROMPTS)
-    and all(a["answer"].strip() for a in judged_answers),
+    judges_check.answered(judged_answers),
     "the judged model, loaded by tunix alone, left a judged domain's prompt without an answer",
 )
 figures = {

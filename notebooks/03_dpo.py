@@ -371,11 +371,7 @@ rehearsal = clock.rehearsal_report()
 # preset (the run its bars were measured on) and only warned about with other settings and in full
 # (a noisy figure must not end a long run in an error).
 checks = evaluation.Checks.for_run(rt, recipe, rehearsal=REHEARSAL)
-checks.must(
-    trained.stopped in ("done", "stop requested", "rehearsal")
-    or (clock.hours and trained.stopped == "session clock"),
-    trained,
-)
+checks.must(trained.ended_well(clock.hours), trained)  # all steps, STOP, the session's clock
 figures = {
     "preference_accuracy_before": scores_before.reward_accuracy,
     "preference_accuracy_after": scores_after.reward_accuracy,

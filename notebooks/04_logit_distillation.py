@@ -352,11 +352,7 @@ rehearsal = clock.rehearsal_report()
 # preset (the run its bars were measured on) and only warned about with other settings and in full
 # (a noisy figure must not end a long run in an error).
 checks = evaluation.Checks.for_run(rt, recipe, rehearsal=REHEARSAL)
-checks.must(
-    trained.stopped in ("done", "stop requested", "rehearsal")
-    or (clock.hours and trained.stopped == "session clock"),
-    trained,
-)
+checks.must(trained.ended_well(clock.hours), trained)  # all steps, STOP, the session's clock
 kl = summary["student_kl_before"], summary["student_kl_after"]
 gaps = [
     summary[f"student_eval_loss_{w}"] - summary["teacher_eval_loss"] for w in ("before", "after")

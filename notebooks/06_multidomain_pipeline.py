@@ -503,9 +503,7 @@ figures = stages.figures(changes, summary["scores"])  # each stage against its s
 if stages.done("grpo") and not stages.skipped("grpo"):  # the whole pipeline ran
     checks.bars(recipe.BARS, figures, out_dir / "checks.json")
 checks.must(
-    final is None
-    or {(a["domain"], a["prompt"]) for a in judged_answers} == set(judges_check.JUDGED_PROMPTS)
-    and all(a["answer"].strip() for a in judged_answers),
+    final is None or judges_check.answered(judged_answers),
     "the judged model, loaded by tunix alone, left a judged domain's prompt without an answer",
 )
 if not stages.done("grpo"):
@@ -513,13 +511,8 @@ if not stages.done("grpo"):
         clock.hours or clock.stop_file.is_file(),
         f"the pipeline stopped at {final} without a session limit or a STOP file",
     )
-checks.must(  # a GRPO stage that trained this session traced its first steps, each phase timed
-    not TRACE_STEPS
-    or trace.trained == 0
-    or len(trace.rows) == min(TRACE_STEPS, trace.trained)
-    and all(r["rollout"] > 0 and r["update"] > 0 for r in trace.rows),
-    f"the first {TRACE_STEPS} GRPO steps were not traced: {trace.rows}",
-)
+# a GRPO stage that trained this session traced its first steps, each phase timed
+checks.must(trace.complete, f"the first {TRACE_STEPS} GRPO steps were not traced: {trace.rows}")
 checks.done("pipeline")
 print(f"stages: {stages.summary()}")
 print(f"the judged model ({final or 'the start model'}): {summary['judged_model']}")

@@ -80,6 +80,10 @@ def test_the_judges_check_loads_the_judged_model_with_tunix_alone(tmp_path, mode
     for r in rows:  # a random model rambles in no format, within the judges' 768 steps
         assert isinstance(r["answer"], str) and 0 < r["tokens"] <= 768
         assert r["format"] is False
+    # 02's and 06's check: every judged prompt answered (a random model's blank lines are not)
+    answered = [dict(r, answer="<reasoning>r</reasoning><answer>a</answer>") for r in rows]
+    assert scope["answered"](answered) and not scope["answered"](answered[1:])
+    assert not scope["answered"](rows) or all(r["answer"].strip() for r in rows)
 
 
 def test_a_rerun_of_the_same_step_replaces_it_and_an_export_is_required(tmp_path):

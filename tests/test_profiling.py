@@ -90,6 +90,14 @@ def test_a_run_that_ends_first_writes_what_it_traced(tmp_path):
     assert json.loads((tmp_path / "trace" / "steps.json").read_text()) == rows
     assert trace.finish() == rows  # once
     assert profiling.StepTrace(tmp_path / "none", 0).perf_config() is None  # 0: not traced
+    # the notebooks' check: as many rows as steps trained (up to 5), each with its phases timed
+    assert trace.complete and trace.trained == 0  # finish() without the count: nothing to check
+    trace.trained = 2
+    assert trace.complete
+    trace.trained = 3  # a step trained but never exported
+    assert not trace.complete
+    trace.trained, trace.rows = 2, [dict(r, update=0.0) for r in rows]
+    assert not trace.complete
 
 
 def test_agentic_grpo_is_traced_through_tunix_s_second_tracer(tmp_path):

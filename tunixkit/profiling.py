@@ -267,6 +267,18 @@ class StepTrace:
         self.rows: list[dict[str, float]] = []
         self.done = self.steps == 0
 
+    @property
+    def complete(self) -> bool:
+        """Whether a run that trained has a row for each of its first steps (:attr:`steps`, or as
+        many as it trained), each with rollout and update time (agentic GRPO's timeline gives the
+        reference pass and the update together): what a notebook's checks assert."""
+        if not self.steps or not self.trained:
+            return True
+        timed = ("reference", "update") if self.timelines is not None else ("update",)
+        return len(self.rows) == min(self.steps, self.trained) and all(
+            r["rollout"] > 0 and sum(r[k] for k in timed) > 0 for r in self.rows
+        )
+
     def perf_config(self, timelines: bool = False) -> PerfMetricsConfig | None:
         """The ``perf_config`` for tunix's ``RLCluster`` (None when nothing is traced);
         ``timelines``: tunix's second tracer instead, the only one its agentic learner exports."""

@@ -443,6 +443,17 @@ class RunResult:
         """Steps trained by this run."""
         return self.steps - self.resumed_from
 
+    def ended_well(self, hours: float | None) -> bool:
+        """Whether it ended as a run may: every step, a STOP file, a rehearsal's few steps, or the
+        session clock of a session with a limit (``hours``); not when the batches ran out.
+
+        >>> RunResult(0, 5, 1.0, "session clock").ended_well(None)
+        False
+        """
+        return self.stopped in ("done", "stop requested", "rehearsal") or bool(
+            hours and self.stopped == "session clock"
+        )
+
 
 def sft_trainer(
     model: nnx.Module,

@@ -146,6 +146,15 @@ def check(root, system_prompt=None):
     return answers, folder  # the model is freed: the device memory is the run's
 
 
+def answered(answers):
+    """Whether ``answers`` (:func:`check`'s) hold a non-empty answer to every judged prompt, each
+    way it was asked (with the system prompt, without)."""
+    ways = {a["system_prompt"] for a in answers}
+    asked = [{(a["domain"], a["prompt"]) for a in answers if a["system_prompt"] == w} for w in ways]
+    full = bool(ways) and all(prompts == set(JUDGED_PROMPTS) for prompts in asked)
+    return full and all(a["answer"].strip() for a in answers)
+
+
 def main(argv=None):
     """``python judges_check.py ROOT [--system-prompt TEXT]``: :func:`check` from a shell."""
     import argparse
