@@ -106,10 +106,7 @@ TRACES = None  # full: SFT traces (a .jsonl/.json/.csv/.parquet file or HF id); 
 DOMAIN_FIELD = "domain"  # the traces' domain column; a row without one is classified by keywords
 MIX_PATHS = None  # local copies of the mix's data sets, {"allenai/qasc": ".../train.parquet"}
 MIX_NONCOMMERCIAL = False  # True: the mix may also use non-commercial data sets (SciQ, CC BY-NC)
-TRACE_FIELDS = (
-    "prompt",
-    "response",
-)  # the prompt/response columns, if the traces are not chat messages
+TRACE_FIELDS = ("prompt", "response")  # the prompt/response columns, if not chat messages
 ALGORITHM = None  # preference stage: "simpo", "dpo" or "orpo"; None: the profile's
 PREFERENCE_BETA = None  # DPO's KL strength / SimPO's reward scale; None: the profile's
 SIMPO_GAMMA = None  # SimPO's target margin (higher: a clearer preference is asked for)
@@ -190,9 +187,7 @@ records = tasks.records
 heldout, train = domains.split_heldout(records, recipe.heldout_per_domain)
 n_heldout = len(heldout)
 heldout = domains.balanced(heldout, clock.sized(n_heldout))  # a rehearsal: a few of each domain
-print(
-    f"{len(train)} training and {len(heldout)} held-out prompts over {sorted({r['domain'] for r in records})}"
-)
+print(f"{len(train)} training and {len(heldout)} held-out prompts")
 display(Markdown(domains.examples(train)))
 
 # %% [markdown]
@@ -238,18 +233,9 @@ domains.act_on_calibration(calibration, judge, records, recipe.judge_check, rehe
 print(stages.summary())
 # Sampled answers (the GRPO stage's temperature) are judged too: `eval_samples` per prompt.
 sampling = recipe.grpo.sampled(recipe.eval)
-evaluate = stages.evaluator(recipe, heldout, judge, mesh=mesh)
-
-evals = {"start": evaluate("start", MODEL_PATH)}
-display(Markdown(domains.table(list(evals.values()))))
-
-
-def evaluate_stage(name):
-    """Evaluate a finished stage's model, then adopt it as the best so far or not
-    (pipeline.adopt: not when its paired judged change against its start is wholly below 0)."""
-    evals[name] = evaluate(name, stages.state[name]["export"])
-    pipeline.adopt(stages, name, recipe, mesh=mesh, base_path=MODEL_PATH, guard=recipe.guard)
-    display(Markdown(domains.table(list(evals.values()))))
+# after each stage, evals.after(name) evaluates its model and adopts it or not (pipeline.adopt)
+evals = pipeline.Evaluations(stages, recipe, heldout, judge, mesh=mesh, base_path=MODEL_PATH)
+evals
 
 
 # %% [markdown]
@@ -277,25 +263,19 @@ def evaluate_stage(name):
 
 # %%
 family = models.get_spec(recipe.model_id).family
+uneven = tasks.uneven(train, recipe.good_share)
 sft_rows = pipeline.sft_rows(
-    stages,
-    tasks.uneven(train, recipe.good_share),
-    recipe,
-    judge,
-    sampling,
-    base_path=MODEL_PATH,
-    mesh=mesh,
+    stages, uneven, recipe, judge, sampling, base_path=MODEL_PATH, mesh=mesh
 )
 data_by_domain = {"sft": domains.by_domain(sft_rows)}
 print("stage 1's rows by domain:", data_by_domain["sft"])
 sft_pairs = prompting.sft_pairs(  # every target ends its turn, so that the model learns to stop
     sft_rows, recipe.eval.system_prompt, family=family, plain_share=recipe.plain_share
 )
-sft_export = pipeline.sft_stage(
+pipeline.sft_stage(
     stages, "sft", sft_pairs, recipe, steps=recipe.sft_steps, base_path=MODEL_PATH, mesh=mesh
 )
-if sft_export:
-    evaluate_stage("sft")
+evals.after("sft")
 
 # %% [markdown]
 # ## Stage 2: self-improvement
@@ -313,7 +293,7 @@ if sft_export:
 n_improve = clock.sized(min(len(train), recipe.improve_prompts), label="improve")
 improve_tasks = domains.balanced(train, n_improve)
 data_by_domain["improve"] = domains.by_domain(improve_tasks)
-improve_export = pipeline.improve_stage(
+pipeline.improve_stage(
     stages,
     "improve",
     improve_tasks,
@@ -324,8 +304,7 @@ improve_export = pipeline.improve_stage(
     base_path=MODEL_PATH,
     mesh=mesh,
 )
-if improve_export:
-    evaluate_stage("improve")
+evals.after("improve")
 
 # %% [markdown]
 # ## Stage 3: preference tuning on judged pairs
@@ -341,11 +320,10 @@ if improve_export:
 pair_tasks = domains.balanced(train, clock.sized(recipe.pair_prompts, label="pairs"))
 data_by_domain["pair_prompts"] = domains.by_domain(pair_tasks)
 print("pair prompts by domain:", data_by_domain["pair_prompts"])
-preference_export = pipeline.preference_stage(
+pipeline.preference_stage(
     stages, "preference", pair_tasks, judge, sampling, recipe, base_path=MODEL_PATH, mesh=mesh
 )
-if preference_export:
-    evaluate_stage("preference")
+evals.after("preference")
 
 # %% [markdown]
 # ## Stage 4: GRPO with weighted rewards
@@ -367,7 +345,7 @@ contested = pipeline.contested(
 grpo_records = pipeline.grpo_records(contested)
 data_by_domain["grpo"] = domains.by_domain(grpo_records)
 trace = profiling.StepTrace(out_dir / "grpo" / "trace", TRACE_STEPS)  # its first steps
-grpo_export = pipeline.grpo_stage(
+pipeline.grpo_stage(
     stages,
     "grpo",
     grpo_records,
@@ -378,8 +356,7 @@ grpo_export = pipeline.grpo_stage(
     mesh=mesh,
     trace=trace,
 )
-if grpo_export:
-    evaluate_stage("grpo")
+evals.after("grpo")
 if (out_dir / "grpo" / "metrics.jsonl").is_file():
     series = rl.curves(out_dir / "grpo" / "metrics.jsonl")
     fig = rl.plot_curves(
@@ -398,14 +375,10 @@ if trace.rows:  # where this session's first GRPO steps spent their time (the ju
 # and 90th percentile, in tokens) and the share cut by the generation limit, per domain.
 
 # %%
-display(Markdown(domains.table(list(evals.values()))))
-limit = recipe.eval.max_generation_steps
-display(Markdown(domains.length_table(list(evals.values()), limit=limit)))
-fig = domains.plot(
-    list(evals.values()),
-    out_dir / "domains.png",
-    title=f"Judged score by domain, {recipe.model_id}",
-)
+scores = list(evals.values())
+display(evals)
+display(Markdown(domains.length_table(scores, limit=recipe.eval.max_generation_steps)))
+fig = domains.plot(scores, out_dir / "domains.png", title=f"Judged score, {recipe.model_id}")
 changes = domains.stage_changes(out_dir, list(evals), against=stages.starts())
 display(Markdown(domains.changes_table(changes)))
 

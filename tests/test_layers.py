@@ -162,8 +162,11 @@ def test_ruff_format_output_stands_as_is():
 
 
 # A parameter is one line a user reads and edits: `NAME = value  # what it means`. A comment too
-# long for the line makes the formatter wrap the value in parentheses (`NAME = (\n    None  # ...`).
-WRAPPED_PARAMETER = re.compile(r"^([A-Z][A-Z0-9_]*) = \($\n^    [^\n]*  # ", re.M)
+# long for the line makes the formatter wrap the value in parentheses (`NAME = (\n    None  # ...`)
+# or spread a tuple over lines with the comment after it (`NAME = (\n    "a",\n)  # ...`).
+WRAPPED_PARAMETER = re.compile(
+    r"^([A-Z][A-Z0-9_]*) = \($\n(?:^    [^\n]*  # |(?:^    [^\n]*\n)+^[)\]}]  # )", re.M
+)
 
 
 def test_parameters_are_one_line_each():

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Adoption",
+    "Evaluations",
     "Exported",
     "export_judged",
     "finish",
@@ -401,6 +402,50 @@ class Stages:
             )
 
         return evaluate
+
+
+class Evaluations(dict):
+    """06's held-out evaluations by name (:meth:`Stages.evaluator`'s), the start model's first;
+    :meth:`after` adds a trained stage's and adopts it or not (:func:`adopt`). Shows as their table
+    (:func:`tunixkit.domains.table`)."""
+
+    def __init__(
+        self,
+        stages: Stages,
+        recipe: Pipeline,
+        tasks: Sequence[Mapping[str, str]],
+        judge: Judge,
+        *,
+        mesh: Mesh | None = None,
+        base_path: str | pathlib.Path | None = None,
+    ) -> None:
+        super().__init__()
+        self.stages, self.recipe, self.mesh, self.base_path = stages, recipe, mesh, base_path
+        self.evaluate = stages.evaluator(recipe, tasks, judge, mesh=mesh)
+        self["start"] = self.evaluate("start", base_path)
+
+    def after(self, name: str) -> Evaluations:
+        """Stage ``name``'s model evaluated, then adopted as the best so far or not (not when its
+        paired judged change against its start is wholly below 0), when it trained (done, not
+        skipped); returns itself, shown as the table so far."""
+        if self.stages.done(name) and not self.stages.skipped(name):
+            self[name] = self.evaluate(name, self.stages.state[name]["export"])
+            guard = self.recipe.guard
+            adopt(
+                self.stages,
+                name,
+                self.recipe,
+                mesh=self.mesh,
+                base_path=self.base_path,
+                guard=guard,
+            )
+        return self
+
+    def __repr__(self) -> str:
+        return f"Evaluations({list(self)})"
+
+    def _repr_markdown_(self) -> str:
+        return domains.table(list(self.values()))
 
 
 def make_judge(
