@@ -631,10 +631,8 @@ def test_a_pass_compiles_once_however_many_chunks_it_has():
 
     def compiled(n):  # the compiles of a pass over n tasks
         before = len(compiles)
-        prompts, gens, scores = pipeline.sample_and_judge(
-            loaded, tasks[:n], judge, config, samples=4
-        )
-        assert len(prompts) == n and len(gens) == len(scores) == 4 * n
+        prompts, groups = pipeline.sample_and_judge(loaded, tasks[:n], judge, config, samples=4)
+        assert len(prompts) == len(groups) == n and {len(g) for g in groups} == {4}
         return len(compiles) - before
 
     assert compiled(2) > 0, "the first pass compiled nothing: the counter counts nothing"

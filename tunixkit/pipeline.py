@@ -476,19 +476,19 @@ def sample_and_judge(
     samples: int,
     clock: Clock | None = None,
     what: str = "pass",
-) -> tuple[list[str], list[evaluation.Generation], list[float]]:
-    """``samples`` answers to each task's prompt, judged: (prompts, generations, scores), each
-    task's answers together. In chunks of a few generation batches; with ``clock`` (a
-    :class:`StageClock`) the pass stops before a chunk that would not end in time, keeps the tasks
-    it finished and says how far it got: a slow pass never eats the session's later stages."""
+) -> tuple[list[str], list[list[tuple[float, evaluation.Generation]]]]:
+    """``samples`` answers to each task's prompt, judged: (prompts, groups), the i-th group the
+    (score, generation) of each answer to ``prompts[i]``. In chunks of a few generation batches;
+    with ``clock`` (a :class:`StageClock`) the pass stops before a chunk that would not end in
+    time, keeps the tasks it finished and says how far it got: a slow pass never eats the
+    session's later stages."""
     prompts = [loaded.chat.prompt(t["prompt"], config.system_prompt) for t in tasks]
     chunk = max(1, 4 * config.batch_size // samples)
     # one sampler for every chunk: each new one compiles its programs again
     sampler = evaluation.make_sampler(
         loaded, config.max_prompt_length + config.max_generation_steps
     )
-    gens: list[evaluation.Generation] = []
-    scores: list[float] = []
+    groups: list[list[tuple[float, evaluation.Generation]]] = []
     started = time.time()
     for i in range(0, len(tasks), chunk):
         per_chunk = (time.time() - started) / max(1, i // chunk)
@@ -499,17 +499,15 @@ def sample_and_judge(
             )
             prompts = prompts[:i]
             break
-        made = [
-            g
-            for group in evaluation.sample_groups(
-                loaded, prompts[i : i + chunk], config, samples=samples, sampler=sampler
-            )
-            for g in group
+        made = evaluation.sample_groups(
+            loaded, prompts[i : i + chunk], config, samples=samples, sampler=sampler
+        )
+        questions = [
+            t["prompt"] for t, g in zip(tasks[i : i + chunk], made, strict=True) for _ in g
         ]
-        questions = [t["prompt"] for t in tasks[i : i + chunk] for _ in range(samples)]
-        scores += judge.scores(questions, [g.text for g in made])
-        gens += made
-    return prompts, gens, scores
+        scores = iter(judge.scores(questions, [g.text for group in made for g in group]))
+        groups += [[(next(scores), g) for g in group] for group in made]
+    return prompts, groups
 
 
 def judged_pairs(
@@ -526,20 +524,13 @@ def judged_pairs(
     the best becomes *chosen* and the worst *rejected* when their scores differ by ``min_gap``.
     ``clock``: as in :func:`sample_and_judge`; in a rehearsal where no prompt's answers are that
     far apart, every prompt's best and worst are returned, so that the stage is still timed."""
-    prompts, gens, scores = sample_and_judge(
+    prompts, groups = sample_and_judge(
         loaded, tasks, judge, config, samples=samples, clock=clock, what="judged pairs"
     )
-    texts = [g.text + ("" if g.truncated else loaded.chat.end_of_turn) for g in gens]
     pairs, near = [], []
-    for i, prompt in enumerate(prompts):
-        group = sorted(
-            zip(
-                scores[i * samples : (i + 1) * samples],
-                texts[i * samples : (i + 1) * samples],
-                strict=True,
-            )
-        )
-        (low, worst), (high, best) = group[0], group[-1]
+    for prompt, group in zip(prompts, groups, strict=True):
+        ranked = sorted((score, _whole(gen, loaded)) for score, gen in group)
+        (low, worst), (high, best) = ranked[0], ranked[-1]
         pair = {"prompt": prompt, "chosen": best, "rejected": worst}
         (pairs if high - low >= min_gap else near).append(pair)
     print(
@@ -561,6 +552,12 @@ def _rehearsing(clock: Clock | None) -> bool:
     return clock is not None and clock.rehearsal is not None
 
 
+def _whole(gen: evaluation.Generation, loaded: LoadedModel) -> str:
+    """A sampled answer as a training target: its text, ended as a turn unless the generation
+    limit cut it."""
+    return gen.text + ("" if gen.truncated else loaded.chat.end_of_turn)
+
+
 def self_improve(
     loaded: LoadedModel,
     tasks: Sequence[dict[str, str]],
@@ -576,26 +573,20 @@ def self_improve(
     train on and a report (how many were kept, and the mean judged score of what was sampled).
     ``clock``: as in :func:`sample_and_judge`; in a rehearsal where none is kept, each task's best
     answer is returned, so that the stage is still timed."""
-    prompts, gens, scores = sample_and_judge(
+    prompts, groups = sample_and_judge(
         loaded, tasks, judge, config, samples=samples, clock=clock, what="self-improvement"
     )
     kept, best = [], []
-    for i, prompt in enumerate(prompts):
-        score, gen = max(
-            zip(
-                scores[i * samples : (i + 1) * samples],
-                gens[i * samples : (i + 1) * samples],
-                strict=True,
-            ),
-            key=lambda x: x[0],
-        )
-        best.append((prompt, gen.text + ("" if gen.truncated else loaded.chat.end_of_turn)))
+    for prompt, group in zip(prompts, groups, strict=True):
+        score, gen = max(group, key=lambda x: x[0])
+        best.append((prompt, _whole(gen, loaded)))
         if score >= threshold and not gen.truncated:
             kept.append(best[-1])
+    scores = [score for group in groups for score, _ in group]
     report = {
         "prompts": len(prompts),
         "prompts_planned": len(tasks),
-        "samples": len(gens),
+        "samples": len(scores),
         "kept": len(kept),
         "sampled_judged": sum(scores) / len(scores),
     }
@@ -633,21 +624,15 @@ def write_reasoning(
     kept: dict[int, dict[str, Any]] = {}
     report: dict[str, Any] = {"rows": len(todo), "sampled": 0, "kept": 0, "by_domain": {}}
     if todo:
-        prompts, gens, scores = sample_and_judge(
+        prompts, groups = sample_and_judge(
             loaded, todo, judge, config, samples=samples, clock=clock, what="reasoning"
         )
         best = []
-        for i in range(len(prompts)):
-            group = [
-                (score, gen.text)
-                for score, gen in zip(
-                    scores[i * samples : (i + 1) * samples],
-                    gens[i * samples : (i + 1) * samples],
-                    strict=True,
-                )
-                if not gen.truncated and rewards.has_format(gen.text)
+        for group in groups:
+            whole = [
+                (s, g.text) for s, g in group if not g.truncated and rewards.has_format(g.text)
             ]
-            best.append(max(group, key=lambda x: x[0]) if group else None)
+            best.append(max(whole, key=lambda x: x[0]) if whole else None)
         judged = [(i, b) for i, b in enumerate(best) if b is not None]
         references = judge.scores(
             [todo[i]["prompt"] for i, _ in judged],
