@@ -73,7 +73,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CalculatorAgent",
     "CalculatorEnvironment",
-    "CalculatorTool",
     "Episode",
     "Episodes",
     "GemmaParser",

@@ -6,11 +6,11 @@ Production code reaches this package through one seam only: :func:`tunixkit.runt
 their smoke branches (06: the synthetic tasks, their rubric grader, the weak answers).
 
 - tiny models (``_tiny``): :func:`materialize` (a tiny id's HF-layout folder, built once and
-  cached), :func:`config`, :func:`random_model`, the shapes (:data:`TINY_GEMMA3`, ...; the
-  tiny Llama 3 and Qwen: :func:`decoder_config`, their tokenizers
-  :func:`write_family_tokenizer`), the warm start (:data:`WARM_START`, its weights shipped:
-  :func:`warm_start_file`, written by :func:`write_warm_start`), the offline tokenizer
-  (:func:`load_tokenizer`, :func:`build_tokenizer`);
+  cached), :func:`config`, :func:`random_model`, the shapes (:data:`TINY_GEMMA3`,
+  :data:`TINY_GEMMA2`; the tiny Llama 3 and Qwen tokenizers: :func:`write_family_tokenizer`), the
+  warm start (:data:`WARM_START`, its weights shipped: :func:`warm_start_file`, written by
+  :func:`write_warm_start`), the offline tokenizer (:func:`load_tokenizer`,
+  :func:`build_tokenizer`);
 - synthetic data (``_synthetic``): :func:`synthetic_gsm8k` / :func:`write_synthetic_gsm8k`,
   :func:`synthetic_tasks` (every judged domain), :func:`uneven` with :data:`WEAK` answers, and
   :func:`rubric_grader`, the smoke profile's judge;
@@ -53,26 +53,17 @@ from tunixkit.testing._synthetic import (
 from tunixkit.testing._tiny import (
     SMOKE_MODELS,
     SPECIAL_TOKENS,
-    TINY_DECODER,
-    TINY_EMBEDDING_STD,
     TINY_GEMMA2,
     TINY_GEMMA3,
-    TINY_STUDENT,
-    TOKENIZER_VOCAB,
     WARM_START,
     TinyShape,
-    WarmStart,
     build_tokenizer,
-    cache_dir,
-    cache_key,
     config,
-    decoder_config,
     gemma2_config,
     gemma3_config,
     load_tokenizer,
     materialize,
     random_model,
-    randomize_mlp,
     tokenizer_corpus,
     tokenizer_path,
     warm_start,
@@ -89,22 +80,14 @@ __all__ = [
     "SPECIAL_TOKENS",
     "SPLIT_SEEDS",
     "ScriptedClock",
-    "TINY_EMBEDDING_STD",
-    "TINY_DECODER",
     "TINY_GEMMA2",
     "TINY_GEMMA3",
-    "TINY_STUDENT",
-    "TOKENIZER_VOCAB",
     "WARM_START",
     "WEAK",
     "Task",
     "TinyShape",
-    "WarmStart",
     "build_tokenizer",
-    "cache_dir",
-    "cache_key",
     "config",
-    "decoder_config",
     "gemma2_config",
     "gemma3_config",
     "kernel_python",
@@ -115,7 +98,6 @@ __all__ = [
     "notebook_script",
     "random_model",
     "randomize_all",
-    "randomize_mlp",
     "rubric_grader",
     "synthetic_gsm8k",
     "synthetic_math",

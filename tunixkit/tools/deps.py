@@ -17,7 +17,7 @@ import re
 import sys
 from collections.abc import Iterable
 
-__all__ = ["NEVER_INSTALLED", "missing_dependencies", "pip_line"]
+__all__ = ["missing_dependencies", "pip_line"]
 
 NEVER_INSTALLED = {"jax", "jaxlib", "libtpu", "flax"}  # the image's own: never touched here
 

@@ -57,15 +57,12 @@ from tunixkit import (
 from tunixkit.recipes._base import _override
 
 __all__ = [
-    "CHIPS",
-    "KINDS",
     "DoesNotFit",
     "Plan",
     "StepReport",
     "check",
     "check_stages",
     "plan_stages",
-    "stage_recipes",
     "chip_of",
     "plan",
     "sharding_constraints",
