@@ -148,9 +148,8 @@ print(train_pairs[0][0] + train_pairs[0][1])
 
 # %%
 mesh = runtime.make_mesh()
-memplan.check(
-    "sft", recipe, mesh
-)  # TPU/GPU: does the recipe fit the chip? (before any weights load)
+# TPU/GPU: does the recipe fit the chip? (before any weights load)
+memplan.check("sft", recipe, mesh)
 base = models.load_model(recipe.model_id, source=SOURCE, mesh=mesh)
 clock.record("load", base.load_seconds)  # sizes the export the session clock keeps time for
 model = models.apply_lora(

@@ -131,9 +131,8 @@ from tunixkit import (
 from tunixkit.tools import memplan
 
 rt, recipe, out_dir, clock = recipes.start_notebook(recipes.GRPO, globals())
-rl.check_rollout_engine(
-    recipe.grpo.rollout_engine, models.get_spec(recipe.model_id).family
-)  # before any loading
+# before any loading
+rl.check_rollout_engine(recipe.grpo.rollout_engine, models.get_spec(recipe.model_id).family)
 recipe
 
 # %% [markdown]
@@ -168,9 +167,8 @@ print(prompting.format_prompt(train_records[0]["question"], eval_config.system_p
 
 # %%
 mesh = runtime.make_mesh()
-memplan.check(
-    "grpo", recipe, mesh
-)  # TPU/GPU: does the recipe fit the chip? (before any weights load)
+# TPU/GPU: does the recipe fit the chip? (before any weights load)
+memplan.check("grpo", recipe, mesh)
 reference = models.load_model(recipe.model_id, source=SOURCE, path=MODEL_PATH, mesh=mesh)
 clock.record("load", reference.load_seconds)  # sizes the export the session clock keeps time for
 if recipe.lora_rank:
@@ -413,7 +411,6 @@ print(f"the check's code: {judges_check.__file__}")
 judged_answers, judged_folder = judges_check.check(judged_root, eval_config.system_prompt)
 
 # %%
-w = max(1, min(10, len(rewards_seen) // 4))
 summary = {
     "profile": rt.profile,
     "model_id": recipe.model_id,
@@ -422,9 +419,9 @@ summary = {
     "stopped": trained.stopped,
     "seconds": clock.elapsed(),
     "train_seconds": trained.seconds,
-    "reward_first": rl.window_mean(rewards_seen, w, last=False),
-    "reward_last": rl.window_mean(rewards_seen, w, last=True),
-    "kl_last": rl.window_mean(series.get("kl", ([], []))[1], w, last=True),
+    "reward_first": rl.window_mean(rewards_seen, window, last=False),
+    "reward_last": rl.window_mean(rewards_seen, window, last=True),
+    "kl_last": rl.window_mean(series.get("kl", ([], []))[1], window, last=True),
     "accuracy_before": before.first(n).accuracy,
     "accuracy_after": after.accuracy,
     "format_rate_before": before.first(n).format_rate,

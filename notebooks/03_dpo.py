@@ -129,9 +129,8 @@ recipe
 
 # %%
 mesh = runtime.make_mesh()
-memplan.check(
-    "dpo", recipe, mesh
-)  # TPU/GPU: does the recipe fit the chip? (before any weights load)
+# TPU/GPU: does the recipe fit the chip? (before any weights load)
+memplan.check("dpo", recipe, mesh)
 reference = models.load_model(recipe.model_id, source=SOURCE, path=MODEL_PATH, mesh=mesh)
 clock.record("load", reference.load_seconds)  # sizes the export the session clock keeps time for
 if recipe.lora_rank:

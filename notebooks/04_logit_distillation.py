@@ -125,9 +125,8 @@ recipe
 
 # %%
 mesh = runtime.make_mesh()
-memplan.check(
-    "distill", recipe, mesh
-)  # TPU/GPU: does the recipe fit the chip? (before any weights load)
+# TPU/GPU: does the recipe fit the chip? (before any weights load)
+memplan.check("distill", recipe, mesh)
 teacher = models.load_model(recipe.teacher_id, source=SOURCE, path=TEACHER_PATH, mesh=mesh)
 if note := recipes.competition_note(recipe.student_id, "student"):
     print(note)  # full: gemma-3-270m-it is smaller than the competition allows

@@ -169,6 +169,20 @@ WRAPPED_PARAMETER = re.compile(
 )
 
 
+# A call the formatter spread over lines only to make room for the comment after it
+# (`f(\n    a, b\n)  # ...`): the comment goes above, the call on one line.
+WRAPPED_BY_COMMENT = re.compile(r"^\)  # ", re.M)
+
+
+def test_no_notebook_call_is_wrapped_by_its_comment():
+    wrapped = [
+        f"{path.name}:{m.string.count(chr(10), 0, m.start()) + 1}"
+        for path in sorted((ROOT / "notebooks").glob("[0-9]*.py"))
+        for m in WRAPPED_BY_COMMENT.finditer(path.read_text())
+    ]
+    assert wrapped == [], "put these calls' comments on the line above them"
+
+
 def test_parameters_are_one_line_each():
     wrapped = [
         f"{path.name}: {m[1]}"
