@@ -75,7 +75,7 @@ os.environ.setdefault("TUNIXKIT_SESSION_START", str(time.time()))  # the session
 # The tunixkit commit this notebook was tested with (written by scripts/release.py): a re-run months
 # later installs the same code. TUNIXKIT_SOURCE: the repository (a URL, or a folder used as it is,
 # e.g. the repository attached as a Kaggle dataset when the Internet is off).
-TUNIXKIT_RELEASE = os.environ.get("TUNIXKIT_RELEASE", "6a8cba6454c0967135794b945dbe35941a2f8d9f")
+TUNIXKIT_RELEASE = os.environ.get("TUNIXKIT_RELEASE", "a98693cc33f8b78abdfb0b9e71db9096be3d69b9")
 if importlib.util.find_spec("tunixkit") is None:
     src = os.environ.get("TUNIXKIT_SOURCE", "https://github.com/tunixkit/tunixkit")
     if not os.path.isdir(src):
