@@ -747,10 +747,89 @@ def weighted_rewards(weights: dict[str, float], judge: judging.Judge) -> list[An
     return [rewards.weighted(known[n], w, name=n) for n, w in weights.items() if w]
 
 
-def _rank(recipe, name: str) -> int | None:
-    """The LoRA rank of stage ``name`` (None: full fine-tuning): ``recipe.sft_lora_rank`` for the
-    SFT stage, ``recipe.lora_rank`` for the others."""
-    return recipe.sft_lora_rank if name == "sft" else recipe.lora_rank
+@dataclasses.dataclass(frozen=True)
+class StageSettings:
+    """What one stage trains with (:func:`stage_settings`): the stages build their trainers from
+    it and the memory plan compiles it, so no stage's value is written twice."""
+
+    kind: str  # its trainer: "sft", "dpo" (the preference stage: ``algorithm``) or "grpo"
+    model_id: str
+    lora_rank: int | None  # None: full fine-tuning
+    lora_alpha: float
+    steps: int
+    learning_rate: float
+    checkpoint_every: int
+    batch_size: int = 0  # SFT rows or preference pairs a step
+    max_len: int = 0  # SFT tokens a row
+    max_prompt_length: int = 0  # the preference stage's, as long as GRPO's prompts
+    max_response_length: int = 0
+    algorithm: str = "dpo"  # "dpo", "orpo" or "simpo"
+    beta: float = 0.1
+    lambda_orpo: float = 0.1  # ORPO's preference-loss weight (tunix's default)
+    simpo_gamma: float = 0.0
+    lora_modules: str | None = None  # a qwix regex; None: the family's
+    grpo: rl.GRPOSettings | None = None
+    eval_every: int = 10**9  # a stage is evaluated after it (Evaluations), not by its trainer
+    qlora: bool = False
+    clip_norm: float | None = None
+
+
+def stage_settings(
+    recipe: Pipeline | Agentic, name: str, *, steps: int | None = None
+) -> StageSettings:
+    """The settings stage ``name`` trains with, from ``recipe``: "sft" (``sft_*``, at
+    ``sft_lora_rank``), "improve" (``improve_*``), "preference" (``preference_*``, ``algorithm``)
+    and "grpo" (``recipe.grpo``), the last three at ``lora_rank``. ``steps``: an SFT stage's
+    steps instead of the recipe's (its checkpoints follow).
+
+    >>> from tunixkit import recipes
+    >>> s = stage_settings(recipes.Pipeline.full(), "preference")
+    >>> s.kind, s.steps, s.lora_rank, s.checkpoint_every
+    ('dpo', 2400, 64, 800)
+    """
+    common = dict(model_id=recipe.model_id, lora_alpha=recipe.lora_alpha)
+    if name in ("sft", "improve"):
+        n = steps or (recipe.sft_steps if name == "sft" else recipe.improve_steps)
+        return StageSettings(
+            "sft",
+            **common,
+            lora_rank=recipe.sft_lora_rank if name == "sft" else recipe.lora_rank,
+            steps=n,
+            learning_rate=recipe.sft_learning_rate
+            if name == "sft"
+            else recipe.improve_learning_rate,
+            checkpoint_every=max(10, n // 4),
+            batch_size=recipe.batch_size,
+            max_len=recipe.max_len,
+        )
+    if name == "preference":
+        return StageSettings(
+            "dpo",
+            **common,
+            lora_rank=recipe.lora_rank,
+            steps=recipe.preference_steps,
+            learning_rate=recipe.preference_learning_rate,
+            checkpoint_every=max(10, recipe.preference_steps // 3),
+            batch_size=recipe.preference_batch_size,
+            max_prompt_length=recipe.grpo.max_prompt_length,
+            max_response_length=recipe.max_response_length,
+            algorithm=recipe.algorithm,
+            beta=recipe.beta,
+            simpo_gamma=recipe.simpo_gamma,
+        )
+    if name == "grpo":
+        g = recipe.grpo
+        return StageSettings(
+            "grpo",
+            **common,
+            lora_rank=recipe.lora_rank,
+            steps=g.num_steps,
+            learning_rate=g.learning_rate,
+            checkpoint_every=g.checkpoint_every,
+            lora_modules=getattr(recipe, "grpo_lora_modules", None),
+            grpo=g,
+        )
+    raise ValueError(f"unknown stage {name!r}; known: sft, improve, preference, grpo")
 
 
 def train_stage(
@@ -795,7 +874,7 @@ def train_stage(
             lora,
             base,
             stages.dir(name) / "export",
-            lora_rank=_rank(recipe, name),
+            lora_rank=stage_settings(recipe, name).lora_rank,
             lora_alpha=recipe.lora_alpha,
             mesh=mesh,
         )
@@ -1010,7 +1089,7 @@ def start_stage(
     (GRPO's KL, DPO) trains a second copy instead."""
     path = stages.start_path(name, base_path)
     base = models.load_model(recipe.model_id, path=path, mesh=mesh, verbose=False)
-    rank = _rank(recipe, name)
+    rank = stage_settings(recipe, name).lora_rank
     if rank is None:  # full fine-tuning: the stage trains the loaded weights (or a copy)
         if frozen_reference:
             return base, models.load_model(
@@ -1036,31 +1115,29 @@ def sft_stage(
     pairs: Sequence[tuple[str, str]],
     recipe: Pipeline | Agentic,
     *,
-    steps: int,
-    learning_rate: float | None = None,
+    steps: int | None = None,
     base_path: str | pathlib.Path | None = None,
     mesh: Mesh | None = None,
     judged: bool = True,
 ) -> str | None:
-    """A LoRA SFT stage on (prompt, completion) ``pairs`` (``learning_rate``: the recipe's
-    ``sft_learning_rate`` unless given); returns its export (None: not finished). ``judged``: as
-    in :func:`train_stage`."""
+    """A LoRA SFT stage on (prompt, completion) ``pairs`` with :func:`stage_settings` (``steps``:
+    instead of the recipe's); returns its export (None: not finished). ``judged``: as in
+    :func:`train_stage`."""
+    s = stage_settings(recipe, name, steps=steps)
     base, lora = start_stage(stages, name, recipe, base_path, mesh)
-    rows = dict(max_len=recipe.max_len, batch_size=recipe.batch_size)
-    batches = training.sft_dataset(pairs, base.tokenizer, num_batches=steps, **rows)
+    batches = training.sft_dataset(
+        pairs, base.tokenizer, num_batches=s.steps, max_len=s.max_len, batch_size=s.batch_size
+    )
     config = training.trainer_config(
         stages.dir(name),
-        max_steps=steps,
-        eval_every=10**9,
-        checkpoint_every=max(10, steps // 4),
+        max_steps=s.steps,
+        eval_every=s.eval_every,
+        checkpoint_every=s.checkpoint_every,
         description=name,
     )
     trainer = training.sft_trainer(
         lora,
-        training.optimizer(
-            learning_rate or recipe.sft_learning_rate,
-            stages.session.schedule_steps(steps, label=name),
-        ),
+        training.optimizer(s.learning_rate, stages.session.schedule_steps(s.steps, label=name)),
         config,
         pad_id=base.tokenizer.pad_id(),
     )
@@ -1082,7 +1159,7 @@ def improve_stage(
 ) -> str | None:
     """A self-improvement stage: :func:`self_improve` on ``tasks`` with the model the stage starts
     from (half the stage's time at most), the kept answers written to ``<name>/kept.jsonl`` (a
-    resumed stage trains on the same ones), then a short SFT (``recipe.improve_steps``) on them and
+    resumed stage trains on the same ones), then a short SFT (``recipe.improve_*``) on them and
     as many ``replay`` pairs (earlier traces: the kept answers crowd into the easy domains, and on
     them alone the model forgets the rest). Skipped, and said, when none is kept."""
 
@@ -1107,16 +1184,7 @@ def improve_stage(
         stages.skip(name, "no sampled answer was kept (see the counts above)", base_path)
         return None
     pairs = [(r["prompt"], r["completion"]) for r in rows] + list(replay[: len(rows)])
-    return sft_stage(
-        stages,
-        name,
-        pairs,
-        recipe,
-        steps=recipe.improve_steps,
-        learning_rate=recipe.improve_learning_rate,
-        base_path=base_path,
-        mesh=mesh,
-    )
+    return sft_stage(stages, name, pairs, recipe, base_path=base_path, mesh=mesh)
 
 
 @stage
@@ -1149,37 +1217,34 @@ def preference_stage(
     if not pairs:  # the session goes on with GRPO, on every training prompt
         stages.skip(name, "the judge told no prompt's answers apart", base_path)
         return None
+    s = stage_settings(recipe, name)
     base, lora = start_stage(
-        stages, name, recipe, base_path, mesh, frozen_reference=recipe.algorithm == "dpo"
-    )
-    lengths = dict(
-        max_prompt_length=recipe.grpo.max_prompt_length,
-        max_response_length=recipe.max_response_length,
+        stages, name, recipe, base_path, mesh, frozen_reference=s.algorithm == "dpo"
     )
     batches = preferences.preference_dataset(
         pairs,
         base.tokenizer,
-        batch_size=recipe.preference_batch_size,
-        num_batches=recipe.preference_steps,
-        **lengths,
+        batch_size=s.batch_size,
+        num_batches=s.steps,
+        max_prompt_length=s.max_prompt_length,
+        max_response_length=s.max_response_length,
     )
     config = training.trainer_config(
         stages.dir(name),
-        max_steps=recipe.preference_steps,
-        eval_every=10**9,
-        checkpoint_every=max(10, recipe.preference_steps // 3),
+        max_steps=s.steps,
+        eval_every=s.eval_every,
+        checkpoint_every=s.checkpoint_every,
         description=name,
         config_cls=dpo_trainer.DPOTrainingConfig,
         algorithm="dpo",
-        beta=recipe.beta,
-        lambda_orpo=0.1,
+        beta=s.beta,
+        lambda_orpo=s.lambda_orpo,
     )
     optimizer = training.optimizer(
-        recipe.preference_learning_rate,
-        stages.session.schedule_steps(recipe.preference_steps, label=name),
+        s.learning_rate, stages.session.schedule_steps(s.steps, label=name)
     )
     trainer = preferences.trainer(
-        recipe.algorithm, lora, base.model, optimizer, config, simpo_gamma=recipe.simpo_gamma
+        s.algorithm, lora, base.model, optimizer, config, simpo_gamma=s.simpo_gamma
     )
     metric_names = ("loss", "rewards/margin", "rewards/accuracy")
     return train_stage(
@@ -1292,7 +1357,7 @@ def grpo_stage(
         base_path,
         mesh,
         frozen_reference=True,
-        modules=recipe.grpo_lora_modules,
+        modules=stage_settings(recipe, name).lora_modules,
     )
     learner, _ = rl.build_grpo(
         lora,

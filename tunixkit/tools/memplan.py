@@ -36,6 +36,7 @@ import os
 import resource
 import sys
 import time
+import types
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -988,88 +989,24 @@ def _stage_knobs(notebook: str) -> dict[str, str]:
 
 
 def stage_recipes(rec) -> dict[str, tuple[str, Any]]:
-    """Notebook 06's or 07's stages as the plans' recipes, ``{stage: (kind, recipe)}``. 06: stage
-    1's SFT (at ``sft_lora_rank``), the self-improvement SFT and the preference stage (at
-    ``lora_rank``, the preference stage's prompts as long as GRPO's) and GRPO; 07
+    """Notebook 06's or 07's stages as the plans' recipes, ``{stage: (kind, settings)}``: each
+    stage's :func:`tunixkit.pipeline.stage_settings`, what it trains with. 07
     (:class:`tunixkit.recipes.Agentic`): the warm start's SFT and agentic GRPO, whose turns are
-    sampled from the conversation so far. With the values the stages train with."""
-    import types
-
-    common = dict(model_id=rec.model_id, lora_alpha=rec.lora_alpha, eval_every=10**9)
-    sft = dict(common, qlora=False, batch_size=rec.batch_size, max_len=rec.max_len)
+    sampled from the conversation so far."""
+    planned = {n: pipeline.stage_settings(rec, n) for n in rec.shares}
     if _notebook(rec) == "07":
         s = rec.grpo
-        return {
-            "sft": (
-                "sft",
-                types.SimpleNamespace(
-                    **sft,
-                    lora_rank=rec.sft_lora_rank,
-                    steps=rec.sft_steps,
-                    learning_rate=rec.sft_learning_rate,
-                ),
-            ),
-            "grpo": (
-                "grpo",
-                types.SimpleNamespace(
-                    **common,
-                    lora_rank=rec.lora_rank,
-                    qlora=False,
-                    lora_modules=None,
-                    # tunix's agentic learner samples its turns in micro-batches, whatever the
-                    # rollout micro-batch says: planned at the training micro-batch's rows
-                    grpo=dataclasses.replace(s, rollout_micro_batch_size=s.micro_batch_size),
-                    turn_prompt_length=s.max_prompt_length + s.max_generation_steps,
-                    kv_cache_size=agentic.episode_cache_size(s),
-                ),
-            ),
-        }
-    return {
-        "sft": (
-            "sft",
-            types.SimpleNamespace(
-                **sft,
-                lora_rank=pipeline._rank(rec, "sft"),
-                steps=rec.sft_steps,
-                learning_rate=rec.sft_learning_rate,
-            ),
-        ),
-        "improve": (
-            "sft",
-            types.SimpleNamespace(
-                **sft,
-                lora_rank=pipeline._rank(rec, "improve"),
-                steps=rec.improve_steps,
-                learning_rate=rec.improve_learning_rate,
-            ),
-        ),
-        "preference": (
-            "dpo",
-            types.SimpleNamespace(
-                **common,
-                lora_rank=pipeline._rank(rec, "preference"),
-                steps=rec.preference_steps,
-                learning_rate=rec.preference_learning_rate,
-                clip_norm=None,
-                algorithm=rec.algorithm,
-                beta=rec.beta,
-                lambda_orpo=0.1,
-                batch_size=rec.preference_batch_size,
-                max_prompt_length=rec.grpo.max_prompt_length,
-                max_response_length=rec.max_response_length,
-            ),
-        ),
-        "grpo": (
-            "grpo",
-            types.SimpleNamespace(
-                **common,
-                lora_rank=pipeline._rank(rec, "grpo"),
-                qlora=False,
-                lora_modules=rec.grpo_lora_modules,
-                grpo=rec.grpo,
-            ),
-        ),
-    }
+        planned["grpo"] = types.SimpleNamespace(
+            **{
+                **vars(planned["grpo"]),
+                # tunix's agentic learner samples its turns in micro-batches, whatever the
+                # rollout micro-batch says: planned at the training micro-batch's rows
+                "grpo": dataclasses.replace(s, rollout_micro_batch_size=s.micro_batch_size),
+            },
+            turn_prompt_length=s.max_prompt_length + s.max_generation_steps,
+            kv_cache_size=agentic.episode_cache_size(s),
+        )
+    return {n: (s.kind, s) for n, s in planned.items()}
 
 
 def plan_stages(
