@@ -8,7 +8,9 @@ names are used in ``tunixkit._compat`` and the tools only. ``ruff format`` outpu
 """
 
 import ast
+import dataclasses
 import importlib
+import inspect
 import pathlib
 import re
 
@@ -226,6 +228,46 @@ def test_one_builder_per_trainer(cls):
         }
     )
     assert built == [f"tunixkit/{BUILDERS[cls]}"]
+
+
+# What training and the passes ask of a session clock is one protocol, session.Clock: the session,
+# each stage's slice of it and the tests' scripted clock are clocks, and every library parameter
+# that takes one names its type (the protocol, or the Session it needs beyond it), never Any.
+CLOCK_TYPES = {"Clock", "Session", "StageClock"}
+
+
+def _members(cls) -> set[str]:
+    fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+    return fields | {n for n in dir(cls) if not n.startswith("_")}
+
+
+def test_every_clock_keeps_the_clock_protocol_and_every_clock_parameter_is_typed():
+    from tunixkit import session, testing
+
+    protocol = session.Clock
+    wanted = set(protocol.__annotations__) | {
+        n for n, v in vars(protocol).items() if callable(v) and not n.startswith("_")
+    }
+    assert {"must_stop", "remaining", "record", "timings", "rehearsal"} <= wanted
+    for cls in (session.Session, session.StageClock, testing.ScriptedClock):
+        assert not wanted - _members(cls), (cls.__name__, sorted(wanted - _members(cls)))
+        for name in wanted:
+            if callable(method := getattr(protocol, name, None)):
+                asked = list(inspect.signature(method).parameters)
+                given = list(inspect.signature(getattr(cls, name)).parameters)
+                assert given == asked, (cls.__name__, name, given, asked)
+    untyped = []
+    for name, path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
+                    if arg.arg not in ("clock", "session"):
+                        continue
+                    named = ast.unparse(arg.annotation) if arg.annotation else ""
+                    kinds = {t.strip().removeprefix("session.") for t in named.split("|")}
+                    if not kinds - {"None"} or kinds - {"None"} - CLOCK_TYPES:
+                        untyped.append(f"{name}.{node.name}({arg.arg}: {named or '?'})")
+    assert untyped == []
 
 
 # A library module's __all__ is its public API: what a notebook, the README or docs/ uses, the

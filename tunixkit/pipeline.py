@@ -42,7 +42,7 @@ from tunixkit import (
     session,
     training,
 )
-from tunixkit.session import Clock, StageClock
+from tunixkit.session import Clock, Session, StageClock
 
 if TYPE_CHECKING:
     from flax import nnx
@@ -76,7 +76,9 @@ __all__ = [
 class Stages:
     """The stages of a pipeline and how far it got (``OUTPUT_DIR/stages.json``)."""
 
-    def __init__(self, out_dir: str | pathlib.Path, shares: dict[str, float], session: Any) -> None:
+    def __init__(
+        self, out_dir: str | pathlib.Path, shares: dict[str, float], session: Session
+    ) -> None:
         self.out_dir, self.shares, self.session = pathlib.Path(out_dir), dict(shares), session
         self.path = self.out_dir / "stages.json"
         self.state: dict[str, dict[str, Any]] = (
