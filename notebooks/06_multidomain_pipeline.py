@@ -272,9 +272,7 @@ print("stage 1's rows by domain:", data_by_domain["sft"])
 sft_pairs = prompting.sft_pairs(  # every target ends its turn, so that the model learns to stop
     sft_rows, recipe.eval.system_prompt, family=family, plain_share=recipe.plain_share
 )
-pipeline.sft_stage(
-    stages, "sft", sft_pairs, recipe, steps=recipe.sft_steps, base_path=MODEL_PATH, mesh=mesh
-)
+pipeline.sft_stage(stages, "sft", sft_pairs, recipe, base_path=MODEL_PATH, mesh=mesh)
 evals.after("sft")
 
 # %% [markdown]

@@ -180,9 +180,7 @@ print(trace_pairs[call + 1][0] + trace_pairs[call + 1][1])  # the call, its resu
 
 # %%
 print(stages.summary())
-warm = pipeline.sft_stage(
-    stages, "sft", trace_pairs, recipe, steps=recipe.sft_steps, mesh=mesh, judged=recipe.judged
-)
+warm = pipeline.sft_stage(stages, "sft", trace_pairs, recipe, mesh=mesh, judged=recipe.judged)
 if warm:  # no judged evaluation here: every finished stage is adopted (pipeline.adopt says so)
     pipeline.adopt(stages, "sft", recipe, mesh=mesh)
 
