@@ -417,9 +417,7 @@ def gsm8k(
     through the same loader."""
     if rt.smoke:
         kit = runtime.smoke_kit()
-        paths = kit.write_synthetic_gsm8k(
-            data_dir, max_operand=max_operand or kit.SMOKE_MAX_OPERAND
-        )
+        paths = kit.write_synthetic_gsm8k(data_dir, max_operand=max_operand)
         return data.load_gsm8k(split, source="file", path=str(paths[split]), limit=limit)
     if path is not None:
         return data.load_gsm8k(split, source="file", path=path, limit=limit)
@@ -448,10 +446,7 @@ def math_benchmark(
     if rt.smoke:
         kit = runtime.smoke_kit()
         folder = pathlib.Path(data_dir) / benchmark
-        if benchmark == "math":  # half of each split word problems the warm start partly solves
-            kit.write_hendrycks_math(folder, n_train=kit.SMOKE_MATH_TRAIN, word_every=2)
-        else:
-            kit.write_math500(folder, kit.SMOKE_MATH500, word_every=2)
+        kit.write_smoke_math(benchmark, folder)
         return data.load_math(benchmark, path=folder, limit=limit, split=split)
     parameter = {"math500": "MATH500_PATH", "math": "MATH_PATH"}.get(benchmark, "its path")
     try:

@@ -21,8 +21,6 @@ their smoke branches (06: the synthetic tasks, their rubric grader, the weak ans
 """
 
 from tunixkit.testing._fixtures import (
-    SMOKE_MATH500,
-    SMOKE_MATH_TRAIN,
     ScriptedClock,
     kernel_python,
     load_orbax_export,
@@ -37,10 +35,10 @@ from tunixkit.testing._fixtures import (
     write_math500,
     write_mix_sources,
     write_preference_rows,
+    write_smoke_math,
     write_trace_rows,
 )
 from tunixkit.testing._synthetic import (
-    SMOKE_MAX_OPERAND,
     SPLIT_SEEDS,
     WEAK,
     Task,
@@ -73,9 +71,6 @@ from tunixkit.testing._tiny import (
 )
 
 __all__ = [
-    "SMOKE_MATH500",
-    "SMOKE_MATH_TRAIN",
-    "SMOKE_MAX_OPERAND",
     "SMOKE_MODELS",
     "SPECIAL_TOKENS",
     "SPLIT_SEEDS",
@@ -114,6 +109,7 @@ __all__ = [
     "write_math500",
     "write_mix_sources",
     "write_preference_rows",
+    "write_smoke_math",
     "write_synthetic_gsm8k",
     "write_trace_rows",
     "write_family_tokenizer",

@@ -353,6 +353,15 @@ def write_math500(folder: str | pathlib.Path, n: int = 24, *, word_every: int = 
     return folder
 
 
+def write_smoke_math(benchmark: str, folder: str | pathlib.Path) -> pathlib.Path:
+    """The smoke profile's copy of ``benchmark`` ("math": :func:`write_hendrycks_math` with
+    :data:`SMOKE_MATH_TRAIN` training rows; "math500": :func:`write_math500`, :data:`SMOKE_MATH500`
+    rows) in ``folder``, every second row a word problem the smoke warm start partly solves."""
+    if benchmark == "math":
+        return write_hendrycks_math(folder, n_train=SMOKE_MATH_TRAIN, word_every=2)
+    return write_math500(folder, SMOKE_MATH500, word_every=2)
+
+
 def write_hendrycks_math(
     folder: str | pathlib.Path, n: int = 28, *, n_train: int = 0, word_every: int = 0
 ) -> pathlib.Path:

@@ -97,11 +97,12 @@ def write_synthetic_gsm8k(
     *,
     n_train: int = 2000,
     n_test: int = 200,
-    max_operand: int = SMOKE_MAX_OPERAND,
+    max_operand: int | None = None,
 ) -> dict[str, pathlib.Path]:
     """Write ``train.jsonl`` and ``test.jsonl`` in the raw GSM8K schema, for the real file
-    loaders."""
-    folder = pathlib.Path(folder)
+    loaders (numbers up to ``max_operand``; None: the smoke profile's,
+    :data:`SMOKE_MAX_OPERAND`)."""
+    folder, max_operand = pathlib.Path(folder), max_operand or SMOKE_MAX_OPERAND
     return {
         split: data.write_jsonl(
             synthetic_gsm8k(n, seed=SPLIT_SEEDS[split], max_operand=max_operand),
