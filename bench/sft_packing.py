@@ -83,6 +83,8 @@ def main() -> int:
 
         def on_eval_step_end(self, train_ctx, eval_loss) -> None: ...
 
+        def on_train_step_start(self, train_ctx) -> None: ...
+
     tps: dict[bool, list[float]] = {False: [], True: []}
     for _ in range(ROUNDS):
         for packed in (False, True):
@@ -92,10 +94,10 @@ def main() -> int:
                 eval_every_n_steps=10**9, max_steps=len(batches), pbar_description=None
             )
             clock = Clock()
-            trainer = peft_trainer.PeftTrainer(
-                model, training.optimizer(1e-3, len(batches)), config
+            trainer = training.sft_trainer(
+                model, training.optimizer(1e-3, len(batches)), config, pad_id=tok.pad_id()
             )
-            trainer.with_gen_model_input_fn(fn).with_training_hooks(clock)
+            trainer.with_training_hooks(clock)
             trainer.train(batches)
             timed = batches[2:]  # the first two steps compile
             tokens = sum(int(np.count_nonzero(b.input_tokens != tok.pad_id())) for b in timed)

@@ -92,16 +92,15 @@ def one_mode(mode: str, shape: str, steps: int, batch: int, seq: int, rank: int)
             jax.block_until_ready(train_loss)
             times.append(time.perf_counter())
 
-    trainer = peft_trainer.PeftTrainer(
+    trainer = training.sft_trainer(
         model,
         training.optimizer(1e-4, steps),
         peft_trainer.TrainingConfig(
             eval_every_n_steps=10**9, max_steps=steps, pbar_description=None
         ),
+        pad_id=0,
     )
-    trainer.with_gen_model_input_fn(training.model_inputs_fn(0)).with_training_hooks(
-        Clock("/dev/null")
-    )
+    trainer.with_training_hooks(Clock("/dev/null"))
     trainer.train(batches)
     step_times = np.diff(times)[2:]  # the first steps compile
     peak, what = runtime.peak_memory()

@@ -215,9 +215,17 @@ BUILDERS = {
 }
 
 
+# bench/ measures the trainers the notebooks run, built by the same builders; but for the plain
+# tunix script that GRPO's overhead is measured against.
+BASELINES = {"bench/grpo_step.py": "the plain tunix GRPO script of the overhead ratio"}
+
+
 @pytest.mark.parametrize("cls", sorted(BUILDERS))
 def test_one_builder_per_trainer(cls):
     sources = [p for _, p in _modules()] + sorted((ROOT / "notebooks").glob("*.py"))
+    sources += [
+        p for p in sorted((ROOT / "bench").glob("*.py")) if f"bench/{p.name}" not in BASELINES
+    ]
     built = sorted(
         {
             str(path.relative_to(ROOT))
