@@ -16,6 +16,8 @@ import re
 
 import pytest
 
+from tunixkit import session, testing
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "tunixkit"
 
@@ -250,8 +252,6 @@ def _members(cls) -> set[str]:
 
 
 def test_every_clock_keeps_the_clock_protocol_and_every_clock_parameter_is_typed():
-    from tunixkit import session, testing
-
     protocol = session.Clock
     wanted = set(protocol.__annotations__) | {
         n for n, v in vars(protocol).items() if callable(v) and not n.startswith("_")

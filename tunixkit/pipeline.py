@@ -791,15 +791,14 @@ def stage_settings(
     """
     common = dict(model_id=recipe.model_id, lora_alpha=recipe.lora_alpha)
     if name in ("sft", "improve"):
-        n = steps or (recipe.sft_steps if name == "sft" else recipe.improve_steps)
+        first = name == "sft"
+        n = steps if steps is not None else recipe.sft_steps if first else recipe.improve_steps
         return StageSettings(
             "sft",
             **common,
-            lora_rank=recipe.sft_lora_rank if name == "sft" else recipe.lora_rank,
+            lora_rank=recipe.sft_lora_rank if first else recipe.lora_rank,
             steps=n,
-            learning_rate=recipe.sft_learning_rate
-            if name == "sft"
-            else recipe.improve_learning_rate,
+            learning_rate=recipe.sft_learning_rate if first else recipe.improve_learning_rate,
             checkpoint_every=max(10, n // 4),
             batch_size=recipe.batch_size,
             max_len=recipe.max_len,
@@ -1083,16 +1082,17 @@ def start_stage(
     mesh: Mesh | None,
     *,
     frozen_reference: bool = False,
-    modules: str | None = None,
 ) -> tuple[LoadedModel, nnx.Module]:
     """(the loaded start model, the model to train): the previous stage's export (else
-    ``base_path``, else ``recipe.model_id``), with LoRA of the stage's rank on it (on ``modules``,
-    a qwix regex; None: the family's), or itself. Full fine-tuning with ``frozen_reference``
+    ``base_path``, else ``recipe.model_id``), with LoRA of the stage's rank on it (on its
+    :func:`stage_settings`' ``lora_modules``), or itself. Full fine-tuning with ``frozen_reference``
     (GRPO's KL, DPO) trains a second copy instead."""
     path = stages.start_path(name, base_path)
     base = models.load_model(recipe.model_id, path=path, mesh=mesh, verbose=False)
-    rank = stage_settings(recipe, name).lora_rank
-    if rank is None:  # full fine-tuning: the stage trains the loaded weights (or a copy)
+    settings = stage_settings(recipe, name)
+    if (
+        settings.lora_rank is None
+    ):  # full fine-tuning: the stage trains the loaded weights (or a copy)
         if frozen_reference:
             return base, models.load_model(
                 recipe.model_id, path=path, mesh=mesh, verbose=False
@@ -1101,9 +1101,9 @@ def start_stage(
     lora = models.apply_lora(
         base.model,
         family=base.family,
-        rank=rank,
-        alpha=recipe.lora_alpha,
-        modules=modules,
+        rank=settings.lora_rank,
+        alpha=settings.lora_alpha,
+        modules=settings.lora_modules,
         mesh=mesh,
         verbose=False,
     )
@@ -1352,15 +1352,7 @@ def grpo_stage(
     """A GRPO stage (LoRA on the shared reference, KL) with ``reward_fns``; returns its export.
     ``trace``: where the time of its first steps goes (written when they are done, or when the
     stage's training ends first)."""
-    base, lora = start_stage(
-        stages,
-        name,
-        recipe,
-        base_path,
-        mesh,
-        frozen_reference=True,
-        modules=stage_settings(recipe, name).lora_modules,
-    )
+    base, lora = start_stage(stages, name, recipe, base_path, mesh, frozen_reference=True)
     learner, _ = rl.build_grpo(
         lora,
         base.model,
