@@ -103,8 +103,6 @@ JUDGED = None  # True: the tool model is also the judged model (ckpts/actor); No
 TRACE_STEPS = 3  # first GRPO steps traced: where the time goes (grpo/trace/, step_time.png)
 
 # %%
-import json
-
 from IPython.display import Markdown, display
 
 from tunixkit import (
@@ -191,32 +189,12 @@ if warm:  # no judged evaluation here: every finished stage is adopted (pipeline
 
 
 # %%
-def tool_eval(path, name, tool, n=None):
-    stored = out_dir / f"tool_{name}.json"
-    if stored.is_file():
-        print(f"{name}: reusing the stored evaluation")
-        return json.loads(stored.read_text())
-    loaded = models.load_model(recipe.model_id, path=path, mesh=mesh, verbose=False)
-    result = agentic.evaluate(
-        loaded,
-        test_records[:n],
-        recipe.eval,
-        tool=tool,
-        max_turns=recipe.max_turns,
-        tools_prompt=recipe.tools_prompt,
-        name=name,
-        output_dir=out_dir,
-    )
-    result.pop("episodes")
-    stored.write_text(json.dumps(result, indent=1))
-    return result
-
-
 evals = {}
 if warm:
     with clock.timed("evaluation", items=len(test_records)):
-        evals["before, tool"] = tool_eval(warm, "before_tool", True)
-        evals["before, no tool"] = tool_eval(warm, "before_plain", False)
+        evals |= agentic.evaluate_stage(
+            warm, test_records, recipe, label="before", output_dir=out_dir, mesh=mesh
+        )
 display(Markdown(agentic.table(evals)))
 
 # %% [markdown]
@@ -270,8 +248,9 @@ print(agentic.show_episodes(out_dir / "grpo" / "episodes.jsonl", k=3))
 if grpo_export:
     n = clock.fit(len(test_records))
     with clock.timed("evaluation", items=n):
-        evals["after, tool"] = tool_eval(grpo_export, "after_tool", True, n)
-        evals["after, no tool"] = tool_eval(grpo_export, "after_plain", False, n)
+        evals |= agentic.evaluate_stage(
+            grpo_export, test_records[:n], recipe, label="after", output_dir=out_dir, mesh=mesh
+        )
 display(Markdown(agentic.table(evals)))
 fig = agentic.plot_eval(
     evals, out_dir / "tool_eval.png", title=f"Held-out questions, {recipe.model_id}"

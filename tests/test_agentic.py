@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from tunixkit import _compat, agentic, calculator, models, prompting, rl, runtime, testing
+from tunixkit import _compat, agentic, calculator, models, prompting, recipes, rl, runtime, testing
 
 
 def _env(**task):
@@ -83,7 +83,7 @@ def test_the_agent_reads_the_question_as_text_and_the_parser_leaves_messages_alo
         {"question": np.array(["What is 2 + 3?"]), "answer": np.array(["5"])}, 0.0, False, {}
     )
     assert agent.chat_completions[-1] == {"role": "user", "content": "What is 2 + 3?"}
-    parser = agentic.GemmaParser(testing.load_tokenizer())
+    parser = _compat.CopyingGemmaParser(testing.load_tokenizer())
     before = json.dumps(agent.chat_completions)
     first = parser.parse(agent.chat_completions, add_generation_prompt=True)
     assert parser.parse(agent.chat_completions, add_generation_prompt=True) == first
@@ -206,7 +206,7 @@ def _scripted_episode(turns, budget, *, through_tunix):
             model_call=model_call,
             max_response_length=budget,
             tokenizer=TokenizerAdapter(tok),
-            chat_parser=agentic.GemmaParser(tok),
+            chat_parser=_compat.CopyingGemmaParser(tok),
         )
         asyncio.run(engine.collect(mode="Trajectory"))
         return log.drain()
@@ -248,7 +248,7 @@ def test_the_evaluation_spends_an_episode_budget_as_training_does():
     agent.update_from_env({"tool_outputs": {"c1": "5"}}, 0.0, False, {})
     from tunix.generate.tokenizer_adapter import TokenizerAdapter
 
-    result = agentic.result_tokens(agent, TokenizerAdapter(tok), agentic.GemmaParser(tok))
+    result = agentic.result_tokens(agent, TokenizerAdapter(tok), _compat.CopyingGemmaParser(tok))
     assert result > 5  # the result and the turn headers around it
     budget, call = 60, 12
     fits = budget - call - result - 1
@@ -304,3 +304,22 @@ def test_agentic_grpo_trains_on_one_device_of_emulated_cpu_devices():
     assert one.devices.size == 1 and one.axis_names == mesh.axis_names
     assert one.devices.flat[0] == mesh.devices.flat[0]
     assert agentic.training_mesh(one) is one and agentic.training_mesh(None) is None
+
+
+def test_a_stage_evaluation_is_read_back_for_the_same_questions_and_made_again_for_others(tmp_path):
+    """agentic.evaluate_stage: a rerun reads the stored summaries back without loading the model
+    (its folder here does not exist), and only for as many questions as were asked before; for
+    another number it loads the model again (here: the missing folder, named)."""
+    recipe = recipes.Agentic.smoke()
+    records = [{"question": f"{i} + 1", "answer": str(i + 1)} for i in range(3)]
+    for kind in ("tool", "plain"):
+        summary = {"n": 3.0, "accuracy": 0.5 if kind == "tool" else 0.25}
+        (tmp_path / f"tool_before_{kind}.json").write_text(json.dumps(summary))
+    missing = tmp_path / "no_model"
+    got = agentic.evaluate_stage(missing, records, recipe, label="before", output_dir=tmp_path)
+    assert got == {
+        "before, tool": {"n": 3.0, "accuracy": 0.5},
+        "before, no tool": {"n": 3.0, "accuracy": 0.25},
+    }
+    with pytest.raises(FileNotFoundError, match="no_model"):
+        agentic.evaluate_stage(missing, records[:2], recipe, label="before", output_dir=tmp_path)

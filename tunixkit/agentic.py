@@ -14,7 +14,7 @@ each with its test):
 - ``ToolAgent`` reads the question from the batch as a 1-element array and writes its repr
   (``"['...']"``) into the prompt; :class:`CalculatorAgent` takes the text out;
 - ``GemmaChatTemplateParser`` edits the conversation in place, prepending the system prompt to the
-  first user turn again on every call: :class:`GemmaParser` parses a copy;
+  first user turn again on every call: :class:`tunixkit._compat.CopyingGemmaParser` parses a copy;
 - a tool call whose arguments are not a JSON object raises inside ``ToolEnvironment`` and ends
   ``train()``: :class:`CalculatorEnvironment` turns it into an error result for the model, so a
   malformed call costs the episode its reward, never the run;
@@ -50,6 +50,8 @@ from tunixkit import (
     data,
     evaluation,
     families,
+    hosts,
+    models,
     pipeline,
     profiling,
     prompting,
@@ -75,9 +77,9 @@ __all__ = [
     "CalculatorEnvironment",
     "Episode",
     "Episodes",
-    "GemmaParser",
     "build",
     "evaluate",
+    "evaluate_stage",
     "plot_eval",
     "show_episodes",
     "single_call_records",
@@ -127,7 +129,7 @@ class CalculatorAgent(_compat.TextQuestionAgent):
             return super().update_from_model(response, **kwargs)
 
 
-GemmaParser = _compat.CopyingGemmaParser  # tunix's Gemma template, leaving the caller's turns alone
+_Parser = _compat.CopyingGemmaParser  # tunix's Gemma template, leaving the caller's turns alone
 
 
 @dataclasses.dataclass
@@ -309,7 +311,7 @@ def trace_pairs(
     tool prompt, without a call: the model learns both ways, and GRPO can learn which one pays.
     """
     uses_tool = data.spread(len(records), tool_share)
-    parser = GemmaParser(tokenizer)
+    parser = _Parser(tokenizer)
     pairs = []
     for i, r in enumerate(records):
         agent = _conversation(r["question"], system_prompt, tools_prompt)
@@ -363,7 +365,7 @@ def evaluate(
             log.add(outcome(r["question"], r["answer"], g.text, [], 0))
         episodes = log.drain()
         return Episodes.summary(episodes) | {"episodes": episodes}
-    parser = GemmaParser(loaded.tokenizer)
+    parser = _Parser(loaded.tokenizer)
     agents = [_conversation(r["question"], system_prompt, tools_prompt) for r in records]
     envs = [
         CalculatorEnvironment(
@@ -410,6 +412,47 @@ def evaluate(
         active = still
     episodes = log.drain()
     return Episodes.summary(episodes) | {"episodes": episodes}
+
+
+def evaluate_stage(
+    path: str | pathlib.Path,
+    records: Sequence[dict[str, str]],
+    recipe: Agentic,
+    *,
+    label: str,
+    output_dir: str | pathlib.Path,
+    mesh: Mesh | None = None,
+) -> dict[str, dict[str, Any]]:
+    """A stage's model (``path``: its HF-layout export) on ``records``, with the tool and without it
+    (:func:`evaluate`, with the recipe's turns, tool prompt and generation settings): the summaries
+    keyed ``"<label>, tool"`` and ``"<label>, no tool"``. Each is stored as
+    ``output_dir/tool_<label>_{tool,plain}.json`` and read back on a rerun that asks for the same
+    number of questions; the model loads only when one is missing."""
+    out = pathlib.Path(output_dir)
+    evals, loaded = {}, None
+    for tool, kind, key in ((True, "tool", "tool"), (False, "plain", "no tool")):
+        name, stored = f"{label}_{kind}", out / f"tool_{label}_{kind}.json"
+        kept = json.loads(stored.read_text()) if stored.is_file() else {}
+        if kept.get("n") == len(records):
+            print(f"{name}: reusing the stored evaluation ({stored})")
+            evals[f"{label}, {key}"] = kept
+            continue
+        if loaded is None:
+            loaded = models.load_model(recipe.model_id, path=path, mesh=mesh, verbose=False)
+        result = evaluate(
+            loaded,
+            records,
+            recipe.eval,
+            tool=tool,
+            max_turns=recipe.max_turns,
+            tools_prompt=recipe.tools_prompt,
+            name=name,
+            output_dir=out,
+        )
+        result.pop("episodes")
+        hosts.once(f"write {stored}", stored.write_text, json.dumps(result, indent=1))
+        evals[f"{label}, {key}"] = result
+    return evals
 
 
 FIGURES = {
@@ -567,7 +610,7 @@ def build(
         algo_config=algo,
         reward_fns=list(reward_fns) or None,
         metric_fns=[episodes.metric_fn],
-        chat_parser=GemmaParser(cluster.tokenizer),
+        chat_parser=_Parser(cluster.tokenizer),
         agent_class=CalculatorAgent,
         agent_kwargs={"tool_map": TOOLS, "tool_parser_name": "qwen", "tools_prompt": tools_prompt},
         env_class=CalculatorEnvironment,
