@@ -214,6 +214,8 @@ BUILDERS = {
     "DistillationTrainer": "distill.py",
     "RLTrainingConfig": "rl.py",
     "RLCluster": "rl.py",
+    "Trainer": "rl.py",  # GRPO's policy update alone (the memory plan compiles it)
+    "get_policy_loss_fn": "rl.py",
 }
 
 

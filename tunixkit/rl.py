@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from jax.sharding import Mesh
     from matplotlib.figure import Figure
     from tunix.rl import rl_cluster as rl_cluster_lib
+    from tunix.rl import trainer as rl_trainer
     from tunix.rl.grpo import grpo_learner
     from tunix.rl.rollout import base_rollout
 
@@ -293,6 +294,50 @@ def algo_config(settings: GRPOSettings, config_class: Any = None, **more: Any) -
         kl_loss_mode=settings.kl_loss_mode,
         **more,
     )
+
+
+def policy_update(
+    actor: nnx.Module,
+    settings: GRPOSettings,
+    *,
+    pad_id: int,
+    eos_id: int,
+    wrap_optimizer: Callable[[Any], Any] | None = None,
+) -> rl_trainer.Trainer:
+    """The trainer of GRPO's policy update alone: tunix's RL ``Trainer`` over
+    :func:`training_config`'s optimizer and the policy loss of :func:`algo_config`, wired as
+    ``GRPOLearner`` wires them inside its ``RLCluster`` (the loss at the rollout's temperature), to
+    compile the update without a cluster and its rollout engine (:mod:`tunixkit.tools.memplan`).
+    ``wrap_optimizer``: applied to the optimizer, gradient accumulation included (the
+    ``optax.MultiSteps`` tunix's trainer would add), before the trainer makes its state (the memory
+    plan's abstract one)."""
+    import optax
+    from tunix.rl import function_registry
+    from tunix.rl import trainer as rl_trainer
+
+    config = training_config(settings)
+    tx, accumulate = config.actor_optimizer, config.gradient_accumulation_steps
+    if accumulate is not None:
+        tx = optax.MultiSteps(tx, accumulate)
+    config.actor_optimizer, config.gradient_accumulation_steps = None, None
+    trainer = rl_trainer.Trainer(
+        model=actor,
+        optimizer=wrap_optimizer(tx) if wrap_optimizer else tx,
+        training_config=config,
+        custom_checkpoint_metadata_fn=dict,
+    )
+    config.gradient_accumulation_steps = accumulate
+    algo = algo_config(settings)
+    algo.temperature = settings.temperature  # GRPOLearner sets it from the rollout config
+    loss = function_registry.get_policy_loss_fn(algo.policy_loss_fn)
+    trainer.with_loss_fn(
+        lambda model, train_example, algo_config: loss(
+            model, train_example, algo_config=algo, pad_id=pad_id, eos_id=eos_id
+        ),
+        has_aux=True,
+    )
+    trainer.with_gen_model_input_fn(lambda x: {"train_example": x, "algo_config": algo})
+    return trainer
 
 
 def batch_sizes(settings: GRPOSettings) -> tuple[int, int, int]:

@@ -624,10 +624,8 @@ def _judge_score(judge, mesh, resident_other: int, verbose: bool) -> StepReport:
 
 
 def _grpo(rec, mesh, model_id, layers, verbose, jnp):
-    import optax
     from flax import nnx
-    from tunix.rl import common, function_registry
-    from tunix.rl import trainer as rl_trainer
+    from tunix.rl import common
     from tunix.rl.grpo import grpo_learner
 
     s = rec.grpo
@@ -644,34 +642,10 @@ def _grpo(rec, mesh, model_id, layers, verbose, jnp):
     mini, micro, rollout = rl.batch_sizes(s)
     rows = micro * s.num_generations  # reference and update micro-batches: micro prompts x G
     rollout_rows = rollout * s.num_generations  # a rollout call: its prompts x G
-    config = rl.training_config(s)
-    tx, config.actor_optimizer = config.actor_optimizer, None
-    # tunix wraps the optimizer in optax.MultiSteps for the mini-batch's micro-batches; wrapped
-    # here instead, inside the abstract init, its gradient accumulators are abstract too (a
-    # compile-only TPU client cannot allocate them); the update program is the same
-    accumulate, config.gradient_accumulation_steps = config.gradient_accumulation_steps, None
-    if accumulate is not None:
-        tx = optax.MultiSteps(tx, accumulate)
-    trainer = rl_trainer.Trainer(
-        model=actor,
-        optimizer=_abstract_optimizer(tx),
-        training_config=config,
-        custom_checkpoint_metadata_fn=dict,
+    trainer = rl.policy_update(
+        actor, s, pad_id=PAD_ID, eos_id=EOS_ID, wrap_optimizer=_abstract_optimizer
     )
-    config.gradient_accumulation_steps = accumulate
     _place(trainer.optimizer, mesh)
-    algo = rl.algo_config(s)
-    algo.temperature = s.temperature  # GRPOLearner sets it from the rollout config
-    loss = function_registry.get_policy_loss_fn(
-        algo.policy_loss_fn
-    )  # GRPOLearner's wiring, no RLCluster
-    trainer.with_loss_fn(
-        lambda model, train_example, algo_config: loss(
-            model, train_example, algo_config=algo, pad_id=PAD_ID, eos_id=EOS_ID
-        ),
-        has_aux=True,
-    )
-    trainer.with_gen_model_input_fn(lambda x: {"train_example": x, "algo_config": algo})
     persistent = _lora_pieces(trainer.model, trainer.optimizer)
     if s.beta:  # after one step the actor's backbone is a separate buffer (see README)
         persistent["reference"] = _state(reference)
