@@ -171,18 +171,14 @@ mesh = runtime.make_mesh()
 memplan.check("grpo", recipe, mesh)
 reference = models.load_model(recipe.model_id, source=SOURCE, path=MODEL_PATH, mesh=mesh)
 clock.record("load", reference.load_seconds)  # sizes the export the session clock keeps time for
-if recipe.lora_rank:
-    actor = models.apply_lora(
-        reference.model,
-        family=reference.family,
-        rank=recipe.lora_rank,
-        alpha=recipe.lora_alpha,
-        modules=recipe.lora_modules,
-        qlora=recipe.qlora,
-        mesh=mesh,
-    )
-else:
-    actor = models.load_model(recipe.model_id, source=SOURCE, path=MODEL_PATH, mesh=mesh).model
+actor = models.trainable(  # LoRA on the reference's weights; without a rank, a second copy
+    reference,
+    lora_rank=recipe.lora_rank,
+    lora_alpha=recipe.lora_alpha,
+    lora_modules=recipe.lora_modules,
+    qlora=recipe.qlora,
+    mesh=mesh,
+)
 policy = dataclasses.replace(reference, model=actor)  # the policy with the reference's tokenizer
 print(f"mesh {dict(mesh.shape)}; rollouts stop at {policy.eos_ids}")
 

@@ -113,6 +113,23 @@ def test_lora_shares_the_backbone_and_round_trips(tmp_path, tiny):
     np.testing.assert_array_equal(testing.logits(fresh), want)
 
 
+def test_the_model_to_train_is_lora_on_the_weights_or_a_copy_beside_the_reference(tmp_path, tiny):
+    """models.trainable: LoRA on the loaded weights (sharing them); no rank with a frozen
+    reference: a second copy of the same weights (training it leaves the reference alone); no rank
+    and no reference (SFT): the loaded model itself."""
+    cfg, src = tiny
+    loaded = models.load_model("tiny-gemma3", path=_write(tmp_path, cfg, src), verbose=False)
+    lora = models.trainable(loaded, lora_rank=4, lora_alpha=8.0, verbose=False)
+    assert 0 < models.count_params(lora)[0] < models.count_params(loaded.model)[1] / 5
+    shared, own = _backbone(loaded.model), _backbone(lora)
+    assert all(own[k] is shared[k] for k in shared)
+    copy = models.trainable(loaded, lora_rank=None, verbose=False)
+    assert copy is not loaded.model
+    assert not any(a is b for a, b in zip(_backbone(copy).values(), shared.values(), strict=True))
+    np.testing.assert_array_equal(testing.logits(copy), testing.logits(loaded.model))
+    assert models.trainable(loaded, lora_rank=None, reference=False) is loaded.model
+
+
 @pytest.mark.parametrize("preset", ["GRPO", "DPO"])
 def test_lora_rank_knob_alone_gives_adapters_scaled_by_one(tmp_path, tiny, preset):
     from tunixkit import recipes

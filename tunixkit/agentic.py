@@ -75,7 +75,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CalculatorAgent",
     "CalculatorEnvironment",
-    "Episode",
     "Episodes",
     "build",
     "evaluate",

@@ -53,6 +53,7 @@ __all__ = [
     "load_args",
     "load_model",
     "merge_lora",
+    "trainable",
 ]
 
 
@@ -445,6 +446,41 @@ def apply_lora(
         shown = rank if alpha is None else alpha
         print(f"{kind} rank {rank}, alpha {shown:g}: {describe(lora_model)}")
     return lora_model
+
+
+def trainable(
+    loaded: LoadedModel,
+    *,
+    lora_rank: int | None,
+    lora_alpha: float | None = None,
+    lora_modules: str | None = None,
+    qlora: bool = False,
+    reference: bool = True,
+    mesh: Mesh | None = None,
+    verbose: bool = True,
+) -> nnx.Module:
+    """The model to train on ``loaded``: LoRA (QLoRA) of ``lora_rank`` on its weights, which then
+    also serve as the frozen reference (:func:`apply_lora`: one backbone in memory); or, without a
+    rank, every weight: of a second copy loaded from ``loaded.path`` when training needs
+    ``loaded`` as its frozen reference (``reference``: GRPO's KL, DPO), else ``loaded.model``
+    itself (SFT)."""
+    if lora_rank:
+        return apply_lora(
+            loaded.model,
+            family=loaded.family,
+            rank=lora_rank,
+            alpha=lora_alpha,
+            modules=lora_modules,
+            qlora=qlora,
+            mesh=mesh,
+            verbose=verbose,
+        )
+    if not reference:
+        return loaded.model
+    copy = load_model(
+        loaded.model_id, path=loaded.path, mesh=mesh, dtype=loaded.dtype, verbose=verbose
+    )
+    return copy.model
 
 
 def _lora_pairs(model) -> dict[tuple, dict[str, Any]]:

@@ -1090,24 +1090,16 @@ def start_stage(
     path = stages.start_path(name, base_path)
     base = models.load_model(recipe.model_id, path=path, mesh=mesh, verbose=False)
     settings = stage_settings(recipe, name)
-    if (
-        settings.lora_rank is None
-    ):  # full fine-tuning: the stage trains the loaded weights (or a copy)
-        if frozen_reference:
-            return base, models.load_model(
-                recipe.model_id, path=path, mesh=mesh, verbose=False
-            ).model
-        return base, base.model
-    lora = models.apply_lora(
-        base.model,
-        family=base.family,
-        rank=settings.lora_rank,
-        alpha=settings.lora_alpha,
-        modules=settings.lora_modules,
+    model = models.trainable(
+        base,
+        lora_rank=settings.lora_rank,
+        lora_alpha=settings.lora_alpha,
+        lora_modules=settings.lora_modules,
+        reference=frozen_reference,
         mesh=mesh,
         verbose=False,
     )
-    return base, lora
+    return base, model
 
 
 @stage
