@@ -307,11 +307,8 @@ fig = rl.plot_curves(
 # %%
 # written after the traced steps, or here if training ended first
 step_time = trace.finish(trained.trained)
-if step_time:
-    display(Markdown(profiling.table(step_time)))
-    fig = profiling.plot(
-        step_time, out_dir / "step_time.png", title=f"GRPO steps, {recipe.model_id}"
-    )
+fig = trace.plot(out_dir / "step_time.png", title=f"GRPO steps, {recipe.model_id}")
+trace  # seconds by phase
 
 # %% [markdown]
 # ## Export

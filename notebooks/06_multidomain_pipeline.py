@@ -172,17 +172,8 @@ recipe
 # model write their reasoning (below); no row trains on a reasoning text the data did not write.
 
 # %%
-tasks = recipes.pipeline_tasks(  # smoke: synthetic tasks of every domain, made offline
-    rt,
-    recipe,
-    out_dir / "data",
-    traces=TRACES,
-    trace_fields=TRACE_FIELDS,
-    domain_field=DOMAIN_FIELD,
-    mix_paths=MIX_PATHS,
-    mix_noncommercial=MIX_NONCOMMERCIAL,
-    gsm8k_path=GSM8K_PATH,
-)
+# full: TRACES (TRACE_FIELDS, DOMAIN_FIELD), else the mix (MIX_PATHS, MIX_NONCOMMERCIAL); GSM8K_PATH
+tasks = recipes.pipeline_tasks(rt, recipe, out_dir / "data", globals())  # smoke: made offline
 records = tasks.records
 heldout, train = domains.split_heldout(records, recipe.heldout_per_domain)
 n_heldout = len(heldout)
@@ -210,7 +201,8 @@ display(Markdown(domains.examples(train)))
 
 # %%
 mesh = runtime.make_mesh()
-stages = pipeline.Stages(out_dir, recipe.shares, clock)  # what a rerun or RESUME_FROM has done
+# what a rerun or RESUME_FROM has done; the first stage starts from MODEL_PATH (None: MODEL_ID)
+stages = pipeline.Stages(out_dir, recipe.shares, clock, base_path=MODEL_PATH, mesh=mesh)
 memplan.check_stages(recipe, mesh, stages=stages.to_do())
 # the judge model, grading each question by its domain's criteria; smoke: the tasks' rubric
 judge = pipeline.make_judge(recipe.judge_id, records, tasks.grader, mesh=mesh)
@@ -234,7 +226,7 @@ print(stages.summary())
 # Sampled answers (the GRPO stage's temperature) are judged too: `eval_samples` per prompt.
 sampling = recipe.grpo.sampled(recipe.eval)
 # after each stage, evals.after(name) evaluates its model and adopts it or not (pipeline.adopt)
-evals = pipeline.Evaluations(stages, recipe, heldout, judge, mesh=mesh, base_path=MODEL_PATH)
+evals = pipeline.Evaluations(stages, recipe, heldout, judge)
 evals
 
 
@@ -264,15 +256,13 @@ evals
 # %%
 family = models.get_spec(recipe.model_id).family
 uneven = tasks.uneven(train, recipe.good_share)
-sft_rows = pipeline.sft_rows(
-    stages, uneven, recipe, judge, sampling, base_path=MODEL_PATH, mesh=mesh
-)
+sft_rows = pipeline.sft_rows(stages, uneven, recipe, judge, sampling)
 data_by_domain = {"sft": domains.by_domain(sft_rows)}
 print("stage 1's rows by domain:", data_by_domain["sft"])
 sft_pairs = prompting.sft_pairs(  # every target ends its turn, so that the model learns to stop
     sft_rows, recipe.eval.system_prompt, family=family, plain_share=recipe.plain_share
 )
-pipeline.sft_stage(stages, "sft", sft_pairs, recipe, base_path=MODEL_PATH, mesh=mesh)
+pipeline.sft_stage(stages, "sft", sft_pairs, recipe)
 evals.after("sft")
 
 # %% [markdown]
@@ -299,8 +289,6 @@ pipeline.improve_stage(
     sampling,
     recipe,
     replay=tasks.good(sft_pairs),  # as many good stage-1 traces as answers kept
-    base_path=MODEL_PATH,
-    mesh=mesh,
 )
 evals.after("improve")
 
@@ -318,9 +306,7 @@ evals.after("improve")
 pair_tasks = domains.balanced(train, clock.sized(recipe.pair_prompts, label="pairs"))
 data_by_domain["pair_prompts"] = domains.by_domain(pair_tasks)
 print("pair prompts by domain:", data_by_domain["pair_prompts"])
-pipeline.preference_stage(
-    stages, "preference", pair_tasks, judge, sampling, recipe, base_path=MODEL_PATH, mesh=mesh
-)
+pipeline.preference_stage(stages, "preference", pair_tasks, judge, sampling, recipe)
 evals.after("preference")
 
 # %% [markdown]
@@ -343,26 +329,12 @@ contested = pipeline.contested(
 grpo_records = pipeline.grpo_records(contested)
 data_by_domain["grpo"] = domains.by_domain(grpo_records)
 trace = profiling.StepTrace(out_dir / "grpo" / "trace", TRACE_STEPS)  # its first steps
-pipeline.grpo_stage(
-    stages,
-    "grpo",
-    grpo_records,
-    reward_fns,
-    recipe,
-    system_prompt=recipe.eval.system_prompt,
-    base_path=MODEL_PATH,
-    mesh=mesh,
-    trace=trace,
-)
+pipeline.grpo_stage(stages, "grpo", grpo_records, reward_fns, recipe, trace=trace)
 evals.after("grpo")
-if (out_dir / "grpo" / "metrics.jsonl").is_file():
-    series = rl.curves(out_dir / "grpo" / "metrics.jsonl")
-    fig = rl.plot_curves(
-        series, out_dir / "grpo_curves.png", smooth=5, title=f"GRPO stage, {recipe.model_id}"
-    )
-if trace.rows:  # where this session's first GRPO steps spent their time (the judge: "rewards")
-    display(Markdown(profiling.table(trace.rows)))
-    fig = profiling.plot(trace.rows, out_dir / "grpo_step_time.png", title="GRPO stage's steps")
+metrics = out_dir / "grpo" / "metrics.jsonl"  # every GRPO step so far, of every session
+fig = rl.plot_curves(metrics, out_dir / "grpo_curves.png", title=f"GRPO stage, {recipe.model_id}")
+fig = trace.plot(out_dir / "grpo_step_time.png", title="GRPO stage's steps")
+trace  # where this session's first GRPO steps spent their time (the judge's calls: "rewards")
 
 # %% [markdown]
 # ## Every stage, every domain

@@ -160,7 +160,7 @@ print(
     f" traces ({recipe.tool_share:.0%} with the tool)"
 )
 mesh = runtime.make_mesh()
-stages = pipeline.Stages(out_dir, recipe.shares, clock)  # what a rerun or RESUME_FROM has done
+stages = pipeline.Stages(out_dir, recipe.shares, clock, mesh=mesh)  # what a rerun has done
 # TPU/GPU: do the stages still to do fit the chip? (before the weights load)
 memplan.check_stages(recipe, mesh, stages=stages.to_do())
 start = models.load_model(recipe.model_id, mesh=mesh)
@@ -178,9 +178,9 @@ print(trace_pairs[call + 1][0] + trace_pairs[call + 1][1])  # the call, its resu
 
 # %%
 print(stages.summary())
-warm = pipeline.sft_stage(stages, "sft", trace_pairs, recipe, mesh=mesh, judged=recipe.judged)
+warm = pipeline.sft_stage(stages, "sft", trace_pairs, recipe, judged=recipe.judged)
 if warm:  # no judged evaluation here: every finished stage is adopted (pipeline.adopt says so)
-    pipeline.adopt(stages, "sft", recipe, mesh=mesh)
+    pipeline.adopt(stages, "sft", recipe)
 
 # %% [markdown]
 # ## Before GRPO
@@ -205,15 +205,11 @@ display(Markdown(agentic.table(evals)))
 
 # %%
 trace = profiling.StepTrace(out_dir / "grpo" / "trace", TRACE_STEPS)  # its first steps
-grpo_export = agentic.stage(stages, "grpo", train_records, recipe, mesh=mesh, trace=trace)
+grpo_export = agentic.stage(stages, "grpo", train_records, recipe, trace=trace)
 if grpo_export:
-    pipeline.adopt(stages, "grpo", recipe, mesh=mesh)
-if (out_dir / "grpo" / "metrics.jsonl").is_file():
-    fig = rl.plot_curves(
-        rl.curves(out_dir / "grpo" / "metrics.jsonl"),
-        out_dir / "tool_curves.png",
-        title=f"Agentic GRPO, {recipe.model_id}",
-    )
+    pipeline.adopt(stages, "grpo", recipe)
+metrics = out_dir / "grpo" / "metrics.jsonl"  # every GRPO step so far, of every session
+fig = rl.plot_curves(metrics, out_dir / "tool_curves.png", title=f"Agentic GRPO, {recipe.model_id}")
 
 # %% [markdown]
 # ## Where a step's time goes
@@ -226,11 +222,8 @@ if (out_dir / "grpo" / "metrics.jsonl").is_file():
 
 # %%
 step_time = trace.finish()  # written after the traced steps, or here if training ended first
-if step_time:
-    display(Markdown(profiling.table(step_time)))
-    fig = profiling.plot(
-        step_time, out_dir / "step_time.png", title=f"Agentic GRPO steps, {recipe.model_id}"
-    )
+fig = trace.plot(out_dir / "step_time.png", title=f"Agentic GRPO steps, {recipe.model_id}")
+trace  # seconds by phase
 
 # %% [markdown]
 # A few training episodes from the last steps, as the model wrote them:

@@ -148,17 +148,8 @@ recipe
 # evaluations and never curated; `curate_prompts` of the rest, balanced by domain, are answered.
 
 # %%
-tasks = recipes.pipeline_tasks(
-    rt,
-    recipe,
-    out_dir / "data",
-    traces=TRACES,
-    trace_fields=TRACE_FIELDS,
-    domain_field=DOMAIN_FIELD,
-    mix_paths=MIX_PATHS,
-    mix_noncommercial=MIX_NONCOMMERCIAL,
-    gsm8k_path=GSM8K_PATH,
-)
+# full: TRACES (TRACE_FIELDS, DOMAIN_FIELD), else the mix (MIX_PATHS, MIX_NONCOMMERCIAL); GSM8K_PATH
+tasks = recipes.pipeline_tasks(rt, recipe, out_dir / "data", globals())  # smoke: made offline
 heldout, train = domains.split_heldout(tasks.records, recipe.heldout_per_domain)
 train = tasks.uneven(train, recipe.good_share)  # smoke: uneven answers, as real data (06's)
 to_curate = domains.balanced(train, min(len(train), recipe.curate_prompts))
@@ -239,24 +230,19 @@ uncurated = [
     {"domain": r["domain"], "prompt": r["prompt"], "response": r["response"]}
     for r in to_curate[: len(done)]
 ]
-compare = pipeline.Stages(out_dir / "compare", {}, clock)  # the evaluations, side by side
+compare = pipeline.Stages(out_dir / "compare", {}, clock, mesh=mesh)  # evaluations side by side
 compare.out_dir.mkdir(parents=True, exist_ok=True)
-evaluate = compare.evaluator(recipe, heldout, judge, mesh=mesh)
+evaluate = compare.evaluator(recipe, heldout, judge)
 
 if recipe.compare_steps and curated:
     evals["start"] = evaluate("start", MODEL_PATH)
     for name, rows in (("uncurated", uncurated), ("curated", curated)):  # compare/<name>/sft
-        side = pipeline.Stages(compare.out_dir / name, {"sft": 1.0}, clock)
+        side = pipeline.Stages(
+            compare.out_dir / name, {"sft": 1.0}, clock, base_path=MODEL_PATH, mesh=mesh
+        )
         pairs = prompting.sft_pairs(rows, recipe.eval.system_prompt, family=family)
         export = pipeline.sft_stage(
-            side,
-            "sft",
-            pairs,
-            recipe,
-            steps=recipe.compare_steps,
-            base_path=MODEL_PATH,
-            mesh=mesh,
-            judged=False,
+            side, "sft", pairs, recipe, steps=recipe.compare_steps, judged=False
         )
         if export:
             evals[name] = evaluate(name, export)

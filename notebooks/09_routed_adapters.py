@@ -127,16 +127,8 @@ recipe
 # word pairs of the training prompts, whose domains are known); the learned one routes below.
 
 # %%
-tasks = recipes.pipeline_tasks(
-    rt,
-    recipe,
-    out_dir / "data",
-    traces=TRACES,
-    trace_fields=TRACE_FIELDS,
-    domain_field=DOMAIN_FIELD,
-    mix_paths=MIX_PATHS,
-    gsm8k_path=GSM8K_PATH,
-)
+# full: TRACES (TRACE_FIELDS, DOMAIN_FIELD), else the mix (MIX_PATHS); GSM8K_PATH: a local copy
+tasks = recipes.pipeline_tasks(rt, recipe, out_dir / "data", globals())  # smoke: made offline
 heldout, train = domains.split_heldout(tasks.records, recipe.heldout_per_domain)
 routes = {name: list(ds) for name, ds in recipe.routes.items()}
 unrouted = sorted({r["domain"] for r in tasks.records} - {d for ds in routes.values() for d in ds})
@@ -185,16 +177,9 @@ def pairs(rows):
 
 base_path = MODEL_PATH
 if recipe.warm_steps:
-    warm = pipeline.Stages(out_dir / "warm", {"sft": 1.0}, clock)
+    warm = pipeline.Stages(out_dir / "warm", {"sft": 1.0}, clock, base_path=MODEL_PATH, mesh=mesh)
     base_path = pipeline.sft_stage(
-        warm,
-        "sft",
-        pairs(train),
-        recipe,
-        steps=recipe.warm_steps,
-        base_path=MODEL_PATH,
-        mesh=mesh,
-        judged=False,
+        warm, "sft", pairs(train), recipe, steps=recipe.warm_steps, judged=False
     )
 base = models.load_model(recipe.model_id, path=base_path, mesh=mesh)
 

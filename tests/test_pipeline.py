@@ -110,15 +110,13 @@ def test_the_smoke_grader_prefers_the_reference_in_every_domain():
 
 def test_stages_share_the_session_and_hand_over_exports(tmp_path):
     clock = session.Session(tmp_path, hours=1.0, started=time.time())
-    stages = pipeline.Stages(tmp_path, {"a": 0.25, "b": 0.75}, clock)
+    stages = pipeline.Stages(tmp_path, {"a": 0.25, "b": 0.75}, clock, base_path="base")
     first = stages.clock("a")
     assert 0.2 < (first.deadline - time.time()) / (clock.remaining() - clock.reserve()) < 0.3
-    assert stages.start_path("b", "base") == "base" and not stages.done("a")
+    assert stages.start_path("b") == "base" and not stages.done("a")
     stages.finish("a", tmp_path / "a" / "export" / "hf", steps=10)
     again = pipeline.Stages(tmp_path, {"a": 0.25, "b": 0.75}, clock)  # a rerun reads stages.json
-    assert again.done("a") and again.start_path("b", "base") == str(
-        tmp_path / "a" / "export" / "hf"
-    )
+    assert again.done("a") and again.start_path("b") == str(tmp_path / "a" / "export" / "hf")
     assert json.loads((tmp_path / "stages.json").read_text())["a"]["steps"] == 10
     # b's export supersedes a's once b is adopted, and a's is removed then (disk); b's own stays
     for stage in "ab":
@@ -245,10 +243,10 @@ def test_a_stage_with_nothing_to_train_on_is_skipped_and_the_session_goes_on(tmp
     removed, and the next stage starts from the model this one would have started from."""
     clock = session.Session(tmp_path, hours=None, started=time.time())
     shares = {"a": 0.3, "b": 0.3, "c": 0.4}
-    stages = pipeline.Stages(tmp_path, shares, clock)
+    stages = pipeline.Stages(tmp_path, shares, clock, base_path="base")
     assert stages.cached("a", "rows.jsonl", lambda: []) == []
     assert not (tmp_path / "a" / "rows.jsonl").exists()  # a rerun asks again
-    stages.skip("a", "no sampled answer was kept", base="base")
+    stages.skip("a", "no sampled answer was kept")
     assert "a: skipped, no sampled answer was kept; the next stage starts from base" in (
         capsys.readouterr().out
     )
@@ -259,7 +257,7 @@ def test_a_stage_with_nothing_to_train_on_is_skipped_and_the_session_goes_on(tmp
     again = pipeline.Stages(tmp_path, shares, clock)  # a rerun reads stages.json
     assert [again.done(n) for n in shares] == [True, True, True]
     assert again.skipped("a") == "no sampled answer was kept" and again.skipped("b") is None
-    assert again.start_path("c", "base") == str(tmp_path / "b" / "export" / "hf")
+    assert again.start_path("c") == str(tmp_path / "b" / "export" / "hf")
     assert again.state["c"]["export"] == str(tmp_path / "b" / "export" / "hf")
     assert again.steps() == 7
     assert again.to_do() == [] and stages.to_do() == []
@@ -755,7 +753,7 @@ def test_a_stage_that_makes_the_model_worse_is_not_adopted_and_the_start_model_c
     assert "sft: NOT adopted: judged score -0.1" in out and "start stays the best model" in out
     figures = stages.state["sft"]["adoption"]
     assert figures["change"] + figures["ci"] < 0 and figures["prompts"] == 40
-    assert stages.final() is None and stages.start_path("grpo", None) is None
+    assert stages.final() is None and stages.start_path("grpo") is None
     assert not (tmp_path / "sft" / "export").exists()  # the loser's export is removed
     judged = tmp_path / "ckpts" / "actor" / "4" / "model_params"  # the start model's, again
     assert _files(judged) == _files(tmp_path / "start" / "export" / "orbax" / "params")
@@ -961,11 +959,10 @@ def test_06s_tasks_by_profile_smoke_made_offline_full_from_traces_and_gsm8k(tmp_
     )
     traces = testing.write_trace_rows(tmp_path / "traces.jsonl", 16)
     gsm = testing.write_gsm8k_hub(tmp_path / "gsm8k", n_train=40, n_test=8)
-    full = recipes.pipeline_tasks(
-        full_rt, recipe, tmp_path / "data", traces=str(traces), gsm8k_path=gsm
-    )
+    cell = {"TRACES": str(traces), "GSM8K_PATH": gsm}  # the notebook's parameters
+    full = recipes.pipeline_tasks(full_rt, recipe, tmp_path / "data", cell)
     assert full.grader is None  # the judge is a model in full
     math = [r for r in full.records if r["domain"] == "math" and "answer" in r]
     assert len(full.records) == 16 + len(math) and len(math) == 12 + 3  # train share, held out
     with pytest.raises(runtime.DownloadError, match="MIX_PATHS"):  # no traces, offline: the mix
-        recipes.pipeline_tasks(full_rt, recipe, tmp_path / "data", gsm8k_path=gsm)
+        recipes.pipeline_tasks(full_rt, recipe, tmp_path / "data", {"GSM8K_PATH": gsm})

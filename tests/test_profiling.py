@@ -75,10 +75,10 @@ def test_the_first_steps_are_traced_by_phase_then_tracing_stops(tmp_path):
         # the device's own time of the parts with a device span (the first device's)
         assert all(r[f"device {c}"] > 0 for c in ("rollout", "reference", "old policy", "update"))
     assert rows[0]["seconds"] > rows[1]["seconds"]  # the first step compiles
-    table = profiling.table(rows)
+    table = trace._repr_markdown_()  # what a notebook shows
     assert "| 1 (compiles) |" in table and "share after step 1" in table
     assert "On the device, a step after the first (mean): rollout" in table
-    profiling.plot(rows, tmp_path / "step_time.png")
+    assert trace.plot(tmp_path / "step_time.png") is not None
     assert (tmp_path / "step_time.png").stat().st_size > 0
 
 
@@ -89,7 +89,10 @@ def test_a_run_that_ends_first_writes_what_it_traced(tmp_path):
     assert [r["step"] for r in rows] == [1, 2] and trace.done
     assert json.loads((tmp_path / "trace" / "steps.json").read_text()) == rows
     assert trace.finish() == rows  # once
-    assert profiling.StepTrace(tmp_path / "none", 0).perf_config() is None  # 0: not traced
+    untraced = profiling.StepTrace(tmp_path / "none", 0)
+    assert untraced.perf_config() is None  # 0: not traced
+    assert untraced.plot(tmp_path / "none.png") is None and not (tmp_path / "none.png").exists()
+    assert "no GRPO step was traced" in untraced._repr_markdown_()
     # the notebooks' check: as many rows as steps trained (up to 5), each with its phases timed
     assert trace.complete and trace.trained == 0  # finish() without the count: nothing to check
     trace.trained = 2
@@ -134,4 +137,4 @@ def test_agentic_grpo_is_traced_through_tunix_s_second_tracer(tmp_path):
         assert any(n.startswith(f"{phase} (step=1") for n in names), (phase, sorted(set(names)))
     tracks = {p.track_descriptor.name for p in packets if p.HasField("track_descriptor")}
     assert "Host - Main threads" in tracks and any(t.endswith("Cluster") for t in tracks), tracks
-    assert "| share after step 1 |" in profiling.table(rows)
+    assert "| share after step 1 |" in trace._repr_markdown_()

@@ -626,15 +626,14 @@ def stage(
     records: Sequence[dict[str, str]],
     recipe: Agentic,
     *,
-    mesh: Mesh | None = None,
     trace: profiling.StepTrace | None = None,
 ) -> str | None:
     """The agentic GRPO stage of a :class:`tunixkit.pipeline.Stages` run (LoRA on the shared
-    reference, the previous stage's export as the start); returns its export (None: not
-    finished). ``trace``: where the time of its first steps goes (written when they are done, or
-    when training ends first)."""
-    mesh = training_mesh(mesh)
-    base, lora = pipeline.start_stage(stages, name, recipe, None, mesh, frozen_reference=True)
+    reference, the previous stage's export as the start, on :func:`training_mesh` of the stages'
+    mesh); returns its export (None: not finished). ``trace``: where the time of its first steps
+    goes (written when they are done, or when training ends first)."""
+    mesh = training_mesh(stages.mesh)
+    base, lora = pipeline.start_stage(stages, name, recipe, mesh, frozen_reference=True)
     learner, _, _ = build(
         lora,
         base.model,

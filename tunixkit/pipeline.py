@@ -74,12 +74,22 @@ __all__ = [
 
 
 class Stages:
-    """The stages of a pipeline and how far it got (``OUTPUT_DIR/stages.json``)."""
+    """The stages of a pipeline and how far it got (``OUTPUT_DIR/stages.json``). ``base_path``:
+    the start model's folder (``MODEL_PATH``; None: the recipe's ``model_id``), where the first
+    stage starts; ``mesh``: where the stages load, train and evaluate."""
 
     def __init__(
-        self, out_dir: str | pathlib.Path, shares: dict[str, float], session: Session
+        self,
+        out_dir: str | pathlib.Path,
+        shares: dict[str, float],
+        session: Session,
+        *,
+        base_path: str | pathlib.Path | None = None,
+        mesh: Mesh | None = None,
     ) -> None:
         self.out_dir, self.shares, self.session = pathlib.Path(out_dir), dict(shares), session
+        self.base_path = None if base_path is None else str(base_path)
+        self.mesh = mesh
         self.path = self.out_dir / "stages.json"
         self.state: dict[str, dict[str, Any]] = (
             json.loads(self.path.read_text()) if self.path.is_file() else {}
@@ -125,12 +135,11 @@ class Stages:
         """Why ``name`` was skipped (:meth:`skip`), or None."""
         return self.state.get(name, {}).get("skipped")
 
-    def skip(self, name: str, why: str, base: str | pathlib.Path | None = None) -> None:
+    def skip(self, name: str, why: str) -> None:
         """Mark ``name`` done without training, because ``why``: the next stage starts from the
-        model this one would have started from (the last earlier export, else ``base``), nothing is
-        removed, and the session goes on (a stage with nothing to train on must not end a 9-hour
-        run)."""
-        export = self.start_path(name, base)
+        model this one would have started from (:meth:`start_path`), nothing is removed, and the
+        session goes on (a stage with nothing to train on must not end a 9-hour run)."""
+        export = self.start_path(name)
         self.state[name] = {
             **self.state.get(name, {}),
             "done": True,
@@ -264,13 +273,11 @@ class Stages:
             data.write_jsonl(rows, path)
         return rows
 
-    def start_path(self, name: str, base: str | pathlib.Path | None) -> str | None:
+    def start_path(self, name: str) -> str | None:
         """The model folder ``name`` starts from: the export of the last earlier stage that was
-        adopted (:meth:`best_before`), else ``base``."""
+        adopted (:meth:`best_before`), else :attr:`base_path`."""
         best = self.best_before(name)
-        if best is not None:
-            return self.state[best]["export"]
-        return None if base is None else str(base)
+        return self.base_path if best is None else self.state[best]["export"]
 
     def summary(self) -> str:
         def said(n: str) -> str:
@@ -351,7 +358,6 @@ class Stages:
         judge: Judge,
         config: evaluation.EvalConfig,
         *,
-        mesh: Mesh | None = None,
         samples: int = 0,
         sampling: evaluation.EvalConfig | None = None,
     ) -> domains.DomainScores:
@@ -364,7 +370,7 @@ class Stages:
         # Timed: the session keeps an evaluation's time in reserve, so the last one fits the
         # session.
         with self.session.timed("evaluation", items=len(tasks)):
-            loaded = models.load_model(model_id, path=path, mesh=mesh, verbose=False)
+            loaded = models.load_model(model_id, path=path, mesh=self.mesh, verbose=False)
             result = domains.evaluate(
                 loaded,
                 tasks,
@@ -383,8 +389,6 @@ class Stages:
         recipe: Pipeline,
         tasks: Sequence[Mapping[str, str]],
         judge: Judge,
-        *,
-        mesh: Mesh | None = None,
     ) -> Callable[[str, str | pathlib.Path | None], domains.DomainScores]:
         """:meth:`evaluate` as the recipe says (its model, evaluation settings and ``eval_samples``
         answers sampled as the GRPO rollouts are): ``evaluator(name, path)``, ``path`` a stage's
@@ -398,7 +402,6 @@ class Stages:
                 tasks,
                 judge,
                 recipe.eval,
-                mesh=mesh,
                 samples=recipe.eval_samples,
                 sampling=recipe.grpo.sampled(recipe.eval),
             )
@@ -417,14 +420,11 @@ class Evaluations(dict):
         recipe: Pipeline,
         tasks: Sequence[Mapping[str, str]],
         judge: Judge,
-        *,
-        mesh: Mesh | None = None,
-        base_path: str | pathlib.Path | None = None,
     ) -> None:
         super().__init__()
-        self.stages, self.recipe, self.mesh, self.base_path = stages, recipe, mesh, base_path
-        self.evaluate = stages.evaluator(recipe, tasks, judge, mesh=mesh)
-        self["start"] = self.evaluate("start", base_path)
+        self.stages, self.recipe = stages, recipe
+        self.evaluate = stages.evaluator(recipe, tasks, judge)
+        self["start"] = self.evaluate("start", stages.base_path)
 
     def after(self, name: str) -> Evaluations:
         """Stage ``name``'s model evaluated, then adopted as the best so far or not (not when its
@@ -432,15 +432,7 @@ class Evaluations(dict):
         skipped); returns itself, shown as the table so far."""
         if self.stages.done(name) and not self.stages.skipped(name):
             self[name] = self.evaluate(name, self.stages.state[name]["export"])
-            guard = self.recipe.guard
-            adopt(
-                self.stages,
-                name,
-                self.recipe,
-                mesh=self.mesh,
-                base_path=self.base_path,
-                guard=guard,
-            )
+            adopt(self.stages, name, self.recipe, guard=self.recipe.guard)
         return self
 
     def __repr__(self) -> str:
@@ -683,9 +675,6 @@ def sft_rows(
     recipe: Pipeline,
     judge: judging.Judge,
     sampling: evaluation.EvalConfig,
-    *,
-    base_path: str | pathlib.Path | None = None,
-    mesh: Mesh | None = None,
 ) -> list[dict[str, Any]]:
     """Stage 1's rows: the recipe's ``domain_shares`` of ``train`` (each row once; all of it without
     shares, as in smoke), the rows without reasoning of their own given the start model's
@@ -700,7 +689,8 @@ def sft_rows(
     rows = [r for r in rows if r.get("reasoned", True)] + unreasoned[:sampled]
 
     def reasoned() -> list[dict[str, Any]]:
-        policy = models.load_model(recipe.model_id, path=base_path, mesh=mesh, verbose=False)
+        path, mesh = stages.base_path, stages.mesh
+        policy = models.load_model(recipe.model_id, path=path, mesh=mesh, verbose=False)
         out, report = write_reasoning(
             policy, rows, judge, sampling, samples=recipe.samples, clock=stages.clock("sft", 0.5)
         )
@@ -1032,16 +1022,14 @@ def adopt(
     name: str,
     recipe: Pipeline | Agentic,
     *,
-    mesh: Mesh | None = None,
-    base_path: str | pathlib.Path | None = None,
     guard: bool = True,
 ) -> bool:
     """Whether the finished stage ``name`` is adopted as the session's best model
     (:meth:`Stages.decide`), from the paired change of its held-out greedy judged score against the
     model it started from (``domains_<name>.jsonl`` of :meth:`Stages.evaluate`; without both
     evaluations it is adopted, and said so). A stage that is not adopted gives the judged copy
-    back to the better model: an earlier stage's export, or the start model (``base_path``, else
-    ``recipe.model_id``), exported once for it into ``OUTPUT_DIR/start/export``. Decided once:
+    back to the better model: an earlier stage's export, or the start model (``stages.base_path``,
+    else ``recipe.model_id``), exported once for it into ``OUTPUT_DIR/start/export``. Decided once:
     a rerun reads the decision back. ``guard``: :meth:`Stages.decide`'s."""
     if "adopted" in stages.state[name]:
         return bool(stages.state[name]["adopted"])
@@ -1054,7 +1042,8 @@ def adopt(
         orbax = stages.dir("start") / "export" / "orbax"
         if not (orbax / "params").is_dir():
             with stages.session.timed("export"):
-                start = models.load_model(recipe.model_id, path=base_path, mesh=mesh, verbose=False)
+                path, mesh = stages.base_path, stages.mesh
+                start = models.load_model(recipe.model_id, path=path, mesh=mesh, verbose=False)
                 orbax = models.export(start.model, start, stages.dir("start") / "export")["orbax"]
     else:
         orbax = pathlib.Path(stages.state[before]["export"]).parent / "orbax"
@@ -1078,16 +1067,15 @@ def start_stage(
     stages: Stages,
     name: str,
     recipe: Pipeline | Agentic,
-    base_path: str | pathlib.Path | None,
     mesh: Mesh | None,
     *,
     frozen_reference: bool = False,
 ) -> tuple[LoadedModel, nnx.Module]:
-    """(the loaded start model, the model to train): the previous stage's export (else
-    ``base_path``, else ``recipe.model_id``), with LoRA of the stage's rank on it (on its
-    :func:`stage_settings`' ``lora_modules``), or itself. Full fine-tuning with ``frozen_reference``
-    (GRPO's KL, DPO) trains a second copy instead."""
-    path = stages.start_path(name, base_path)
+    """(the loaded start model, the model to train), on ``mesh``: the stage's start
+    (:meth:`Stages.start_path`, else ``recipe.model_id``), with LoRA of the stage's rank on it (on
+    its :func:`stage_settings`' ``lora_modules``), or itself. Full fine-tuning with
+    ``frozen_reference`` (GRPO's KL, DPO) trains a second copy instead."""
+    path = stages.start_path(name)
     base = models.load_model(recipe.model_id, path=path, mesh=mesh, verbose=False)
     settings = stage_settings(recipe, name)
     model = models.trainable(
@@ -1110,15 +1098,14 @@ def sft_stage(
     recipe: Pipeline | Agentic,
     *,
     steps: int | None = None,
-    base_path: str | pathlib.Path | None = None,
-    mesh: Mesh | None = None,
     judged: bool = True,
 ) -> str | None:
     """A LoRA SFT stage on (prompt, completion) ``pairs`` with :func:`stage_settings` (``steps``:
     instead of the recipe's); returns its export (None: not finished). ``judged``: as in
     :func:`train_stage`."""
     s = stage_settings(recipe, name, steps=steps)
-    base, lora = start_stage(stages, name, recipe, base_path, mesh)
+    mesh = stages.mesh
+    base, lora = start_stage(stages, name, recipe, mesh)
     batches = training.sft_dataset(
         pairs, base.tokenizer, num_batches=s.steps, max_len=s.max_len, batch_size=s.batch_size
     )
@@ -1148,8 +1135,6 @@ def improve_stage(
     recipe: Pipeline,
     *,
     replay: Sequence[tuple[str, str]] = (),
-    base_path: str | pathlib.Path | None = None,
-    mesh: Mesh | None = None,
 ) -> str | None:
     """A self-improvement stage: :func:`self_improve` on ``tasks`` with the model the stage starts
     from (half the stage's time at most), the kept answers written to ``<name>/kept.jsonl`` (a
@@ -1158,7 +1143,7 @@ def improve_stage(
     them alone the model forgets the rest). Skipped, and said, when none is kept."""
 
     def kept() -> list[dict[str, Any]]:
-        start = stages.start_path(name, base_path)
+        start, mesh = stages.start_path(name), stages.mesh
         policy = models.load_model(recipe.model_id, path=start, mesh=mesh, verbose=False)
         kept, report = self_improve(
             policy,
@@ -1175,10 +1160,10 @@ def improve_stage(
     with stages.session.timed(name, items=len(tasks)):
         rows = stages.cached(name, "kept.jsonl", kept)
     if not rows:  # the session goes on with the next stage
-        stages.skip(name, "no sampled answer was kept (see the counts above)", base_path)
+        stages.skip(name, "no sampled answer was kept (see the counts above)")
         return None
     pairs = [(r["prompt"], r["completion"]) for r in rows] + list(replay[: len(rows)])
-    return sft_stage(stages, name, pairs, recipe, base_path=base_path, mesh=mesh)
+    return sft_stage(stages, name, pairs, recipe)
 
 
 @stage
@@ -1189,9 +1174,6 @@ def preference_stage(
     judge: judging.Judge,
     sampling: evaluation.EvalConfig,
     recipe: Pipeline,
-    *,
-    base_path: str | pathlib.Path | None = None,
-    mesh: Mesh | None = None,
 ) -> str | None:
     """A LoRA DPO / ORPO / SimPO stage (``recipe.algorithm``) on the pairs :func:`judged_pairs`
     makes of ``tasks`` with the model the stage starts from (half the stage's time at most),
@@ -1201,7 +1183,7 @@ def preference_stage(
     from tunix.sft.dpo import dpo_trainer
 
     def judged() -> list[dict[str, str]]:
-        start = stages.start_path(name, base_path)
+        start, mesh = stages.start_path(name), stages.mesh
         policy = models.load_model(recipe.model_id, path=start, mesh=mesh, verbose=False)
         clock = stages.clock(name, part=0.5)
         return judged_pairs(policy, tasks, judge, sampling, samples=recipe.samples, clock=clock)
@@ -1209,12 +1191,11 @@ def preference_stage(
     with stages.session.timed("pairs", items=len(tasks)):
         pairs = stages.cached(name, "pairs.jsonl", judged)
     if not pairs:  # the session goes on with GRPO, on every training prompt
-        stages.skip(name, "the judge told no prompt's answers apart", base_path)
+        stages.skip(name, "the judge told no prompt's answers apart")
         return None
     s = stage_settings(recipe, name)
-    base, lora = start_stage(
-        stages, name, recipe, base_path, mesh, frozen_reference=s.algorithm == "dpo"
-    )
+    mesh = stages.mesh
+    base, lora = start_stage(stages, name, recipe, mesh, frozen_reference=s.algorithm == "dpo")
     batches = preferences.preference_dataset(
         pairs,
         base.tokenizer,
@@ -1336,15 +1317,13 @@ def grpo_stage(
     reward_fns: Sequence[rl.RewardFn],
     recipe: Pipeline,
     *,
-    system_prompt: str,
-    base_path: str | pathlib.Path | None = None,
-    mesh: Mesh | None = None,
     trace: profiling.StepTrace | None = None,
 ) -> str | None:
-    """A GRPO stage (LoRA on the shared reference, KL) with ``reward_fns``; returns its export.
-    ``trace``: where the time of its first steps goes (written when they are done, or when the
-    stage's training ends first)."""
-    base, lora = start_stage(stages, name, recipe, base_path, mesh, frozen_reference=True)
+    """A GRPO stage (LoRA on the shared reference, KL) with ``reward_fns``, its prompts under the
+    recipe's system prompt; returns its export. ``trace``: where the time of its first steps goes
+    (written when they are done, or when the stage's training ends first)."""
+    mesh, system_prompt = stages.mesh, recipe.eval.system_prompt
+    base, lora = start_stage(stages, name, recipe, mesh, frozen_reference=True)
     learner, _ = rl.build_grpo(
         lora,
         base.model,

@@ -18,7 +18,8 @@ keeps every span in memory otherwise). It writes to its folder:
 - ``steps.json``: per traced step, the seconds of each phase of :data:`PHASES` and ``other``, the
   rest of the step's time on the host (checkpoints, metrics, Python between the parts).
 
-The first traced step of a run includes compiling. :func:`table` and :func:`plot` show the rows.
+The first traced step of a run includes compiling. A notebook shows the rows as a table (the
+trace itself, :meth:`StepTrace._repr_markdown_`) and a plot (:meth:`StepTrace.plot`).
 
 Agentic GRPO (07) exports only tunix's second tracer (``perf/experimental``: ``perf_config(
 timelines=True)``): a timeline per host thread and per device, committed at the end of each GRPO
@@ -44,10 +45,11 @@ import jax
 from tunixkit import _compat, hosts, runlog
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
     from tunix.perf.metrics import PerfMetricsConfig, PerfSpanQuery
     from tunix.rl.rl_cluster import RLCluster
 
-__all__ = ["StepTrace", "plot", "table"]
+__all__ = ["StepTrace"]
 
 # (column, tunix's span name, what it is); "update" is a group of spans, the rest are spans
 PHASES = (
@@ -344,20 +346,30 @@ class StepTrace:
         )
         return self.rows
 
+    def _repr_markdown_(self) -> str:
+        """A notebook shows the traced steps as a table: seconds by phase and each phase's share
+        of the steps after the first (the first compiles)."""
+        return _table(self.rows) or "no GRPO step was traced in this session"
+
+    def plot(self, path: str | pathlib.Path, title: str = "") -> Figure | None:
+        """Each traced step as a bar of its phases' seconds, saved to ``path``; None (and no file)
+        when no step was traced."""
+        return _plot(self.rows, path, title) if self.rows else None
+
 
 def _columns(rows: Sequence[dict[str, float]]) -> list[str]:
     """The phases with any time in ``rows`` (a run without a KL term has no reference pass)."""
     return [c for c, _, _ in PHASES if any(r[c] > 0 for r in rows)] + ["other"]
 
 
-def table(rows: Sequence[dict[str, float]]) -> str:
+def _table(rows: Sequence[dict[str, float]]) -> str:
     """A Markdown table of :func:`breakdown`'s rows: seconds by phase and each phase's share of
     the steps after the first (the first compiles); "" without rows.
 
     >>> rows = [{"step": 1, "seconds": 9.0, "rollout": 5.0, "update": 3.0, "other": 1.0},
     ...         {"step": 2, "seconds": 2.0, "rollout": 1.5, "update": 0.4, "other": 0.1}]
     >>> rows = [dict({c: 0.0 for c, _, _ in PHASES}, **r) for r in rows]
-    >>> print(table(rows))
+    >>> print(_table(rows))
     | step | seconds | rollout | update | other |
     |---|---|---|---|---|
     | 1 (compiles) | 9.00 | 5.00 | 3.00 | 1.00 |
@@ -389,7 +401,7 @@ def table(rows: Sequence[dict[str, float]]) -> str:
     return "\n".join(out)
 
 
-def plot(rows: Sequence[dict[str, float]], path: str | pathlib.Path, title: str = "") -> Any:
+def _plot(rows: Sequence[dict[str, float]], path: str | pathlib.Path, title: str = "") -> Figure:
     """Each traced step as a bar of its phases' seconds (stacked), saved to ``path``; the first
     step (compiling) beside the others on a scale of its own."""
     import matplotlib.pyplot as plt

@@ -466,15 +466,19 @@ def window_mean(values: Sequence[float] | np.ndarray, window: int, *, last: bool
 
 
 def plot_curves(
-    series: dict[str, tuple[np.ndarray, np.ndarray]],
+    series: dict[str, tuple[np.ndarray, np.ndarray]] | str | pathlib.Path,
     path: str | pathlib.Path,
     *,
     smooth: int = 5,
     title: str = "GRPO",
 ) -> Figure | None:
     """Reward (total and per function), KL, completion length, tool use and the learning rate
-    against step; saved as PNG."""
+    against step (``series``: :func:`curves`' or the metrics file to read them from); saved as PNG.
+    None (and no file) when no step has been logged."""
     import matplotlib.pyplot as plt
+
+    if not isinstance(series, dict):
+        series = curves(series)
 
     panels = [
         ("reward", [k for k in series if k.startswith("reward")]),

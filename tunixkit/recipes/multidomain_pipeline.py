@@ -294,21 +294,21 @@ def pipeline_tasks(
     rt: Runtime,
     recipe: Pipeline,
     data_dir: str | pathlib.Path,
-    *,
-    traces: str | None = None,
-    trace_fields: Sequence[str] = ("prompt", "response"),
-    domain_field: str = "domain",
-    mix_paths: dict[str, str] | None = None,
-    mix_noncommercial: bool = False,
-    gsm8k_path: str | pathlib.Path | None = None,
+    cell: Mapping[str, Any] | None = None,
 ) -> Tasks:
-    """06's tasks for the profile. Smoke: ``recipe.train_tasks`` synthetic tasks of every domain,
-    made offline, and their rubric grader. Full: enough rows of each domain for its share of
-    ``train_tasks`` (``recipe.domain_shares``), from ``traces`` (a file or a Hugging Face id:
-    :func:`tunixkit.domains.load_traces`) or, without them, the default public mix
-    (:func:`tunixkit.mix.load_mix`, ``mix_paths`` for local copies), plus GSM8K's train and test
-    rows as math (``gsm8k_path``: a local copy). Offline, the error names the notebook parameter to
-    set (``TRACES``, ``MIX_PATHS``, ``GSM8K_PATH``)."""
+    """06's tasks for the profile (08 and 09 take the same). Smoke: ``recipe.train_tasks``
+    synthetic tasks of every domain, made offline, and their rubric grader. Full: enough rows of
+    each domain for its share of ``train_tasks`` (``recipe.domain_shares``), from the traces (a
+    file or a Hugging Face id: :func:`tunixkit.domains.load_traces`) or, without them, the default
+    public mix (:func:`tunixkit.mix.load_mix`), plus GSM8K's train and test rows as math.
+
+    ``cell``: the notebook's parameters (``globals()``), as :func:`start_notebook` takes them; it
+    reads ``TRACES``, ``TRACE_FIELDS``, ``DOMAIN_FIELD``, ``MIX_PATHS`` (local copies of the mix's
+    data sets), ``MIX_NONCOMMERCIAL`` and ``GSM8K_PATH`` (a local copy), each absent or None as
+    unset. Offline, the error names the parameter to set (``TRACES``, ``MIX_PATHS``,
+    ``GSM8K_PATH``)."""
+    cell = cell or {}
+    traces = cell.get("TRACES")
     if rt.smoke:
         kit = runtime.smoke_kit()
         made = kit.synthetic_tasks(recipe.train_tasks, seed=0)
@@ -320,16 +320,19 @@ def pipeline_tasks(
         with runtime.parameter_for_a_copy("MIX_PATHS", "a copy of each data set (by its id)"):
             rows = mix.load_mix(
                 int(max(per_domain.values())),
-                paths=mix_paths,
+                paths=cell.get("MIX_PATHS"),
                 family=family,
-                noncommercial=mix_noncommercial,
+                noncommercial=bool(cell.get("MIX_NONCOMMERCIAL")),
             )
     else:
         with runtime.parameter_for_a_copy("TRACES"):  # offline: the error names the parameter
             rows = domains.load_traces(
-                traces, fields=trace_fields, domain_field=domain_field, limit=recipe.train_tasks
+                traces,
+                fields=cell.get("TRACE_FIELDS") or ("prompt", "response"),
+                domain_field=cell.get("DOMAIN_FIELD") or "domain",
+                limit=recipe.train_tasks,
             )
-    load = dict(data_dir=data_dir, path=gsm8k_path)
+    load = dict(data_dir=data_dir, path=cell.get("GSM8K_PATH"))
     math = gsm8k(rt, "train", limit=max(1, int(per_domain.get("math", 0))), **load)
     math += gsm8k(rt, "test", limit=recipe.heldout_per_domain, **load)
     return Tasks(rows + domains.math_tasks(math))
