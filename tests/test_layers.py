@@ -204,6 +204,59 @@ def test_the_package_docstring_and_the_readme_name_every_module():
     assert [n for n in public if f"`{n}`" not in readme] == []
 
 
+# A newcomer's ten questions (issue 51), each answered in the README by the first file named after
+# the concept and the names that answer it there.
+QUESTIONS = (
+    "SimPO",
+    "synthetic tasks",
+    "held-out GRPO reward",
+    "rubric rewards",
+    "intervals",
+    "session budget",
+    "system prompt",
+    "LoRA merge",
+    "tiny model",
+    "distillation loss",
+)
+
+
+def _defined(path: pathlib.Path) -> set[str]:
+    """The names a library file or folder defines for a reader: its top-level definitions, and
+    for a package, its ``__all__``."""
+    if path.is_dir():
+        tree = ast.parse((path / "__init__.py").read_text())
+        names = set(_all_names(tree))
+        for child in path.glob("*.py"):
+            names |= _defined(child)
+        return names
+    names = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return names
+
+
+def test_the_readme_answers_a_newcomers_questions_with_the_file_that_defines_each_answer():
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("Where is...?", 1)[1].split("\n\n")[1].splitlines()[2:]
+    rows = {q.strip(): a for q, a in (line.strip("|").split("|", 1) for line in table)}
+    assert [q for q in QUESTIONS if not any(q in row for row in rows)] == []
+    wrong = []
+    for question, answer in rows.items():
+        quoted = re.findall(r"`([^`]+)`", answer)
+        files = [ROOT / q for q in quoted if q.startswith("tunixkit/")]
+        names = [q for q in quoted if q.isidentifier()]
+        assert files and quoted[0].startswith("tunixkit/") and names, (
+            f"README 'Where is...?' row {question!r}: a file first, then the names it defines"
+        )
+        defined = set().union(*(_defined(f) for f in files))
+        wrong += [f"{question}: {n} not in {quoted[0]}" for n in names if n not in defined]
+    assert wrong == []
+
+
 # Each tunix trainer is built in one library function, which notebooks, stages, the smoke warm
 # start and the memory plan all call (the plan then measures the trainer the notebooks run). GRPO's
 # and agentic GRPO's: one training config (its optimizer and batch sizes) and one cluster, in rl.py
@@ -313,7 +366,7 @@ def _all_names(tree: ast.Module) -> list[str]:
 # testing, each tool; private files and the recipe files recipes/__init__ re-exports left out).
 # Issue 51 aims at about 100; this is where it stands, lowered as names go, so that a new public
 # name replaces one.
-PUBLIC_BUDGET = 304
+PUBLIC_BUDGET = 303
 
 
 def _public_names() -> list[str]:

@@ -126,7 +126,7 @@ def test_stages_share_the_session_and_hand_over_exports(tmp_path):
     assert (tmp_path / "a" / "export").is_dir()  # not compared yet: the better one is kept then
     assert again.decide("b", None) and again.final() == "b"
     assert not (tmp_path / "a" / "export").exists() and (tmp_path / "b" / "export" / "hf").is_dir()
-    late = pipeline.StageClock(clock, deadline=time.time() - 1)
+    late = session.StageClock(clock, deadline=time.time() - 1)
     assert late.must_stop(0.0) and not clock.must_stop(0.0)
 
 

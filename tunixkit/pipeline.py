@@ -58,7 +58,6 @@ __all__ = [
     "Exported",
     "export_judged",
     "finish",
-    "StageClock",
     "Stages",
     "adopt",
     "grpo_stage",
@@ -473,9 +472,9 @@ def sample_and_judge(
 ) -> tuple[list[str], list[list[tuple[float, evaluation.Generation]]]]:
     """``samples`` answers to each task's prompt, judged: (prompts, groups), the i-th group the
     (score, generation) of each answer to ``prompts[i]``. In chunks of a few generation batches;
-    with ``clock`` (a :class:`StageClock`) the pass stops before a chunk that would not end in
-    time, keeps the tasks it finished and says how far it got: a slow pass never eats the
-    session's later stages."""
+    with ``clock`` (a :class:`~tunixkit.session.StageClock`) the pass stops before a chunk that
+    would not end in time, keeps the tasks it finished and says how far it got: a slow pass never
+    eats the session's later stages."""
     prompts = [loaded.chat.prompt(t["prompt"], config.system_prompt) for t in tasks]
     chunk = max(1, 4 * config.batch_size // samples)
     # one sampler for every chunk: each new one compiles its programs again
