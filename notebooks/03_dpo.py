@@ -43,12 +43,10 @@
 # %%
 # Install: makes `import tunixkit` work in this kernel (Kaggle, Colab) without a restart and without
 # touching the preinstalled jax/libtpu; does nothing where tunixkit is already importable.
-import importlib.util  # noqa: E401
+import importlib.util
 import os
-import site
+import runpy
 import subprocess
-import sys
-import sysconfig
 import time
 
 os.environ.setdefault("TUNIXKIT_SESSION_START", str(time.time()))  # the session clock starts here
@@ -69,13 +67,7 @@ if importlib.util.find_spec("tunixkit") is None:
                 "repository and set TUNIXKIT_SOURCE to its folder"
             )
         src = dest
-    subprocess.run(
-        ["bash", f"{src}/setup_notebook_tpu_single_host.sh", "--kernel", sys.executable], check=True
-    )
-    for folder in (sysconfig.get_paths()["purelib"], site.getusersitepackages()):
-        if os.path.isdir(folder) and folder not in sys.path:
-            site.addsitedir(folder)
-    importlib.invalidate_caches()
+    runpy.run_path(f"{src}/install_in_kernel.py")  # the setup script, then this kernel's sys.path
 
 # %% tags=["parameters"]
 PROFILE = None  # "smoke", "full", or None for automatic ($TUNIXKIT_PROFILE, else by device)

@@ -6,8 +6,9 @@
 The notebooks' first cell clones the repository and checks out ``TUNIXKIT_RELEASE``, so that the
 competition host's re-run weeks later installs the code that was tested. A commit resolves in any
 clone of the repository, with no tag to push or forget. The pinned commit's library (``tunixkit/``,
-``pyproject.toml``, ``requirements.txt``, the setup script: :data:`INSTALLED`) must equal the working
-tree's, so this refuses while those paths have changes that are not committed; after it, commit
+``pyproject.toml``, ``requirements.txt``, the setup script, ``install_in_kernel.py`` which the cell
+runs: :data:`INSTALLED`) must equal the working tree's, so this refuses while those paths have
+changes that are not committed; after it, commit
 the notebooks (``jupytext --to ipynb --update notebooks/[0-9]*.py`` first). ``tests/test_install.py``
 fails when the library moved on without a new pin, naming this command.
 """
@@ -19,7 +20,13 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # what the install cell installs from the pinned commit
-INSTALLED = ("tunixkit", "pyproject.toml", "requirements.txt", "setup_notebook_tpu_single_host.sh")
+INSTALLED = (
+    "tunixkit",
+    "pyproject.toml",
+    "requirements.txt",
+    "setup_notebook_tpu_single_host.sh",
+    "install_in_kernel.py",
+)
 PIN = re.compile(r'"TUNIXKIT_RELEASE", "([^"]+)"')
 VERSION_RULES = [  # file, pattern, replacement (the version goes where {v} is)
     ("pyproject.toml", r'^version = "[^"]+"', 'version = "{v}"'),
