@@ -192,6 +192,14 @@ def test_simpo_loss_prefers_the_answer_with_the_higher_mean_log_probability(tmp_
     )
     trainer = preferences.trainer("simpo", lm.model, None, optax.sgd(0.0), config, simpo_gamma=3.0)
     assert trainer.gen_model_input_fn(ex) == {"train_example": ex, "beta": 2.0, "gamma": 3.0}
+    # 06's stage configures "dpo" for every algorithm: the one asked for decides tunix's loss (ORPO
+    # trained DPO against no reference before)
+    orpo = preferences.trainer("orpo", lm.model, lm.model, optax.sgd(0.0), config)
+    assert orpo.algorithm == "orpo" and orpo.ref_model is None
+    dpo = preferences.trainer("dpo", lm.model, lm.model, optax.sgd(0.0), config)
+    assert dpo.algorithm == "dpo" and dpo.ref_model is lm.model
+    with pytest.raises(ValueError, match="DPO needs the reference model"):
+        preferences.trainer("dpo", lm.model, None, optax.sgd(0.0), config)
 
 
 def test_a_stage_waits_for_the_ones_before_and_its_data_is_made_once(tmp_path, capsys):

@@ -375,17 +375,22 @@ def trainer(
 ) -> dpo_trainer.DPOTrainer:
     """tunix's ``DPOTrainer`` for ``algorithm`` "dpo" (with ``reference``), "orpo", or "simpo"
     (:func:`simpo_loss_fn`, reference-free; ``config.beta`` is SimPO's beta), fed the batches of
-    :func:`preference_dataset`. The one preference builder: notebooks 03 and 06 and the memory
-    plan build theirs here."""
+    :func:`preference_dataset`. ``algorithm`` decides the loss whatever ``config.algorithm`` says
+    (tunix reads the config's: "dpo" there without a reference would train DPO against nothing,
+    not ORPO). The one preference builder: notebooks 03 and 06 and the memory plan build theirs
+    here."""
     from tunix.sft.dpo import dpo_trainer
 
     if algorithm not in ("dpo", "orpo", "simpo"):
         raise ValueError(f"unknown preference algorithm {algorithm!r}; known: dpo, orpo, simpo")
+    if algorithm == "dpo" and reference is None:
+        raise ValueError("DPO needs the reference model (ORPO and SimPO go without one)")
+    # SimPO runs tunix's ORPO path (no reference pass) with its own loss
+    config = dataclasses.replace(config, algorithm="dpo" if algorithm == "dpo" else "orpo")
     if algorithm != "simpo":
         return dpo_trainer.DPOTrainer(
             actor, reference if algorithm == "dpo" else None, optimizer, config
         )
-    config = dataclasses.replace(config, algorithm="orpo")  # no reference pass
     trainer = dpo_trainer.DPOTrainer(actor, None, optimizer, config)
     _compat.without_aux_metric(trainer, "odds_ratio")  # an ORPO figure SimPO does not have
     trainer.with_loss_fn(simpo_loss_fn, has_aux=True)
