@@ -104,7 +104,6 @@ from tunixkit import (
     recipes,
     runlog,
     runtime,
-    session,
     training,
 )
 from tunixkit.tools import memplan
@@ -240,18 +239,12 @@ fig = runlog.plot_metrics(
 # %% [markdown]
 # ## Export (the student)
 # Before the final evaluation, so a session short of time still leaves a model.
-# `export/{hf,orbax}`, and the judged model `ckpts/actor/<step>/model_params` (merged).
+# `export/{hf,orbax}`, and the judged model `ckpts/actor/<step>/model_params` (merged). After the
+# evaluation the better student stays the judged one, and is uploaded with `KAGGLE_MODEL`.
 
 # %%
 # timed as the export; prints the judged model's path
 export = pipeline.export_judged(student.model, student, clock, trained.steps, mesh=mesh)
-unrestricted_kaggle_model = session.publish(
-    export.orbax,
-    KAGGLE_MODEL,
-    notes=f"distilled student, {trained.steps} steps",
-    rehearsal=REHEARSAL,
-)
-print(f"unrestricted_kaggle_model = {unrestricted_kaggle_model!r}")
 
 # %% [markdown]
 # ## After training
@@ -285,6 +278,18 @@ fig = evaluation.plot_comparison(
     out_dir / "eval.png",
     title="GSM8K: teacher and student",
 )
+# the judged model is the better student: the export, unless it got fewer questions right than
+# the student before training and a paired test says that is not chance (then that one is judged)
+adoption = pipeline.finish(  # then uploads the judged model (the trained or the start's)
+    export,
+    before.first(n),
+    after,
+    start=student,
+    kaggle_model=KAGGLE_MODEL,
+    notes=f"distilled student, {trained.steps} steps",
+    mesh=mesh,
+)
+unrestricted_kaggle_model = adoption.kaggle_model
 
 # %%
 summary = {
@@ -316,6 +321,7 @@ summary = {
     "sizes": sizes,
     "exports": {"hf": export.hf, "orbax": export.orbax},
     "unrestricted_kaggle_model": unrestricted_kaggle_model,
+    "adoption": adoption.report(),
 }
 runlog.write_summary(out_dir, summary)
 {k: v for k, v in summary.items() if not isinstance(v, dict)}
