@@ -315,10 +315,10 @@ evals.after("preference")
 
 # %%
 reward_fns = pipeline.weighted_rewards(recipe.reward_weights, judge)
-contested = pipeline.contested(
+# GRPO's rows of the prompts the judge told apart, math with its answer for the checker
+grpo_records = pipeline.contested(
     train, stages.dir("preference") / "pairs.jsonl", recipe.eval.system_prompt, family=family
 )
-grpo_records = pipeline.grpo_records(contested)
 data_by_domain["grpo"] = domains.by_domain(grpo_records)
 trace = profiling.StepTrace(out_dir / "grpo" / "trace", TRACE_STEPS)  # its first steps
 pipeline.grpo_stage(stages, "grpo", grpo_records, reward_fns, recipe, trace=trace)

@@ -366,7 +366,7 @@ def _all_names(tree: ast.Module) -> list[str]:
 # testing, each tool; private files and the recipe files recipes/__init__ re-exports left out).
 # Issue 51 aims at about 100; this is where it stands, lowered as names go, so that a new public
 # name replaces one.
-PUBLIC_BUDGET = 303
+PUBLIC_BUDGET = 302
 
 
 def _public_names() -> list[str]:

@@ -322,16 +322,13 @@ def test_grpo_keeps_the_prompts_the_judge_told_apart(tmp_path, capsys):
         ],
         pairs,
     )
-    assert [r["prompt"] for r in pipeline.contested(records, pairs, "sys")] == [
-        "Give three ideas."
-    ] * 2
+    every = [{"question": r["prompt"], "answer": "", "domain": "general"} for r in records]
+    assert pipeline.contested(records, pairs, "sys") == [every[0], every[2]]
     assert "2 of 3" in capsys.readouterr().out
-    assert (
-        pipeline.contested(records, tmp_path / "missing.jsonl", "sys") == records
-    )  # no preference stage
-    assert (
-        pipeline.contested(records, pairs, "another system prompt") == records
-    )  # none matched: said, not dropped
+    # no preference stage
+    assert pipeline.contested(records, tmp_path / "missing.jsonl", "sys") == every
+    # none matched: said, not dropped
+    assert pipeline.contested(records, pairs, "another system prompt") == every
     assert "none of 3" in capsys.readouterr().out
 
 
@@ -526,7 +523,7 @@ def test_a_full_preset_grpo_stage_trains_on_every_domain(tmp_path, capsys):
         for t in pair_tasks[::2]
     ]
     data.write_jsonl(told_apart, pairs)
-    rows = pipeline.grpo_records(pipeline.contested(train, pairs, "sys"))
+    rows = pipeline.contested(train, pairs, "sys")
     assert "GRPO prompts by domain" in capsys.readouterr().out
     assert set(domains.by_domain(rows)) == set(domains.DOMAINS)
     assert all(bool(r["answer"]) == (r["domain"] == "math") for r in rows)

@@ -64,7 +64,6 @@ __all__ = [
     "improve_stage",
     "preference_stage",
     "contested",
-    "grpo_records",
     "sft_rows",
     "sft_stage",
     "weighted_rewards",
@@ -1233,8 +1232,10 @@ def contested(
     *,
     family: str = "gemma3",
 ) -> list[dict[str, str]]:
-    """The ``records`` whose prompt appears in ``pairs_file`` (:func:`judged_pairs`' JSONL: the
-    prompts on which the judge told the model's samples apart), or all of them when the file is
+    """GRPO's rows (``question``, ``answer``: a math answer for the checker, "" for the other
+    domains, which the judge and the rubric reward; ``domain``; counted by domain) of the
+    ``records`` whose prompt appears in ``pairs_file`` (:func:`judged_pairs`' JSONL: the prompts
+    on which the judge told the model's samples apart), or of all of them when the file is
     missing; ``family``: the chat template the pairs' prompts were written in. GRPO learns only
     where a group's rewards differ: on prompts every sample already aces (or all fail alike) each
     advantage is 0 and the step is spent on the KL term. A domain none of whose prompts is in the
@@ -1245,15 +1246,16 @@ def contested(
     >>> pairs = pathlib.Path(tempfile.mkdtemp()) / "pairs.jsonl"
     >>> _ = data.write_jsonl([{"prompt": prompting.format_prompt("a1", None)}], pairs)
     >>> rows = [{"domain": d, "prompt": f"{d}{i}"} for d in "ab" for i in (1, 2)]
-    >>> [r["prompt"] for r in contested(rows, pairs, None)]
+    >>> contested(rows, pairs, None)[1]
     GRPO prompts: 1 of 4, those on which the judge told samples apart (pairs.jsonl)
     GRPO prompts: 1 each of b too (the judge told none apart; other rewards may)
-    ['a1', 'b1']
+    GRPO prompts by domain: {'a': 1, 'b': 1}
+    {'question': 'b1', 'answer': '', 'domain': 'b'}
     """
     path = pathlib.Path(pairs_file)
     if not path.is_file():
         print(f"GRPO prompts: all {len(records)} ({path} not found)")
-        return list(records)
+        return _grpo_rows(records)
     seen = {row["prompt"] for row in data.read_rows(path, required=("prompt",))}
     kept = [
         r
@@ -1262,7 +1264,7 @@ def contested(
     ]
     if not kept:
         print(f"GRPO prompts: none of {len(records)} is in {path}; training on all of them")
-        return list(records)
+        return _grpo_rows(records)
     print(
         f"GRPO prompts: {len(kept)} of {len(records)}, "
         f"those on which the judge told samples apart ({path.name})"
@@ -1281,21 +1283,10 @@ def contested(
             f"GRPO prompts: {each} each of {'/'.join(missing)} too (the judge told none apart; "
             "other rewards may)"
         )
-    return kept
+    return _grpo_rows(kept)
 
 
-def grpo_records(records: Sequence[dict[str, str]]) -> list[dict[str, str]]:
-    """GRPO's rows for ``records``: ``question``, ``answer`` (a math answer for the checker; "" for
-    the other domains, which the judge and the rubric reward) and ``domain``; the rows per domain
-    are printed.
-
-    >>> rows = grpo_records(
-    ...     [{"domain": "math", "prompt": "1+1?", "answer": "2"}, {"domain": "code", "prompt": "p"}]
-    ... )
-    GRPO prompts by domain: {'math': 1, 'code': 1}
-    >>> rows[1]
-    {'question': 'p', 'answer': '', 'domain': 'code'}
-    """
+def _grpo_rows(records: Sequence[dict[str, str]]) -> list[dict[str, str]]:
     rows = [
         {
             "question": r["prompt"],
