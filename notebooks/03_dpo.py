@@ -97,7 +97,6 @@ RECIPE_OVERRIDES = {}  # any other recipe field by name, e.g. {"batch_size": 4, 
 import dataclasses
 
 from IPython.display import Markdown, display
-from tunix.sft.dpo import dpo_trainer
 
 from tunixkit import (
     evaluation,
@@ -205,27 +204,12 @@ batches = preferences.preference_dataset(
     num_batches=recipe.steps,
     **lengths,
 )
-config = training.trainer_config(
-    out_dir,
-    max_steps=recipe.steps,
-    eval_every=recipe.eval_every,
-    checkpoint_every=recipe.checkpoint_every,
-    description=recipe.algorithm.upper(),
-    config_cls=dpo_trainer.DPOTrainingConfig,
-    algorithm=recipe.algorithm,
-    beta=recipe.beta,
-    lambda_orpo=recipe.lambda_orpo,
-)
 trainer = preferences.trainer(
-    recipe.algorithm,
+    recipe,
     actor,
     reference.model,
-    training.optimizer(
-        recipe.learning_rate,
-        clock.schedule_steps(recipe.steps, label=recipe.algorithm.upper()),
-        clip_norm=recipe.clip_norm,
-    ),
-    config,
+    output_dir=out_dir,
+    schedule_steps=clock.schedule_steps(recipe.steps, label=recipe.algorithm.upper()),
 )
 names = ("loss", "rewards/margin", "rewards/accuracy")
 trained = training.run(

@@ -29,6 +29,7 @@ from tunixkit import (
     models,
     preferences,
     prompting,
+    recipes,
     rewards,
     rl,
     runlog,
@@ -103,8 +104,6 @@ def grpo(out: pathlib.Path, mesh, steps: int = STEPS, **settings):
 
 
 def dpo(out: pathlib.Path, mesh, algorithm: str = "dpo"):
-    from tunix.sft.dpo import dpo_trainer
-
     reference = models.load_model("tiny-gemma3-sft", mesh=mesh, verbose=False)
     actor = models.apply_lora(reference.model, rank=8, alpha=16.0, mesh=mesh, verbose=False)
     pairs = [
@@ -123,22 +122,19 @@ def dpo(out: pathlib.Path, mesh, algorithm: str = "dpo"):
         max_prompt_length=88,
         max_response_length=48,
     )
-    config = training.trainer_config(
-        out,
-        max_steps=STEPS,
+    settings = dataclasses.replace(
+        recipes.DPO.smoke(),
+        algorithm=algorithm,
+        beta=0.5,
+        learning_rate=1e-3,
+        clip_norm=1.0,
+        steps=STEPS,
         eval_every=10**6,
         checkpoint_every=EVERY,
-        description=None,
-        config_cls=dpo_trainer.DPOTrainingConfig,
-        algorithm="dpo",
-        beta=0.5,
-        lambda_orpo=0.1,
     )
     # the one builder of 03's DPO and of 06's preference stage (SimPO: tunix's DPOTrainer with
     # tunixkit's loss)
-    trainer = preferences.trainer(
-        algorithm, actor, reference.model, training.optimizer(1e-3, STEPS), config
-    )
+    trainer = preferences.trainer(settings, actor, reference.model, output_dir=out)
     _record_batches(trainer, out / "trained.jsonl")
     return trainer, batches, None, actor
 

@@ -173,33 +173,29 @@ def test_simpo_loss_prefers_the_answer_with_the_higher_mean_log_probability(tmp_
     # the recipe's simpo_gamma (06's SIMPO_GAMMA) is the margin asked for: a larger one, a larger loss
     wider, _ = preferences.simpo_loss_fn(lm.model, ex, beta=2.0, gamma=3.0)
     assert float(wider) > float(loss)
-    import optax
+    import dataclasses
 
-    from tunixkit import prompting, recipes, training
+    from tunixkit import prompting, recipes
 
     recipe = recipes.Pipeline.smoke()
     assert recipe.simpo_gamma == 0.5 and recipe.algorithm == "simpo"
-    config = training.trainer_config(
-        tmp_path,
-        max_steps=1,
-        eval_every=10**9,
-        checkpoint_every=10,
-        description="simpo",
-        config_cls=dpo_trainer.DPOTrainingConfig,
-        algorithm="dpo",
-        beta=2.0,
-        lambda_orpo=0.1,
+    # 06's stage and 03 build their trainers from their settings, config and optimizer included
+    s = dataclasses.replace(
+        pipeline.stage_settings(recipe, "preference"), beta=2.0, simpo_gamma=3.0
     )
-    trainer = preferences.trainer("simpo", lm.model, None, optax.sgd(0.0), config, simpo_gamma=3.0)
+    trainer = preferences.trainer(s, lm.model, None, output_dir=tmp_path)
     assert trainer.gen_model_input_fn(ex) == {"train_example": ex, "beta": 2.0, "gamma": 3.0}
-    # 06's stage configures "dpo" for every algorithm: the one asked for decides tunix's loss (ORPO
-    # trained DPO against no reference before)
-    orpo = preferences.trainer("orpo", lm.model, lm.model, optax.sgd(0.0), config)
+    assert trainer.config.checkpoint_root_directory.startswith(str(tmp_path))
+    # the algorithm asked for decides tunix's loss (06's stage once configured "dpo" for every
+    # algorithm: ORPO trained DPO against no reference)
+    orpo = preferences.trainer(dataclasses.replace(s, algorithm="orpo"), lm.model, lm.model)
     assert orpo.algorithm == "orpo" and orpo.ref_model is None
-    dpo = preferences.trainer("dpo", lm.model, lm.model, optax.sgd(0.0), config)
+    dpo03 = recipes.DPO.smoke()  # 03's recipe is a preference run's settings too
+    dpo = preferences.trainer(dpo03, lm.model, lm.model, output_dir=tmp_path / "03")
     assert dpo.algorithm == "dpo" and dpo.ref_model is lm.model
+    assert dpo.config.lambda_orpo == dpo03.lambda_orpo and dpo.config.beta == dpo03.beta
     with pytest.raises(ValueError, match="DPO needs the reference model"):
-        preferences.trainer("dpo", lm.model, None, optax.sgd(0.0), config)
+        preferences.trainer(dpo03, lm.model, None)
 
 
 def test_a_stage_waits_for_the_ones_before_and_its_data_is_made_once(tmp_path, capsys):

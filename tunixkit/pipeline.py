@@ -761,7 +761,7 @@ class StageSettings:
     grpo: rl.GRPOSettings | None = None
     eval_every: int = 10**9  # a stage is evaluated after it (Evaluations), not by its trainer
     qlora: bool = False
-    clip_norm: float | None = None
+    clip_norm: float | None = 1.0  # global-norm gradient clipping (training.optimizer's default)
 
 
 def stage_settings(
@@ -1178,7 +1178,6 @@ def preference_stage(
     written to ``<name>/pairs.jsonl`` (a resumed stage trains on the same ones; GRPO's
     :func:`contested` reads them). Skipped, and said, when the judge told no prompt's answers
     apart."""
-    from tunix.sft.dpo import dpo_trainer
 
     def judged() -> list[dict[str, str]]:
         start, mesh = stages.start_path(name), stages.mesh
@@ -1202,22 +1201,13 @@ def preference_stage(
         max_prompt_length=s.max_prompt_length,
         max_response_length=s.max_response_length,
     )
-    config = training.trainer_config(
-        stages.dir(name),
-        max_steps=s.steps,
-        eval_every=s.eval_every,
-        checkpoint_every=s.checkpoint_every,
-        description=name,
-        config_cls=dpo_trainer.DPOTrainingConfig,
-        algorithm="dpo",
-        beta=s.beta,
-        lambda_orpo=s.lambda_orpo,
-    )
-    optimizer = training.optimizer(
-        s.learning_rate, stages.session.schedule_steps(s.steps, label=name)
-    )
     trainer = preferences.trainer(
-        s.algorithm, lora, base.model, optimizer, config, simpo_gamma=s.simpo_gamma
+        s,
+        lora,
+        base.model,
+        output_dir=stages.dir(name),
+        schedule_steps=stages.session.schedule_steps(s.steps, label=name),
+        description=name,
     )
     metric_names = ("loss", "rewards/margin", "rewards/accuracy")
     return train_stage(

@@ -18,12 +18,12 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from tunixkit import _compat, data, evaluation, families, prompting, session
+from tunixkit import _compat, data, evaluation, families, prompting, session, training
 
 if TYPE_CHECKING:
     import grain
@@ -364,37 +364,68 @@ def simpo_loss_fn(
     return losses.mean(), aux
 
 
+class _Settings(Protocol):
+    """What :func:`trainer` reads of a preference run's settings (03's ``recipes.DPO``, 06's
+    ``pipeline.StageSettings``)."""
+
+    algorithm: str
+    beta: float
+    lambda_orpo: float
+    simpo_gamma: float
+    learning_rate: float
+    clip_norm: float | None
+    steps: int
+    eval_every: int
+    checkpoint_every: int
+
+
 def trainer(
-    algorithm: str,
+    settings: _Settings,
     actor: nnx.Module,
     reference: nnx.Module | None,
-    optimizer: optax.GradientTransformation,
-    config: dpo_trainer.DPOTrainingConfig,
     *,
-    simpo_gamma: float = 0.5,
+    output_dir: str | pathlib.Path | None = None,
+    schedule_steps: int | None = None,
+    description: str | None = None,
+    wrap_optimizer: Callable[[optax.GradientTransformation], Any] | None = None,
 ) -> dpo_trainer.DPOTrainer:
-    """tunix's ``DPOTrainer`` for ``algorithm`` "dpo" (with ``reference``), "orpo", or "simpo"
-    (:func:`simpo_loss_fn`, reference-free; ``config.beta`` is SimPO's beta), fed the batches of
-    :func:`preference_dataset`. ``algorithm`` decides the loss whatever ``config.algorithm`` says
-    (tunix reads the config's: "dpo" there without a reference would train DPO against nothing,
-    not ORPO). The one preference builder: notebooks 03 and 06 and the memory plan build theirs
-    here."""
+    """tunix's ``DPOTrainer`` for ``settings.algorithm``: "dpo" (with ``reference``), "orpo", or
+    "simpo" (:func:`simpo_loss_fn`, reference-free; ``beta`` is SimPO's beta, ``simpo_gamma`` its
+    margin), fed the batches of :func:`preference_dataset`, with its config and optimizer
+    (:func:`tunixkit.training.optimizer` over ``schedule_steps``, default ``settings.steps``) made
+    here from ``settings``. ``output_dir``: checkpoints (resumed) and logs there
+    (:func:`tunixkit.training.trainer_config`); None, neither (the memory plan). ``wrap_optimizer``:
+    applied to the optimizer before the trainer makes its state (the memory plan's abstract one).
+    The one preference builder: notebooks 03 and 06 and the memory plan build theirs here."""
     from tunix.sft.dpo import dpo_trainer
 
+    algorithm = settings.algorithm
     if algorithm not in ("dpo", "orpo", "simpo"):
         raise ValueError(f"unknown preference algorithm {algorithm!r}; known: dpo, orpo, simpo")
     if algorithm == "dpo" and reference is None:
         raise ValueError("DPO needs the reference model (ORPO and SimPO go without one)")
-    # SimPO runs tunix's ORPO path (no reference pass) with its own loss
-    config = dataclasses.replace(config, algorithm="dpo" if algorithm == "dpo" else "orpo")
-    if algorithm != "simpo":
-        return dpo_trainer.DPOTrainer(
-            actor, reference if algorithm == "dpo" else None, optimizer, config
-        )
-    trainer = dpo_trainer.DPOTrainer(actor, None, optimizer, config)
-    _compat.without_aux_metric(trainer, "odds_ratio")  # an ORPO figure SimPO does not have
-    trainer.with_loss_fn(simpo_loss_fn, has_aux=True)
-    trainer.with_gen_model_input_fn(
-        lambda x: {"train_example": x, "beta": config.beta, "gamma": simpo_gamma}
+    config = training.trainer_config(
+        output_dir,
+        max_steps=settings.steps,
+        eval_every=settings.eval_every,
+        checkpoint_every=settings.checkpoint_every,
+        description=description or algorithm.upper(),
+        config_cls=dpo_trainer.DPOTrainingConfig,
+        # tunix reads the config's algorithm: SimPO runs its ORPO path (no reference pass)
+        algorithm="dpo" if algorithm == "dpo" else "orpo",
+        beta=settings.beta,
+        lambda_orpo=settings.lambda_orpo,
     )
+    steps = schedule_steps or settings.steps
+    tx = training.optimizer(settings.learning_rate, steps, clip_norm=settings.clip_norm)
+    optimizer = wrap_optimizer(tx) if wrap_optimizer else tx
+    kept = reference if algorithm == "dpo" else None
+    trainer = dpo_trainer.DPOTrainer(actor, kept, optimizer, config)
+    if algorithm == "simpo":
+        _compat.without_aux_metric(trainer, "odds_ratio")  # an ORPO figure SimPO does not have
+        trainer.with_loss_fn(simpo_loss_fn, has_aux=True)
+        gamma = settings.simpo_gamma
+        trainer.with_gen_model_input_fn(
+            lambda x: {"train_example": x, "beta": config.beta, "gamma": gamma}
+        )
     return trainer

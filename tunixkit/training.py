@@ -400,7 +400,7 @@ def metrics_logging(
 
 
 def trainer_config(
-    output_dir: str | pathlib.Path,
+    output_dir: str | pathlib.Path | None,
     *,
     max_steps: int,
     eval_every: int,
@@ -411,12 +411,16 @@ def trainer_config(
 ) -> peft_trainer.TrainingConfig:
     """A tunix trainer config (``PeftTrainer``'s ``TrainingConfig`` or ``config_cls``, e.g. DPO's)
     with checkpoints in ``output_dir/checkpoints`` (resumed automatically) and TensorBoard logs in
-    ``output_dir/tensorboard``; ``fields`` are the config class's own settings."""
+    ``output_dir/tensorboard`` (None: neither, as the memory plan compiles it); ``fields`` are the
+    config class's own settings."""
     from tunix.sft import peft_trainer
 
+    cls = config_cls or peft_trainer.TrainingConfig
+    if output_dir is None:
+        return cls(eval_every_n_steps=eval_every, max_steps=max_steps, **fields)
     out = pathlib.Path(output_dir)
     root, opts = checkpointing(out / "checkpoints", every_steps=checkpoint_every)
-    return (config_cls or peft_trainer.TrainingConfig)(
+    return cls(
         eval_every_n_steps=eval_every,
         max_steps=max_steps,
         checkpoint_root_directory=root,

@@ -44,9 +44,11 @@ class DPO(_Presets):
     lora_rank: int | None = 64  # None: full fine-tuning
     # adapters scaled by alpha / rank; None: the rank (LORA_RANK alone)
     lora_alpha: float | None = 64.0
-    algorithm: str = "dpo"  # "dpo" or "orpo" (ORPO needs no reference model in training)
-    beta: float = 0.1  # DPO's KL strength
+    # "dpo", "orpo" or "simpo" (ORPO and SimPO need no reference model in training)
+    algorithm: str = "dpo"
+    beta: float = 0.1  # DPO's KL strength (SimPO's reward scale)
     lambda_orpo: float = 0.1  # ORPO's preference-loss weight
+    simpo_gamma: float = 0.5  # SimPO's target margin
     learning_rate: float = 5e-6  # peak AdamW learning rate (warmup-cosine)
     clip_norm: float = 0.1
     steps: int = 1000

@@ -53,7 +53,10 @@ _DECODER_CONFIG = (  # the Llama3/Qwen2/Qwen3 ModelConfig fields families.py set
     "rope_theta",
     "norm_eps",
 )
-# (module, attribute path, parameters tunixkit passes by keyword)
+_QWEN_CONFIG = ("use_tied_embedding", "param_dtype")  # Qwen2/Qwen3's beside those
+_SAFETENSORS = ("file_dir", "config", "mesh", "dtype")  # create_model_from_safe_tensors'
+# (module, attribute path, parameters tunixkit passes by keyword); each family's model class and
+# loader are added by required()
 REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (
         "tunix.models.gemma3.model",
@@ -74,7 +77,6 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "param_dtype",
         ),
     ),
-    ("tunix.models.gemma3.model", "Gemma3", ("config", "rngs")),
     # _compat.choice_logprobs: the final hidden states, then the last position's logits
     ("tunix.models.gemma3.model", "Gemma3.__call__", ("output_hidden_states",)),
     ("tunix.models.gemma3.model", "Embedder.decode", ()),
@@ -85,11 +87,6 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("tunix.models.gemma3.model", "QueryPreAttentionNormalisation", ()),
     ("tunix.models.gemma3.model", "Attention", ()),  # _compat.gemma3_qk_norms's argument
     ("tunix.models.gemma3.model", "RMSNorm", ()),
-    (
-        "tunix.models.gemma3.params_safetensors",
-        "create_model_from_safe_tensors",
-        ("file_dir", "config", "mesh", "dtype"),
-    ),
     (
         "tunix.models.gemma.model",
         "ModelConfig",
@@ -110,52 +107,22 @@ REQUIRED_API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ),
     ),
     ("tunix.models.gemma.model", "AttentionType", ()),
-    ("tunix.models.gemma.model", "Gemma", ("config", "rngs")),
-    (
-        "tunix.models.gemma.params_safetensors",
-        "create_model_from_safe_tensors",
-        ("file_dir", "config", "mesh", "dtype"),
-    ),
     # Llama 3.x and Qwen (families.py); _compat.config_rope wraps apply_rope and Attention.block
     (
         "tunix.models.llama3.model",
         "ModelConfig",
         (*_DECODER_CONFIG, "weight_tying"),
     ),
-    (
-        "tunix.models.qwen2.model",
-        "ModelConfig",
-        (*_DECODER_CONFIG, "use_tied_embedding", "param_dtype"),
+    *(
+        (f"tunix.models.{family}.model", "ModelConfig", (*_DECODER_CONFIG, *_QWEN_CONFIG))
+        for family in ("qwen2", "qwen3")
     ),
-    (
-        "tunix.models.qwen3.model",
-        "ModelConfig",
-        (*_DECODER_CONFIG, "use_tied_embedding", "param_dtype"),
-    ),
-    ("tunix.models.llama3.model", "Llama3", ("config", "rngs")),
-    ("tunix.models.qwen2.model", "Qwen2", ("config", "rngs")),
-    ("tunix.models.qwen3.model", "Qwen3", ("config", "rngs")),
     ("tunix.models.llama3.model", "apply_rope", ("head_dim", "rope_theta")),
     ("tunix.models.qwen3.model", "apply_rope", ("head_dim", "rope_theta")),
     ("tunix.models.llama3.model", "Attention.block", ()),
     ("tunix.models.qwen3.model", "Attention.block", ()),
     ("tunix.models.qwen2.model", "Qwen2.__call__", ("output_hidden_states",)),
     ("tunix.models.qwen3.model", "Qwen3.__call__", ("output_hidden_states",)),
-    (
-        "tunix.models.llama3.params",
-        "create_model_from_safe_tensors",
-        ("file_dir", "config", "mesh", "dtype"),
-    ),
-    (
-        "tunix.models.qwen2.params",
-        "create_model_from_safe_tensors",
-        ("file_dir", "config", "mesh", "dtype"),
-    ),
-    (
-        "tunix.models.qwen3.params",
-        "create_model_from_safe_tensors",
-        ("file_dir", "config", "mesh", "dtype"),
-    ),
     ("tunix.generate.sampler", "Sampler", ("transformer", "tokenizer", "cache_config")),
     ("tunix.rl.rollout.vanilla_rollout", "VanillaRollout", ()),  # holds ._sampler (split)
     (
@@ -474,11 +441,7 @@ def required() -> list[tuple[str, str, tuple[str, ...]]]:
         out += [
             (fam.model_module, fam.model_class, ("config", "rngs")),
             (fam.model_module, "ModelConfig", ()),
-            (
-                fam.loader_module,
-                "create_model_from_safe_tensors",
-                ("file_dir", "config", "mesh", "dtype"),
-            ),
+            (fam.loader_module, "create_model_from_safe_tensors", _SAFETENSORS),
         ]
     return list(dict.fromkeys(out))
 

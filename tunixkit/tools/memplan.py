@@ -422,17 +422,7 @@ def _dpo(rec, mesh, model_id, layers, verbose, jnp):
 
     reference, family, _ = _abstract(model_id, layers, mesh)
     actor = _lora(reference, mesh, family=family, rank=rec.lora_rank, alpha=rec.lora_alpha)
-    config = dpo_trainer.DPOTrainingConfig(
-        eval_every_n_steps=rec.eval_every,
-        max_steps=rec.steps,
-        algorithm=rec.algorithm,
-        beta=rec.beta,
-        lambda_orpo=rec.lambda_orpo,
-    )
-    tx = _abstract_optimizer(
-        training.optimizer(rec.learning_rate, rec.steps, clip_norm=rec.clip_norm)
-    )
-    trainer = preferences.trainer(rec.algorithm, actor, reference, tx, config)
+    trainer = preferences.trainer(rec, actor, reference, wrap_optimizer=_abstract_optimizer)
     _place(trainer.optimizer, mesh)
     persistent = _lora_pieces(trainer.model, trainer.optimizer)
     if (
